@@ -1,0 +1,146 @@
+"""The manifest, format version 1, as pydantic models.
+
+Every model forbids unknown keys; every field carries its description so the JSON Schema that
+`rlcrate schema` prints gives editors completion and hover help.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+BACKEND_NAMES = ("godot", "envpool", "gymnasium", "isaaclab", "brax")
+Backend = Literal["godot", "envpool", "gymnasium", "isaaclab", "brax"]
+COMPARISONS = (">=", ">", "<=", "<", "==")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class EnvSpec(_Strict):
+    backend: Backend = Field(description="Which backend makes the environments.")
+    id: str = Field(
+        min_length=1,
+        description="Env id: a Gymnasium/EnvPool id, a bundled Godot game name, a Godot project "
+        "folder or an exported game binary, or a task id.",
+    )
+    pacing: Literal["unpaced", "paced"] = Field(
+        "unpaced",
+        description="godot: 'unpaced' runs a fixed timestep as fast as the CPU allows "
+        "(deterministic); 'paced' runs game time at `speedup` x real time.",
+    )
+    speedup: float = Field(1.0, gt=0, description="godot, paced: game time / real time.")
+    action_repeat: int = Field(1, ge=1, description="godot: physics ticks per agent action.")
+    timeout: float = Field(
+        60.0, gt=0, description="Seconds to wait for an env process to connect or answer a step."
+    )
+    kwargs: dict[str, Any] = Field(
+        default_factory=dict, description="Passed through to the backend's env constructor."
+    )
+
+
+class ParallelSpec(_Strict):
+    envs: int = Field(1, ge=1, description="Environments stepped in lockstep (the vector size).")
+    workers: int = Field(
+        1,
+        ge=1,
+        description="OS processes or threads stepping them (godot: Godot processes; "
+        "gymnasium subproc: worker processes; envpool: threads).",
+    )
+    mode: Literal["dummy", "subproc"] = Field(
+        "dummy", description="gymnasium: DummyVecEnv (in-process) or SubprocVecEnv."
+    )
+    units: int = Field(
+        0,
+        ge=0,
+        description="Units (variant, seed) run at once by the local executor; 0 = as many as "
+        "the CPU count allows.",
+    )
+
+    @model_validator(mode="after")
+    def _workers_fit(self) -> ParallelSpec:
+        if self.workers > self.envs:
+            raise ValueError(
+                f"workers ({self.workers}) cannot exceed envs ({self.envs}); "
+                "each worker steps at least one env"
+            )
+        return self
+
+
+class AlgoSpec(_Strict):
+    name: str = Field("PPO", description="A Stable-Baselines3 or sb3-contrib algorithm class.")
+    policy: str = Field("MlpPolicy", description="Policy name, e.g. MlpPolicy or CnnPolicy.")
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="Keyword arguments of the algorithm's constructor."
+    )
+    device: str = Field("cpu", description="torch device: cpu, cuda, cuda:N or auto.")
+    torch_threads: int = Field(
+        1, ge=1, description="torch intra-op threads per unit (1 keeps CPU runs bit-exact)."
+    )
+
+
+class TrainSpec(_Strict):
+    timesteps: int = Field(100_000, gt=0, description="Total environment steps to train for.")
+    checkpoint_every: int = Field(
+        0, ge=0, description="Save a checkpoint every N steps (0: only the final model)."
+    )
+    log_interval: int = Field(1, ge=1, description="Log to TensorBoard every N rollouts.")
+
+
+class EvalSpec(_Strict):
+    episodes: int = Field(20, gt=0, description="Evaluation episodes per unit.")
+    deterministic: bool = Field(True, description="Greedy actions during evaluation.")
+    reward_levels: list[float] = Field(
+        default_factory=list,
+        description="Reward levels for the 'time to reach' table (ep_rew_mean during training).",
+    )
+
+
+class BenchSpec(_Strict):
+    steps: int = Field(10_000, gt=0, description="Steps measured per repeat.")
+    warmup: int = Field(1_000, ge=0, description="Steps run and discarded before timing.")
+    repeats: int = Field(3, gt=0, description="Repeats per sweep point (median/min/max).")
+    train: bool = Field(True, description="Also measure training steps/s with the algorithm.")
+    sweep: dict[str, list[Any]] = Field(
+        default_factory=dict, description="Dotted manifest path -> values to sweep."
+    )
+
+
+Comparison = dict[Literal[">=", ">", "<=", "<", "=="], float]
+
+
+class Manifest(_Strict):
+    rlcrate: Literal[1] = Field(description="Manifest format version.")
+    name: str = Field(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$",
+        description="Run name; also the folder under the output directory.",
+    )
+    image: str = Field("cpu", description="Image the manifest is meant for: cpu, cuda or a tag.")
+    env: EnvSpec
+    parallel: ParallelSpec = Field(default_factory=ParallelSpec)
+    algo: AlgoSpec = Field(default_factory=AlgoSpec)
+    train: TrainSpec = Field(default_factory=TrainSpec)
+    eval: EvalSpec = Field(default_factory=EvalSpec)
+    bench: BenchSpec = Field(default_factory=BenchSpec)
+    seeds: list[int] = Field([0], min_length=1, description="Master seeds; one unit each.")
+    matrix: dict[str, list[Any]] | list[dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Variants: a mapping of dotted path -> values (cross product) or a list "
+        "of override mappings.",
+    )
+    expect: dict[str, Comparison] = Field(
+        default_factory=dict,
+        description="Claims on summary metrics, e.g. {eval.mean_reward: {'>=': 80}}.",
+    )
+
+    @field_validator("seeds")
+    @classmethod
+    def _unique_seeds(cls, seeds: list[int]) -> list[int]:
+        dupes = sorted({s for s in seeds if seeds.count(s) > 1})
+        if dupes:
+            raise ValueError(f"seeds must be unique; repeated: {dupes}")
+        if any(s < 0 for s in seeds):
+            raise ValueError("seeds must be non-negative integers")
+        return seeds
