@@ -1,0 +1,166 @@
+"""Reports from run directories built with real (tiny) SB3 training and real TensorBoard files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from runner import report
+from runner.errors import UserInputError
+from runner.plots import Curve
+
+SEEDS = [0, 1, 2, 3]
+V1, V2 = "algo.params.n_steps=32", "algo.params.n_steps=64"
+EVAL = {  # per-seed eval means; V2 seed 2 failed, V2 seed 3 never ran
+    V1: {0: 20.0, 1: 30.0, 2: 25.0, 3: 35.0},
+    V2: {0: 40.0, 1: 28.0},
+}
+
+
+def _train(udir: Path, seed: int, n_steps: int) -> None:
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.logger import configure
+
+    model = PPO("MlpPolicy", "CartPole-v1", n_steps=n_steps, batch_size=n_steps, n_epochs=1,
+                seed=seed, device="cpu")
+    model.set_logger(configure(str(udir / "tb"), ["tensorboard"]))
+    model.learn(256)
+
+
+def _write(path: Path, obj) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj))
+
+
+def _make_run(root: Path, name: str, run_id: str, seeds: list[int], tb_from: Path | None) -> Path:
+    run = root / name / run_id
+    variants = {}
+    for variant, n_steps in ((V1, 32), (V2, 64)):
+        for seed in seeds:
+            udir = run / "units" / variant / f"seed-{seed}"
+            if seed not in EVAL[variant] and seed != 2:
+                continue  # never started: no directory at all
+            if tb_from is not None:
+                shutil.copytree(tb_from / "units" / variant / f"seed-{seed}" / "tb", udir / "tb")
+            else:
+                _train(udir, seed, n_steps)
+            if seed in EVAL[variant]:
+                mean = EVAL[variant][seed]
+                _write(udir / "status.json", {"state": "done", "variant": variant, "seed": seed})
+                _write(udir / "eval.json", {"episodes": [{"return": mean, "length": 10}] * 2,
+                                            "mean": mean, "std": 1.5, "deterministic": True})
+            else:
+                _write(udir / "status.json", {"state": "failed", "variant": variant, "seed": seed,
+                                              "error": "RuntimeError: boom"})
+        variants[variant] = {
+            "overrides": {"algo.params.n_steps": n_steps},
+            "expect": [{"metric": "eval.mean_reward", "op": ">=", "value": 26.0,
+                        "actual": float(np.mean(list(EVAL[variant].values()))),
+                        "met": variant == V2}],
+        }
+    _write(run / "summary.json", {"name": name, "run_id": run_id, "seeds": seeds,
+                                  "variants": variants, "expectations_met": False})
+    (run / "resolved.yaml").write_text(yaml.safe_dump({
+        "rlcrate": 1, "name": name, "seeds": seeds, "eval": {"reward_levels": []},
+        "matrix": {"algo.params.n_steps": [32, 64]}}))
+    return run
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    run = _make_run(tmp_path_factory.mktemp("runs"), "tiny", "r1", SEEDS, None)
+    # A unit whose TensorBoard file was damaged after the fact.
+    (tb_file,) = (run / "units" / V1 / "seed-1" / "tb").glob("events.out.tfevents.*")
+    data = tb_file.read_bytes()
+    tb_file.write_bytes(data[:20] + b"\x00garbage" * 64 + data[-100:])
+    return run
+
+
+pytestmark = pytest.mark.gymnasium
+
+
+def test_report_on_run_with_failed_missing_and_corrupt_units(run_dir):
+    md = report.write_report(run_dir)
+    text = md.read_text()
+    assert md == run_dir / "report.md"
+    # Missing or incomplete units are listed with their state and error.
+    assert f"`{V2}` seed 2: failed: RuntimeError: boom" in text
+    assert f"`{V2}` seed 3: missing" in text
+    # The damaged TensorBoard file is named, not a crash.
+    assert "corrupt or unreadable event file" in text
+    # Eval table: across-seed mean of V1 = mean(20, 30, 25, 35) = 27.5; V2 has 2 of 4 seeds.
+    row_v1 = next(line for line in text.splitlines() if line.startswith(f"| {V1} | 0: 20"))
+    assert "27.5 ± 6.45" in row_v1 and "4/4" in row_v1
+    assert "2/4" in next(line for line in text.splitlines() if line.startswith(f"| {V2} | 0: 40"))
+    # Paired comparison over the one varied field: seeds 0 and 1 in common: +20, -2.
+    assert "Paired comparison over `algo.params.n_steps`" in text
+    assert "0: 20, 1: -2" in text and "1–1–0" in text
+    assert "## Expectations" in text and "❌ not met" in text and "✅ met" in text
+    assert "## Time to reach reward levels" in text
+    for png in ("learning_curves.png", "eval.png"):
+        path = run_dir / "plots" / png
+        assert path.is_file() and path.stat().st_size > 20_000, png
+        assert f"plots/{png}" in text
+    tex = (run_dir / "eval_table.tex").read_text()
+    assert r"\toprule" in tex and r"algo.params.n\_steps=32 & 27.5 $\pm$ 6.45" in tex
+
+
+def test_report_includes_bench_and_regenerates_scaling_plot(run_dir, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(run_dir, run)
+    point = {"env_only": {"steps_per_s": {"median": 1000.0, "min": 900.0, "max": 1100.0}},
+             "train": {"steps_per_s": {"median": 100.0, "min": 90.0, "max": 110.0},
+                       "env_fraction": 0.25}}
+    bench = {"name": "tiny", "axis": {"label": "parallel.envs", "numeric": True, "log2": True},
+             "host": {"cpu_model": "X", "cpu_count": 2},
+             "points": [dict(point, label="1", x=1, speedup={"env_only": 1, "train": 1}),
+                        dict(point, label="2", x=2, speedup={"env_only": 1, "train": 1})],
+             "findings": ["env-only steps/s flattens at parallel.envs=2"]}
+    _write(run / "bench.json", bench)
+    text = report.write_report(run).read_text()
+    assert "## Benchmark" in text and "flattens at parallel.envs=2" in text
+    assert "| 1 | 1,000 [900–1,100] | 100 [90–110] | 0.25 |" in text
+    assert (run / "plots" / "scaling.png").stat().st_size > 20_000
+
+
+def test_compare_runs_pairs_seeds(run_dir, tmp_path):
+    other = _make_run(tmp_path, "tiny", "r2", SEEDS, run_dir)
+    md = report.compare_runs(run_dir, other, tmp_path / "cmp")
+    text = md.read_text()
+    assert md == tmp_path / "cmp" / "compare.md"
+    assert f"## B − A: {V1}" in text and "0: 0, 1: 0, 2: 0, 3: 0" in text
+    assert (tmp_path / "cmp" / "learning_curves.png").is_file()
+
+
+def test_compare_runs_refuses_mismatched_seeds(run_dir, tmp_path):
+    other = _make_run(tmp_path, "tiny", "r3", [0, 1, 5, 6], run_dir)
+    with pytest.raises(UserInputError, match="seeds differ"):
+        report.compare_runs(run_dir, other, tmp_path / "cmp")
+
+
+def test_not_a_run_directory(tmp_path):
+    with pytest.raises(UserInputError, match="not a run directory"):
+        report.write_report(tmp_path)
+
+
+def test_read_curve_problems(tmp_path):
+    assert report.read_curve(tmp_path / "nope")[1].startswith("no TensorBoard event files")
+    (tmp_path / "tb").mkdir()
+    (tmp_path / "tb" / "events.out.tfevents.1.host").write_bytes(b"")
+    curve, problem = report.read_curve(tmp_path / "tb")
+    assert curve is None and "empty event file" in problem
+
+
+def test_time_to_levels_direct():
+    steps = np.array([10.0, 20.0, 30.0])
+    curves = [Curve(steps, np.array([1.0, 5.0, 9.0]), np.array([1.0, 2.0, 3.0])),
+              Curve(steps, np.array([1.0, 2.0, 6.0]), np.array([2.0, 4.0, 6.0]))]
+    res = report.time_to_levels(curves, [5.0, 8.0])
+    assert res[5.0]["reached"] == 2 and res[5.0]["mean_s"][0] == pytest.approx(4.0)  # (2 + 6) / 2
+    assert res[5.0]["mean_steps"][0] == pytest.approx(25.0)
+    assert res[8.0]["reached"] == 1 and res[8.0]["mean_s"] == (3.0, 0.0)
