@@ -1,0 +1,107 @@
+"""EnvPool backend: its own C++ thread pool, adapted to a Stable-Baselines3 VecEnv.
+
+EnvPool resets a finished env on the *next* step; SB3 expects the reset observation in the same
+step with the terminal one in `info["terminal_observation"]`. The adapter resets finished envs
+by id right away, which keeps SB3's bootstrapping of truncated episodes correct.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from runner.backends.base import unknown_id
+from runner.errors import BackendUnavailable, UserInputError
+from runner.manifest.schema import EnvSpec
+
+
+def available() -> str | None:
+    if importlib.util.find_spec("envpool") is None:
+        return "envpool is not installed (pip install 'rlcrate[envpool]')"
+    return None
+
+
+def _cache_file() -> Path:
+    version = importlib.metadata.version("envpool")
+    root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "rlcrate"
+    return root / f"envpool-{version}.json"
+
+
+def _catalogue() -> dict[str, dict[str, str]]:
+    """id -> {"action": kind}; importing envpool costs over a second, so it is cached on disk."""
+    reason = available()
+    if reason:
+        raise BackendUnavailable(reason)
+    path = _cache_file()
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        pass
+    import envpool
+
+    data = {i: {} for i in envpool.list_all_envs()}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(data))
+        tmp.replace(path)
+    except OSError:
+        pass  # a read-only home only costs speed
+    return data
+
+
+def env_ids() -> list[str]:
+    return sorted(_catalogue())
+
+
+def check_env(env: EnvSpec) -> None:
+    cat = _catalogue()
+    if env.id not in cat:
+        raise unknown_id("envpool", env.id, cat)
+
+
+def spaces(env: EnvSpec) -> tuple[Any, Any]:
+    import envpool
+
+    check_env(env)
+    try:
+        spec = envpool.make_spec(env.id, **env.kwargs)
+    except (TypeError, ValueError, RuntimeError) as exc:
+        raise UserInputError(f"env.kwargs: EnvPool's {env.id} rejected them ({exc})") from None
+    return spec.observation_space, spec.action_space
+
+
+_KINDS = {"Box": "Box", "Discrete": "Discrete", "MultiDiscrete": "MultiDiscrete"}
+
+
+def action_kind(env: EnvSpec) -> str | None:
+    # Atari (*-v5) and classic control are discrete; MuJoCo and the DMC suite are continuous.
+    # Known without importing envpool for the common families, otherwise asked of EnvPool.
+    check_env(env)
+    name = env.id
+    if name in ("CartPole-v1", "Acrobot-v1", "MountainCar-v0") or name.endswith("-v5") and not any(
+        m in name for m in ("Cheetah", "Hopper", "Walker", "Ant", "Humanoid", "Swimmer", "Reacher",
+                            "Pusher", "InvertedPendulum", "InvertedDoublePendulum")
+    ):
+        return "Discrete"
+    return type(spaces(env)[1]).__name__
+
+
+def make_vec_env(env: EnvSpec, *, n_envs: int, workers: int, mode: str, seed: int,
+                 log_dir: Path | None = None):
+    import envpool
+
+    check_env(env)
+    pool = envpool.make(
+        env.id, env_type="gymnasium", num_envs=n_envs, batch_size=n_envs,
+        num_threads=workers, seed=seed, **env.kwargs,
+    )
+    from runner.backends._envpool_vec import EnvPoolVecEnv
+
+    return EnvPoolVecEnv(pool)

@@ -1,0 +1,108 @@
+"""Gymnasium backend: any registered id, DummyVecEnv or SubprocVecEnv by `parallel.mode`."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+from runner.backends.base import unknown_id
+from runner.errors import BackendUnavailable, UserInputError
+from runner.manifest.schema import EnvSpec, ParallelSpec
+
+# Modules that register extra ids with Gymnasium when imported, by id namespace. Imported only
+# when an id needs them (ale_py alone costs seconds).
+PLUGINS = {"ALE": "ale_py"}
+
+
+def available() -> str | None:
+    if importlib.util.find_spec("gymnasium") is None:
+        return "gymnasium is not installed (pip install 'rlcrate[gymnasium]')"
+    return None
+
+
+def _registry(env_id: str | None = None) -> dict[str, Any]:
+    """Gymnasium's registry, with the plugin for `env_id`'s namespace (all plugins for None)."""
+    reason = available()
+    if reason:
+        raise BackendUnavailable(reason)
+    import gymnasium as gym
+
+    _register_plugins(env_id)
+    return gym.registry
+
+
+def _register_plugins(env_id: str | None) -> None:
+    import gymnasium as gym
+
+    namespace = env_id.split("/")[0] if env_id and "/" in env_id else None
+    for ns, module in PLUGINS.items():
+        if (env_id is None or ns == namespace) and importlib.util.find_spec(module) is not None:
+            gym.register_envs(importlib.import_module(module))
+
+
+def env_ids() -> list[str]:
+    return sorted(_registry())
+
+
+def check_env(env: EnvSpec) -> None:
+    registry = _registry(env.id)
+    if env.id not in registry:
+        raise unknown_id("gymnasium", env.id, registry)
+
+
+def check_parallel(parallel: ParallelSpec) -> str | None:
+    if parallel.mode == "subproc" and parallel.workers != parallel.envs:
+        return (
+            "gymnasium's SubprocVecEnv runs one process per env; set parallel.workers to "
+            f"parallel.envs ({parallel.envs})"
+        )
+    if parallel.mode == "dummy" and parallel.workers != 1:
+        return "gymnasium's DummyVecEnv steps every env in one process; set parallel.workers: 1"
+
+    return None
+
+
+def action_kind(env: EnvSpec) -> str | None:
+    return type(spaces(env)[1]).__name__
+
+
+def spaces(env: EnvSpec) -> tuple[Any, Any]:
+    import gymnasium as gym
+
+    check_env(env)
+    try:
+        e = gym.make(env.id, **env.kwargs)
+    except TypeError as exc:
+        raise UserInputError(f"env.kwargs: {env.id} rejected them ({exc})") from None
+    try:
+        return e.observation_space, e.action_space
+    finally:
+        e.close()
+
+
+def _maker(env_id: str, kwargs: dict[str, Any], seed: int):
+    def make():
+        import gymnasium as gym
+
+        _register_plugins(env_id)
+        e = gym.make(env_id, **kwargs)
+        e.action_space.seed(seed)
+        return e
+
+    return make
+
+
+def make_vec_env(env: EnvSpec, *, n_envs: int, workers: int, mode: str, seed: int,
+                 log_dir: Path | None = None):
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    check_env(env)
+    fns = [_maker(env.id, dict(env.kwargs), seed + i) for i in range(n_envs)]
+    if mode == "subproc" and n_envs > 1:
+        # forkserver: workers do not inherit the parent's torch threads or signal handlers
+        venv = SubprocVecEnv(fns, start_method="forkserver")
+    else:
+        venv = DummyVecEnv(fns)
+    venv.seed(seed)  # env i gets seed + i on its next reset
+    return venv

@@ -1,0 +1,230 @@
+"""The `rlcrate` command line. Commands are thin; the one place errors become exit codes is `main`.
+
+Exit status: 0 success, 1 a unit failed, 2 bad input (manifest, arguments), 130 interrupted.
+Heavy modules are imported inside the commands so `rlcrate --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from runner import __version__
+from runner.errors import ManifestError, RunnerError
+
+app = typer.Typer(
+    name="rlcrate",
+    help="Reproducible RL experiments: run a manifest locally, in an image or on Ray.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    rich_markup_mode="rich",
+)
+
+ManifestArg = Annotated[
+    Path, typer.Argument(help="Manifest YAML file.", exists=True, dir_okay=False, readable=True)
+]
+RunDirArg = Annotated[Path, typer.Argument(help="A run directory (runs/<name>/<run-id>).",
+                                           exists=True, file_okay=False)]
+OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Where run directories go.")]
+ResumeOpt = Annotated[Optional[Path], typer.Option(
+    "--resume", help="Continue this run directory: skip units already done.",
+    exists=True, file_okay=False)]
+ExecutorOpt = Annotated[str, typer.Option("--executor", "-x", help="local | ray")]
+ImageOpt = Annotated[Optional[str], typer.Option(
+    "--image", help="Run inside this image: cpu | cuda | a full tag.")]
+RayAddressOpt = Annotated[Optional[str], typer.Option(
+    "--ray-address", help="Ray cluster address (default: RAY_ADDRESS, else a local cluster).")]
+
+
+def _console():
+    from rich.console import Console
+
+    return Console(stderr=False, highlight=False)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"rlcrate {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Reproducible RL experiments: run a manifest locally, in an image or on Ray."""
+
+
+def _run(manifest: Path, jobs: str, executor: str, image: str | None, out: Path,
+         resume: Path | None, ray_address: str | None) -> None:
+    from runner.orchestrate import RunOptions, parse_jobs, run
+
+    job_list = parse_jobs(jobs)
+    if executor not in ("local", "ray"):
+        raise typer.BadParameter(f"expected local or ray, got {executor!r}", param_hint="--executor")
+    if image:
+        from runner.images import run_in_image
+
+        args = ["--jobs", jobs, "--executor", executor]
+        raise typer.Exit(run_in_image(manifest, image, out, args))
+    run(manifest, RunOptions(job_list, executor, out, resume, ray_address), _console())
+
+
+@app.command("run")
+def run_cmd(
+    manifest: ManifestArg,
+    jobs: Annotated[str, typer.Option("--jobs", "-j", help="Comma-separated: train,eval,bench.")] = "train,eval",
+    executor: ExecutorOpt = "local",
+    image: ImageOpt = None,
+    out: OutOpt = Path("runs"),
+    resume: ResumeOpt = None,
+    ray_address: RayAddressOpt = None,
+) -> None:
+    """Run the manifest's jobs for every (variant, seed) unit; print progress and a summary."""
+    _run(manifest, jobs, executor, image, out, resume, ray_address)
+
+
+@app.command("train")
+def train_cmd(manifest: ManifestArg, executor: ExecutorOpt = "local", image: ImageOpt = None,
+              out: OutOpt = Path("runs"), resume: ResumeOpt = None) -> None:
+    """Train every unit (no evaluation)."""
+    _run(manifest, "train", executor, image, out, resume, None)
+
+
+@app.command("eval")
+def eval_cmd(manifest: ManifestArg, resume: Annotated[Path, typer.Option(
+        "--resume", help="The run directory whose trained models to evaluate.", exists=True,
+        file_okay=False)], executor: ExecutorOpt = "local") -> None:
+    """Evaluate the trained models of a run directory with the manifest's eval protocol."""
+    from runner.orchestrate import RunOptions, run
+    from runner.rundir import UnitRef, read_status, write_status
+
+    import yaml
+
+    res = yaml.safe_load((resume / "resolved.yaml").read_text())
+    for v in res["variants"]:
+        for s in res["seeds"]:
+            d = UnitRef(v, s).dir(resume)
+            if read_status(d).get("state") == "done":
+                write_status(d, "pending")  # evaluate again
+    run(manifest, RunOptions(["eval"], executor, Path("runs"), resume), _console())
+
+
+@app.command("bench")
+def bench_cmd(manifest: ManifestArg, image: ImageOpt = None, out: OutOpt = Path("runs")) -> None:
+    """Benchmark env-only and training steps/s over the manifest's bench.sweep."""
+    _run(manifest, "bench", "local", image, out, None, None)
+
+
+@app.command("validate")
+def validate_cmd(manifest: ManifestArg) -> None:
+    """Check a manifest; every problem names the file, line and field."""
+    from runner.manifest import expand, load_manifest
+
+    m = load_manifest(manifest)
+    variants = expand(m)
+    typer.echo(f"{manifest}: ok ({len(variants)} variant(s) x {len(m.seeds)} seed(s) = "
+               f"{len(variants) * len(m.seeds)} units)")
+
+
+@app.command("schema")
+def schema_cmd() -> None:
+    """Print the manifest JSON Schema (for editor completion)."""
+    from runner.manifest import json_schema
+
+    typer.echo(json.dumps(json_schema(), indent=2))
+
+
+@app.command("report")
+def report_cmd(
+    run_dir: RunDirArg,
+    other: Annotated[Optional[Path], typer.Argument(help="A second run directory to compare with.",
+                                                    exists=True, file_okay=False)] = None,
+) -> None:
+    """Tables, learning curves, scaling curves, paired comparisons: report.md + PNGs."""
+    from runner import report
+
+    path = report.compare_runs(run_dir, other, None) if other else report.write_report(run_dir)
+    typer.echo(f"report: {path}")
+
+
+@app.command("archive")
+def archive_cmd(run_dir: RunDirArg, output: Annotated[Path, typer.Option(
+        "--output", "-o", help="The .tar.gz to write.", dir_okay=False)],
+        models: Annotated[bool, typer.Option(help="Include model.zip and checkpoints.")] = True) -> None:
+    """Bundle a run directory for a paper."""
+    from runner.archive import archive
+
+    typer.echo(f"archive: {archive(run_dir, output, models=models)}")
+
+
+@app.command("reproduce")
+def reproduce_cmd(archive_file: Annotated[Path, typer.Argument(
+        help="An archive made by `rlcrate archive`.", exists=True, dir_okay=False)],
+        out: OutOpt = Path("runs"), executor: ExecutorOpt = "local") -> None:
+    """Rerun an archived run and compare its results and expectations with the original."""
+    from runner.archive import reproduce
+
+    ok = reproduce(archive_file, out, executor, _console())
+    raise typer.Exit(0 if ok else 1)
+
+
+@app.command("doctor")
+def doctor_cmd() -> None:
+    """What this machine has: backends, Godot, container engines, GPU/driver, CPUs."""
+    from runner.doctor import doctor
+
+    doctor(_console())
+
+
+@app.command("envs")
+def envs_cmd(
+    backend: Annotated[Optional[str], typer.Argument(help="Only this backend.")] = None,
+    all_ids: Annotated[bool, typer.Option("--all", help="List every id, not a sample.")] = False,
+) -> None:
+    """The backends and the env ids each offers."""
+    from runner.doctor import list_envs
+
+    list_envs(_console(), backend, all_ids)
+
+
+def _add_image_app() -> None:
+    try:
+        from runner.cli_image import app as image_app
+    except ImportError:
+        return
+    app.add_typer(image_app, name="image", help="Build and list the versioned images.")
+
+
+_add_image_app()
+
+
+def main() -> None:
+    """Console-script entry point: map errors to one clear sentence and an exit status."""
+    import click
+
+    try:
+        code = app(standalone_mode=False)
+        sys.exit(code if isinstance(code, int) else 0)
+    except click.exceptions.Abort:
+        typer.echo("interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(2 if exc.exit_code == 2 else exc.exit_code)
+    except ManifestError as exc:
+        for line in exc.problems:
+            typer.echo(f"error: {line}", err=True)
+        sys.exit(exc.exit_code)
+    except RunnerError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        sys.exit(130)

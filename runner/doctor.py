@@ -1,0 +1,83 @@
+"""`rlcrate doctor` and `rlcrate envs`: what this machine can run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from runner import __version__
+from runner.backends import BACKENDS, get_backend
+from runner.errors import RunnerError
+
+
+def _backend_rows() -> list[tuple[str, str, str]]:
+    rows = []
+    for name in BACKENDS:
+        try:
+            reason = get_backend(name).available()
+        except Exception as exc:  # a broken install is reported, not raised
+            reason = f"{type(exc).__name__}: {exc}"
+        rows.append((name, "[green]ok[/]" if reason is None else "[red]no[/]", reason or ""))
+    return rows
+
+
+def _godot() -> tuple[str, str]:
+    try:
+        from runner.backends.godot import godot_binary
+
+        path, version = godot_binary()
+        return "[green]ok[/]", f"{path} ({version})"
+    except (ImportError, AttributeError):
+        return "[red]no[/]", "the godot backend module is not available"
+    except RunnerError as exc:
+        return "[red]no[/]", str(exc)
+
+
+def _engines() -> str:
+    found = [e for e in ("docker", "podman", "buildah") if shutil.which(e)]
+    return ", ".join(found) or "none (install docker, podman or buildah to build images)"
+
+
+def _gpu() -> str:
+    from runner.provenance import gpu_info
+
+    info: dict[str, Any] = gpu_info()
+    if not info["gpus"]:
+        return "none (no nvidia-smi or no GPU)"
+    return "; ".join(f"{g['name']} {g.get('memory', '')}" for g in info["gpus"]) + f", driver {info['driver']}"
+
+
+def doctor(console: Console) -> None:
+    from runner.provenance import cpu_info
+
+    table = Table(title=f"rlcrate {__version__} doctor", show_lines=False)
+    table.add_column("what")
+    table.add_column("status")
+    table.add_column("detail", overflow="fold")
+    for name, ok, reason in _backend_rows():
+        table.add_row(f"backend {name}", ok, reason)
+    table.add_row("godot binary", *_godot())
+    table.add_row("container engines", "", _engines())
+    table.add_row("GPU", "", _gpu())
+    cpu = cpu_info()
+    table.add_row("CPU", "", f"{cpu['model']}, {cpu['count']} cores ({cpu['usable']} usable)")
+    table.add_row("image", "", os.environ.get("RLCRATE_IMAGE") or "not running in an rlcrate image")
+    console.print(table)
+
+
+def list_envs(console: Console, backend: str | None, all_ids: bool) -> None:
+    names = [backend] if backend else list(BACKENDS)
+    for name in names:
+        module = get_backend(name)
+        reason = module.available()
+        if reason:
+            console.print(f"[bold]{name}[/]: unavailable ({reason})")
+            continue
+        ids = module.env_ids()
+        shown = ids if all_ids else ids[:15]
+        more = "" if all_ids or len(ids) <= 15 else f" ... and {len(ids) - 15} more (--all)"
+        console.print(f"[bold]{name}[/] ({len(ids)} ids): {', '.join(shown)}{more}")

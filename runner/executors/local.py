@@ -1,0 +1,73 @@
+"""Local executor: each unit in its own child process (own session), at most N at once.
+
+Stopping (Ctrl-C/SIGTERM reaching the runner) sends SIGTERM to every running unit, which saves a
+checkpoint and marks itself interrupted; a unit that does not stop within the grace period is
+killed with its whole process group, so nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from runner.executors import Tick, unit_command
+from runner.rundir import UnitRef
+
+GRACE_S = 60.0
+
+
+def _start(run_dir: Path, unit: UnitRef, jobs: list[str]) -> subprocess.Popen[bytes]:
+    unit_dir = unit.dir(run_dir)
+    unit_dir.mkdir(parents=True, exist_ok=True)
+    with open(unit_dir / "unit.log", "ab") as log:
+        return subprocess.Popen(unit_command(run_dir, unit, jobs), stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+
+
+def stop_all(procs: dict[UnitRef, subprocess.Popen[bytes]], grace: float = GRACE_S) -> None:
+    for p in procs.values():
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    for p in procs.values():
+        try:
+            p.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+        try:  # whatever the unit started (env workers, games) goes with it
+            os.killpg(p.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        p.wait()
+
+
+def launch(run_dir: Path, units: list[UnitRef], jobs: list[str], *, max_parallel: int,
+           on_tick: Tick) -> dict[UnitRef, int]:
+    pending = list(units)
+    running: dict[UnitRef, subprocess.Popen[bytes]] = {}
+    results: dict[UnitRef, int] = {}
+    try:
+        while pending or running:
+            while pending and len(running) < max(1, max_parallel):
+                unit = pending.pop(0)
+                running[unit] = _start(run_dir, unit, jobs)
+            for unit, p in list(running.items()):
+                if p.poll() is not None:
+                    results[unit] = p.returncode
+                    try:
+                        os.killpg(p.pid, signal.SIGKILL)  # stragglers of a finished unit
+                    except (ProcessLookupError, PermissionError):
+                        pass
+                    del running[unit]
+            on_tick()
+            time.sleep(0.25)
+    except KeyboardInterrupt:
+        stop_all(running)
+        for unit, p in running.items():
+            results[unit] = p.returncode
+        raise
+    return results

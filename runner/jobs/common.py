@@ -1,0 +1,49 @@
+"""What train, eval and bench share: making the vector env and the algorithm."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+from runner.backends import get_backend
+from runner.manifest.algos import ALGOS
+from runner.manifest.schema import Manifest
+from runner.seeding import seed_everything  # noqa: F401  (re-exported for jobs)
+
+
+def algo_class(name: str) -> Any:
+    module, cls, _ = ALGOS[name]
+    return getattr(importlib.import_module(module), cls)
+
+
+def make_env(cfg: Manifest, *, seed: int, log_dir: Path | None = None, n_envs: int | None = None,
+             monitor: bool = True) -> Any:
+    """The manifest's VecEnv (wrapped in VecMonitor for episode statistics)."""
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    backend = get_backend(cfg.env.backend)
+    n = n_envs or cfg.parallel.envs
+    workers = min(cfg.parallel.workers, n)
+    mode = cfg.parallel.mode if n > 1 else "dummy"
+    if cfg.env.backend == "gymnasium" and mode == "subproc":
+        workers = n
+    venv = backend.make_vec_env(cfg.env, n_envs=n, workers=workers, mode=mode, seed=seed,
+                                log_dir=log_dir)
+    return VecMonitor(venv) if monitor else venv
+
+
+def make_model(cfg: Manifest, venv: Any, *, seed: int, tb_dir: Path | None) -> Any:
+    """The manifest's algorithm on `venv`, logging to TensorBoard in `tb_dir` (None: no logging)."""
+    from stable_baselines3.common.logger import configure
+
+    cls = algo_class(cfg.algo.name)
+    model = cls(cfg.algo.policy, venv, seed=seed, device=cfg.algo.device, verbose=0,
+                **cfg.algo.params)
+    formats = ["tensorboard"] if tb_dir is not None else []
+    model.set_logger(configure(str(tb_dir) if tb_dir else None, formats))
+    return model
+
+
+def load_model(cfg: Manifest, path: Path, venv: Any) -> Any:
+    return algo_class(cfg.algo.name).load(str(path), env=venv, device=cfg.algo.device)

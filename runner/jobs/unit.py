@@ -1,0 +1,77 @@
+"""Run one unit (variant, seed) in this process: `python -m runner.jobs.unit RUN_DIR VARIANT SEED JOBS`.
+
+Executors start this as a child process so a crashing env or a segfault takes down one unit only.
+The unit's config comes from the run's resolved.yaml, the one source of truth for what ran.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from runner.manifest.schema import Manifest
+from runner.rundir import UnitRef, read_status, write_status
+from runner.seeding import derive, seed_everything
+
+
+def unit_config(run_dir: Path, variant: str) -> Manifest:
+    data = yaml.safe_load((run_dir / "resolved.yaml").read_text(encoding="utf-8"))
+    return Manifest.model_validate(data["variants"][variant]["config"])
+
+
+def _sigterm(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
+    """Exit status: 0 done, 1 failed, 130 interrupted."""
+    unit = UnitRef(variant, seed)
+    unit_dir = unit.dir(run_dir)
+    unit_dir.mkdir(parents=True, exist_ok=True)
+    seeds = derive(seed)
+    started = time.time()
+    write_status(unit_dir, "running", variant=variant, seed=seed, seeds=seeds, jobs=jobs,
+                 started=started, error=None, finished=None)
+    fields: dict[str, Any] = {}
+    try:
+        cfg = unit_config(run_dir, variant)
+        seed_everything(seeds, torch_threads=cfg.algo.torch_threads)
+        if "train" in jobs:
+            from runner.jobs.train import train
+
+            fields.update(train(cfg, unit_dir, seeds))
+            write_status(unit_dir, "running", **fields)
+        if "eval" in jobs:
+            from runner.jobs.evaluate import evaluate
+
+            fields.update(evaluate(cfg, unit_dir, seeds))
+    except KeyboardInterrupt:
+        write_status(unit_dir, "interrupted", **fields, finished=time.time(),
+                     error="interrupted; `rlcrate run --resume` continues from the last checkpoint")
+        return 130
+    except Exception as exc:  # a unit's failure is recorded, never raised into the run
+        (unit_dir / "error.log").write_text(traceback.format_exc(), encoding="utf-8")
+        write_status(unit_dir, "failed", **fields, finished=time.time(),
+                     error=f"{type(exc).__name__}: {exc}".strip())
+        return 1
+    write_status(unit_dir, "done", **fields, finished=time.time(),
+                 wall_time_s=time.time() - started)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    signal.signal(signal.SIGTERM, _sigterm)
+    run_dir, variant, seed, jobs = Path(argv[0]), argv[1], int(argv[2]), argv[3].split(",")
+    if read_status(UnitRef(variant, seed).dir(run_dir)).get("state") == "done" and "train" in jobs:
+        return 0
+    return run_unit(run_dir, variant, seed, jobs)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

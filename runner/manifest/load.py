@@ -1,0 +1,191 @@
+"""Parse -> validate -> check, as separate stages, collecting every problem before reporting.
+
+Problems are reported one per line as `FILE:LINE: dotted.path: message`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from runner.errors import ManifestError
+from runner.manifest.schema import Manifest
+
+# ---------------------------------------------------------------- parse (YAML with line numbers)
+
+
+class _LineLoader(yaml.SafeLoader):
+    """SafeLoader that remembers the line of every mapping key and sequence item."""
+
+
+def _compose_lines(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> None:
+    lines.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = key_node.value
+            lines[path + (key,)] = key_node.start_mark.line + 1
+            _compose_lines(value_node, path + (key,), lines)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            lines[path + (i,)] = item.start_mark.line + 1
+            _compose_lines(item, path + (i,), lines)
+
+
+def parse_yaml(text: str, source: str) -> tuple[Any, dict[tuple[Any, ...], int]]:
+    """Safe-load YAML text; return the data and a map from key path to line number."""
+    try:
+        node = yaml.compose(text, Loader=_LineLoader)
+        data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 0
+        what = exc.problem or "invalid YAML"
+        if "could not determine a constructor" in str(exc):
+            what = f"tag not allowed (manifests are plain YAML; {what.strip()})"
+        raise ManifestError([f"{source}:{line}: {what}"]) from None
+    except yaml.YAMLError as exc:
+        raise ManifestError([f"{source}: not valid YAML ({exc})"]) from None
+    lines: dict[tuple[Any, ...], int] = {}
+    if node is not None:
+        _compose_lines(node, (), lines)
+    return data, lines
+
+
+# ---------------------------------------------------------------- validate (pydantic -> lines)
+
+
+def line_of(loc: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> int:
+    """The line of the deepest known prefix of `loc` (unknown nested paths point at the parent)."""
+    for end in range(len(loc), -1, -1):
+        if loc[:end] in lines:
+            return lines[loc[:end]]
+    return 0
+
+
+def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The pydantic model that owns the last key of `loc`, for 'did you mean' suggestions."""
+    model: Any = Manifest
+    for key in loc[:-1]:
+        field = model.model_fields.get(key) if isinstance(key, str) else None
+        if field is None or not (isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)):
+            return None
+        model = field.annotation
+    return model
+
+
+def _message(err: dict[str, Any]) -> str:
+    loc = tuple(err["loc"])
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        model = _model_at(loc)
+        hint = ""
+        if model is not None:
+            close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1)
+            if close:
+                hint = f"; did you mean '{close[0]}'?"
+            hint += f" (allowed: {', '.join(model.model_fields)})"
+        return f"unknown key{hint}"
+    if kind == "missing":
+        return "required field is missing"
+    msg = err["msg"]
+    msg = msg.removeprefix("Value error, ")
+    if "input" in err and kind not in ("value_error",) and not isinstance(err["input"], (dict, list)):
+        msg += f" (got {err['input']!r})"
+    return msg
+
+
+def dotted(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def validation_problems(
+    exc: ValidationError, source: str, lines: dict[tuple[Any, ...], int], prefix: tuple[Any, ...] = ()
+) -> list[str]:
+    problems = []
+    for err in exc.errors():
+        # pydantic appends the literal choice / union branch to loc; keep the user's path only
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and ("[" in p or p.startswith("function-"))))
+        full = prefix + loc
+        problems.append(f"{source}:{line_of(full, lines)}: {dotted(full)}: {_message(err)}")
+    return problems
+
+
+def validate_data(data: Any, source: str, lines: dict[tuple[Any, ...], int]) -> Manifest:
+    if not isinstance(data, dict):
+        raise ManifestError([f"{source}:1: expected a mapping of manifest fields at the top level"])
+    try:
+        return Manifest.model_validate(data)
+    except ValidationError as exc:
+        raise ManifestError(validation_problems(exc, source, lines)) from None
+
+
+# ---------------------------------------------------------------- the whole pipeline
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ManifestError([f"{path}: no such manifest file"]) from None
+    except (IsADirectoryError, UnicodeDecodeError, PermissionError) as exc:
+        raise ManifestError([f"{path}: cannot read the manifest ({exc.__class__.__name__})"]) from None
+
+
+def _without(data: Any, locs: list[tuple[Any, ...]]) -> Any:
+    """A copy of `data` with the values at `locs` removed, so defaults can stand in for them."""
+    import copy
+
+    data = copy.deepcopy(data)
+    for loc in locs:
+        node = data
+        for part in loc[:-1]:
+            try:
+                node = node[part]
+            except (KeyError, IndexError, TypeError):
+                break
+        else:
+            if isinstance(node, dict):
+                node.pop(loc[-1], None)
+    return data
+
+
+def _error_locs(data: Any) -> list[tuple[Any, ...]]:
+    try:
+        Manifest.model_validate(data)
+    except ValidationError as exc:
+        return [tuple(e["loc"]) for e in exc.errors()]
+    return []
+
+
+def load_manifest(path: str | Path, *, check: bool = True) -> Manifest:
+    """Parse, validate and (by default) check a manifest; raise ManifestError listing every problem.
+
+    When the schema rejects some fields, the checks still run on the rest (with defaults in place
+    of the rejected values), so one `validate` shows every problem at once.
+    """
+    from runner.manifest.checks import check_manifest
+
+    path = Path(path)
+    source = str(path)
+    data, lines = parse_yaml(read_text(path), source)
+    try:
+        manifest = validate_data(data, source, lines)
+        problems: list[str] = []
+    except ManifestError as exc:
+        problems = exc.problems
+        try:
+            manifest = Manifest.model_validate(_without(data, _error_locs(data)))
+        except (ValidationError, TypeError):
+            raise exc from None
+    if check:
+        problems += [p for p in check_manifest(manifest, source, lines) if p not in problems]
+    if problems:
+        raise ManifestError(problems)
+    return manifest

@@ -1,0 +1,118 @@
+"""Dotted-path overrides and matrix expansion into variants.
+
+A variant is the base manifest with some dotted paths overridden. Every variant runs every seed,
+so any two variants can be compared seed by seed (paired).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from runner.manifest.schema import Manifest
+
+# Paths a variant may not change: they describe the run as a whole.
+FIXED_TOP = ("rlcrate", "name", "seeds", "matrix", "expect", "image")
+# Fields whose values are free-form mappings: any sub-key is allowed below them.
+FREE_FORM = {("env", "kwargs"), ("algo", "params"), ("bench", "sweep")}
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    overrides: dict[str, Any] = field(default_factory=dict)
+    config: Manifest | None = None
+
+
+def path_problem(path: str) -> str | None:
+    """Why `path` is not a dotted path into the manifest a variant may set, or None if it is."""
+    parts = path.split(".")
+    if not path or any(not p for p in parts):
+        return f"'{path}' is not a dotted path such as parallel.envs"
+    if parts[0] in FIXED_TOP:
+        return f"'{parts[0]}' belongs to the run as a whole and cannot vary"
+    model: Any = Manifest
+    for i, part in enumerate(parts):
+        if tuple(parts[:i]) in FREE_FORM:
+            return None
+        fields = model.model_fields if isinstance(model, type) and issubclass(model, BaseModel) else {}
+        if part not in fields:
+            import difflib
+
+            where = ".".join(parts[:i]) or "the manifest"
+            close = difflib.get_close_matches(part, list(fields), n=1)
+            hint = f"; did you mean '{'.'.join(parts[:i] + close)}'?" if close else ""
+            return f"'{path}' does not exist: {where} has no field '{part}'{hint}"
+        model = fields[part].annotation
+    return None
+
+
+def set_path(data: dict[str, Any], path: str, value: Any) -> None:
+    node = data
+    *head, last = path.split(".")
+    for part in head:
+        node = node.setdefault(part, {})
+    node[last] = value
+
+
+def apply_overrides(manifest: Manifest, overrides: dict[str, Any]) -> Manifest:
+    """The manifest with `overrides` applied, validated again (raises ValueError/ValidationError)."""
+    for path in overrides:
+        problem = path_problem(path)
+        if problem:
+            raise ValueError(problem)
+    data = manifest.model_dump()
+    for path, value in overrides.items():
+        set_path(data, path, copy.deepcopy(value))
+    return Manifest.model_validate(data)
+
+
+def override_sets(manifest: Manifest) -> list[dict[str, Any]]:
+    """The matrix as a list of override mappings ([{}] when there is no matrix)."""
+    matrix = manifest.matrix
+    if isinstance(matrix, list):
+        return [dict(m) for m in matrix] or [{}]
+    if not matrix:
+        return [{}]
+    keys = list(matrix)
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*matrix.values())]
+
+
+def _slug(value: Any) -> str:
+    text = str(value).lower() if isinstance(value, bool) else str(value)
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "x"
+
+
+def variant_name(overrides: dict[str, Any], all_paths: list[str]) -> str:
+    """A short folder-safe name: `workers-4`, or `envs-8_workers-8`; full paths if leaves collide."""
+    if not overrides:
+        return "default"
+    leaves = [p.split(".")[-1] for p in all_paths]
+    use_full = len(set(leaves)) != len(leaves)
+    parts = []
+    for path, value in overrides.items():
+        key = path.replace(".", "-") if use_full else path.split(".")[-1]
+        parts.append(f"{key}-{_slug(value)}")
+    return "_".join(parts)
+
+
+def expand(manifest: Manifest) -> list[Variant]:
+    """Expand the matrix into validated variants (raises ValueError/ValidationError)."""
+    sets = override_sets(manifest)
+    all_paths = sorted({p for s in sets for p in s})
+    variants = []
+    seen: dict[str, int] = {}
+    for overrides in sets:
+        name = variant_name(overrides, all_paths)
+        if name in seen:  # two override sets that slug the same: keep both, numbered
+            seen[name] += 1
+            name = f"{name}_{seen[name]}"
+        else:
+            seen[name] = 0
+        variants.append(Variant(name, overrides, apply_overrides(manifest, overrides)))
+    return variants

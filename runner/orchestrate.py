@@ -1,0 +1,154 @@
+"""`rlcrate run`: manifest -> run directory -> units through an executor -> summary (+ bench, report)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.live import Live
+
+from runner import provenance
+from runner.errors import UnitFailed, UserInputError
+from runner.manifest import Manifest, load_manifest, resolved
+from runner.rundir import (
+    UnitRef,
+    new_run_dir,
+    read_json,
+    read_status,
+    write_json_atomic,
+    write_status,
+    write_text_atomic,
+)
+
+JOBS = ("train", "eval", "bench")
+
+
+@dataclass
+class RunOptions:
+    jobs: list[str]
+    executor: str = "local"
+    out: Path = Path("runs")
+    resume: Path | None = None
+    ray_address: str | None = None
+    report: bool = True
+
+
+def parse_jobs(text: str) -> list[str]:
+    jobs = [j.strip() for j in text.split(",") if j.strip()]
+    bad = [j for j in jobs if j not in JOBS]
+    if bad or not jobs:
+        raise UserInputError(f"--jobs: expected a comma-separated subset of {', '.join(JOBS)}, got {text!r}")
+    return jobs
+
+
+def prepare_run_dir(manifest_path: Path, manifest: Manifest, opts: RunOptions) -> tuple[Path, dict[str, Any]]:
+    """A new run directory with manifest.yaml, resolved.yaml, provenance.json; or the resumed one."""
+    if opts.resume is not None:
+        run_dir = opts.resume
+        old = run_dir / "resolved.yaml"
+        if not old.is_file():
+            raise UserInputError(f"--resume {run_dir}: not a run directory (no resolved.yaml)")
+        res = yaml.safe_load(old.read_text(encoding="utf-8"))
+        if res != resolved(manifest):
+            raise UserInputError(
+                f"--resume {run_dir}: {manifest_path} resolves differently from the manifest that "
+                "run was started with; resume with the run's own manifest.yaml"
+            )
+        return run_dir, res
+    try:
+        run_dir = new_run_dir(opts.out, manifest.name)
+    except (ValueError, OSError) as exc:
+        raise UserInputError(f"--out {opts.out}: cannot create the run directory ({exc})") from None
+    res = resolved(manifest)
+    shutil.copyfile(manifest_path, run_dir / "manifest.yaml")
+    write_text_atomic(run_dir / "resolved.yaml", yaml.safe_dump(res, sort_keys=False))
+    backends = {v["config"]["env"]["backend"] for v in res["variants"].values()}
+    write_json_atomic(run_dir / "provenance.json", provenance.collect(sys.argv, manifest_path, backends))
+    return run_dir, res
+
+
+def _parallelism(manifest: Manifest) -> tuple[int, int]:
+    """(units at once, CPUs each unit needs)."""
+    per_unit = max(1, manifest.parallel.workers, manifest.algo.torch_threads)
+    if manifest.parallel.mode == "subproc":
+        per_unit = max(per_unit, manifest.parallel.envs)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    auto = max(1, cpus // per_unit)
+    return (manifest.parallel.units or auto), per_unit
+
+
+def _finish_provenance(run_dir: Path, units: list[UnitRef]) -> None:
+    import time
+
+    prov = read_json(run_dir / "provenance.json") or {}
+    prov["finished"] = time.time()
+    prov["units"] = {u.key: {"state": (s := read_status(u.dir(run_dir))).get("state"),
+                             "seeds": s.get("seeds")} for u in units}
+    write_json_atomic(run_dir / "provenance.json", prov)
+
+
+def run_units(run_dir: Path, res: dict[str, Any], manifest: Manifest, opts: RunOptions,
+              console: Console) -> dict[UnitRef, int]:
+    from runner.executors import launch
+    from runner.progress import ProgressView
+
+    unit_jobs = [j for j in opts.jobs if j in ("train", "eval")]
+    units = [UnitRef(v, s) for v in res["variants"] for s in res["seeds"]]
+    todo = [u for u in units if read_status(u.dir(run_dir)).get("state") != "done"]
+    for u in todo:
+        if not (u.dir(run_dir) / "status.json").exists():
+            write_status(u.dir(run_dir), "pending", variant=u.variant, seed=u.seed)
+    if not unit_jobs or not todo:
+        return {}
+    at_once, per_unit = _parallelism(manifest)
+    view = ProgressView(run_dir, units, {u: manifest.train.timesteps for u in units})
+    with Live(view, console=console, refresh_per_second=4, transient=True) as live:
+        try:
+            return launch(opts.executor, run_dir, todo, unit_jobs, max_parallel=at_once,
+                          cpus_per_unit=per_unit, on_tick=live.refresh, address=opts.ray_address)
+        finally:
+            _finish_provenance(run_dir, units)
+
+
+def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
+    """Run the manifest; returns the run directory. Raises UnitFailed if any unit failed."""
+    from runner.progress import print_failures, summary_table
+    from runner.summary import write_summary
+
+    manifest = load_manifest(manifest_path)
+    run_dir, res = prepare_run_dir(manifest_path, manifest, opts)
+    console.print(f"run directory: [bold]{run_dir}[/]")
+    try:
+        results = run_units(run_dir, res, manifest, opts, console)
+    except KeyboardInterrupt:
+        write_summary(run_dir, res)
+        console.print(f"[yellow]stopped; resume with: rlcrate run {manifest_path} --resume {run_dir}[/]")
+        raise
+    summary = write_summary(run_dir, res)
+    if "bench" in opts.jobs:
+        from runner.jobs.bench import run_bench
+
+        run_bench(manifest, run_dir, console=console)
+    console.print(summary_table(summary))
+    print_failures(console, summary)
+    if opts.report:
+        _report(run_dir, console)
+    failed = [u for u, rc in results.items() if rc != 0]
+    if failed:
+        raise UnitFailed(f"{len(failed)} of {len(results)} units failed; see their status.json and unit.log")
+    return run_dir
+
+
+def _report(run_dir: Path, console: Console) -> None:
+    try:
+        from runner.report import write_report
+    except ImportError:
+        return
+    path = write_report(run_dir)
+    console.print(f"report: {path}")

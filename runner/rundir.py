@@ -1,0 +1,86 @@
+"""The run directory: layout, atomic writes, unit status.
+
+Every file a reader may look at is written to a temporary name and renamed into place, so a
+crash never leaves half a file; a unit's `status.json` is written last.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+STATES = ("pending", "running", "done", "failed", "interrupted")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
+
+
+def read_json(path: Path) -> Any | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def new_run_dir(out: Path, name: str) -> Path:
+    """A fresh `out/name/<run-id>`; never an existing directory."""
+    parent = (out / name).resolve()
+    if out.resolve() not in parent.parents:
+        raise ValueError(f"run name {name!r} escapes the output directory")
+    parent.mkdir(parents=True, exist_ok=True)
+    for _ in range(100):
+        run_id = time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(2)
+        path = parent / run_id
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+    raise RuntimeError(f"could not create a new run directory under {parent}")
+
+
+@dataclass(frozen=True)
+class UnitRef:
+    variant: str
+    seed: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.variant}/seed-{self.seed}"
+
+    def dir(self, run_dir: Path) -> Path:
+        return run_dir / "units" / self.variant / f"seed-{self.seed}"
+
+
+def write_status(unit_dir: Path, state: str, **fields: Any) -> None:
+    assert state in STATES, state
+    old = read_json(unit_dir / "status.json") or {}
+    old.update(fields)
+    old["state"] = state
+    old["updated"] = time.time()
+    write_json_atomic(unit_dir / "status.json", old)
+
+
+def read_status(unit_dir: Path) -> dict[str, Any]:
+    return read_json(unit_dir / "status.json") or {"state": "pending"}

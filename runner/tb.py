@@ -1,0 +1,40 @@
+"""Reading TensorBoard event files with TensorBoard's own reader (EventAccumulator)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+Scalar = tuple[float, int, float]  # (wall_time, step, value)
+
+
+class TBReadError(Exception):
+    pass
+
+
+def read_scalars(tb_dir: Path, tag: str) -> list[Scalar]:
+    """All values of `tag` under `tb_dir`, sorted by step. Missing tag: []. Corrupt: TBReadError."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    if not tb_dir.is_dir() or not any(tb_dir.rglob("events.out.tfevents.*")):
+        raise TBReadError(f"{tb_dir}: no TensorBoard event files")
+    out: list[Scalar] = []
+    for events in sorted({p.parent for p in tb_dir.rglob("events.out.tfevents.*")}):
+        acc = EventAccumulator(str(events), size_guidance={"scalars": 0})
+        try:
+            acc.Reload()
+        except Exception as exc:  # the reader raises several types for damaged files
+            raise TBReadError(f"{events}: unreadable TensorBoard file ({exc})") from None
+        if tag in acc.Tags().get("scalars", []):
+            out += [(e.wall_time, e.step, e.value) for e in acc.Scalars(tag)]
+    return sorted(out, key=lambda s: (s[1], s[0]))
+
+
+def time_to_reach(series: list[Scalar], level: float) -> float | None:
+    """Seconds from the first logged point until the value first reaches `level` (None: never)."""
+    if not series:
+        return None
+    start = min(w for w, _, _ in series)
+    for wall, _, value in series:
+        if value >= level:
+            return wall - start
+    return None
