@@ -210,7 +210,7 @@ def _scaling_lines(bench: dict[str, Any], points: list[dict[str, Any]], path: Pa
             [f"{p:g}" for p in sorted({float(p["x"]) for p in points})],
         )
     ax.set_yscale("log")
-    ax.set_xlabel(axis["label"])
+    ax.set_xlabel(axis["label"] + (" (log₂ scale)" if axis.get("log2") else ""))
     ax.set_ylabel("steps per second (env steps/s, log scale)")
     ax.set_title(
         f"{bench.get('name', '')}: throughput vs {axis['label']}\n"
