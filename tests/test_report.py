@@ -26,8 +26,15 @@ def _train(udir: Path, seed: int, n_steps: int) -> None:
     from stable_baselines3 import PPO
     from stable_baselines3.common.logger import configure
 
-    model = PPO("MlpPolicy", "CartPole-v1", n_steps=n_steps, batch_size=n_steps, n_epochs=1,
-                seed=seed, device="cpu")
+    model = PPO(
+        "MlpPolicy",
+        "CartPole-v1",
+        n_steps=n_steps,
+        batch_size=n_steps,
+        n_epochs=1,
+        seed=seed,
+        device="cpu",
+    )
     model.set_logger(configure(str(udir / "tb"), ["tensorboard"]))
     model.learn(256)
 
@@ -52,22 +59,58 @@ def _make_run(root: Path, name: str, run_id: str, seeds: list[int], tb_from: Pat
             if seed in EVAL[variant]:
                 mean = EVAL[variant][seed]
                 _write(udir / "status.json", {"state": "done", "variant": variant, "seed": seed})
-                _write(udir / "eval.json", {"episodes": [{"return": mean, "length": 10}] * 2,
-                                            "mean": mean, "std": 1.5, "deterministic": True})
+                _write(
+                    udir / "eval.json",
+                    {
+                        "episodes": [{"return": mean, "length": 10}] * 2,
+                        "mean": mean,
+                        "std": 1.5,
+                        "deterministic": True,
+                    },
+                )
             else:
-                _write(udir / "status.json", {"state": "failed", "variant": variant, "seed": seed,
-                                              "error": "RuntimeError: boom"})
+                _write(
+                    udir / "status.json",
+                    {
+                        "state": "failed",
+                        "variant": variant,
+                        "seed": seed,
+                        "error": "RuntimeError: boom",
+                    },
+                )
         variants[variant] = {
             "overrides": {"algo.params.n_steps": n_steps},
-            "expect": [{"metric": "eval.mean_reward", "op": ">=", "value": 26.0,
-                        "actual": float(np.mean(list(EVAL[variant].values()))),
-                        "met": variant == V2}],
+            "expect": [
+                {
+                    "metric": "eval.mean_reward",
+                    "op": ">=",
+                    "value": 26.0,
+                    "actual": float(np.mean(list(EVAL[variant].values()))),
+                    "met": variant == V2,
+                }
+            ],
         }
-    _write(run / "summary.json", {"name": name, "run_id": run_id, "seeds": seeds,
-                                  "variants": variants, "expectations_met": False})
-    (run / "resolved.yaml").write_text(yaml.safe_dump({
-        "rlcrate": 1, "name": name, "seeds": seeds, "eval": {"reward_levels": []},
-        "matrix": {"algo.params.n_steps": [32, 64]}}))
+    _write(
+        run / "summary.json",
+        {
+            "name": name,
+            "run_id": run_id,
+            "seeds": seeds,
+            "variants": variants,
+            "expectations_met": False,
+        },
+    )
+    (run / "resolved.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "rlcrate": 1,
+                "name": name,
+                "seeds": seeds,
+                "eval": {"reward_levels": []},
+                "matrix": {"algo.params.n_steps": [32, 64]},
+            }
+        )
+    )
     return run
 
 
@@ -113,14 +156,23 @@ def test_report_on_run_with_failed_missing_and_corrupt_units(run_dir):
 def test_report_includes_bench_and_regenerates_scaling_plot(run_dir, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(run_dir, run)
-    point = {"env_only": {"steps_per_s": {"median": 1000.0, "min": 900.0, "max": 1100.0}},
-             "train": {"steps_per_s": {"median": 100.0, "min": 90.0, "max": 110.0},
-                       "env_fraction": 0.25}}
-    bench = {"name": "tiny", "axis": {"label": "parallel.envs", "numeric": True, "log2": True},
-             "host": {"cpu_model": "X", "cpu_count": 2},
-             "points": [dict(point, label="1", x=1, speedup={"env_only": 1, "train": 1}),
-                        dict(point, label="2", x=2, speedup={"env_only": 1, "train": 1})],
-             "findings": ["env-only steps/s flattens at parallel.envs=2"]}
+    point = {
+        "env_only": {"steps_per_s": {"median": 1000.0, "min": 900.0, "max": 1100.0}},
+        "train": {
+            "steps_per_s": {"median": 100.0, "min": 90.0, "max": 110.0},
+            "env_fraction": 0.25,
+        },
+    }
+    bench = {
+        "name": "tiny",
+        "axis": {"label": "parallel.envs", "numeric": True, "log2": True},
+        "host": {"cpu_model": "X", "cpu_count": 2},
+        "points": [
+            dict(point, label="1", x=1, speedup={"env_only": 1, "train": 1}),
+            dict(point, label="2", x=2, speedup={"env_only": 1, "train": 1}),
+        ],
+        "findings": ["env-only steps/s flattens at parallel.envs=2"],
+    }
     _write(run / "bench.json", bench)
     text = report.write_report(run).read_text()
     assert "## Benchmark" in text and "flattens at parallel.envs=2" in text
@@ -158,8 +210,10 @@ def test_read_curve_problems(tmp_path):
 
 def test_time_to_levels_direct():
     steps = np.array([10.0, 20.0, 30.0])
-    curves = [Curve(steps, np.array([1.0, 5.0, 9.0]), np.array([1.0, 2.0, 3.0])),
-              Curve(steps, np.array([1.0, 2.0, 6.0]), np.array([2.0, 4.0, 6.0]))]
+    curves = [
+        Curve(steps, np.array([1.0, 5.0, 9.0]), np.array([1.0, 2.0, 3.0])),
+        Curve(steps, np.array([1.0, 2.0, 6.0]), np.array([2.0, 4.0, 6.0])),
+    ]
     res = report.time_to_levels(curves, [5.0, 8.0])
     assert res[5.0]["reached"] == 2 and res[5.0]["mean_s"][0] == pytest.approx(4.0)  # (2 + 6) / 2
     assert res[5.0]["mean_steps"][0] == pytest.approx(25.0)

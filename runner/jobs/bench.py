@@ -89,7 +89,8 @@ def plan(manifest: Manifest) -> list[Point]:
                     problems.append(f"bench.sweep {where}: {loc}: {err['msg']}")
                 continue
             except (ValueError, RunnerError) as exc:
-                problems.append(f"bench.sweep {where} (variant {variant.name}): {exc}")
+                who = f" (variant {variant.name})" if len(variants) > 1 else ""
+                problems.append(f"bench.sweep {where}{who}: {exc}")
                 continue
             x = next(iter(overrides.values())) if len(overrides) == 1 else None
             label = _label(variant.name, overrides, len(variants) > 1)

@@ -1,0 +1,119 @@
+"""Job `bench`: a tiny real sweep, the analysis on fixed numbers, and sweeps rejected up front."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from runner.errors import ManifestError
+from runner.jobs import bench
+from runner.manifest.schema import Manifest
+
+
+def _manifest(**over) -> Manifest:
+    data = {
+        "rlcrate": 1,
+        "name": "tiny-bench",
+        "env": {"backend": "gymnasium", "id": "CartPole-v1"},
+        "parallel": {"envs": 1, "workers": 1, "mode": "dummy"},
+        "algo": {"name": "PPO", "params": {"n_steps": 32, "batch_size": 32, "n_epochs": 1}},
+        "bench": {"steps": 256, "warmup": 64, "repeats": 2, "sweep": {"parallel.envs": [1, 2]}},
+    }
+    data.update(over)
+    return Manifest.model_validate(data)
+
+
+@pytest.mark.gymnasium
+def test_tiny_sweep_writes_bench_json_and_plot(tmp_path: Path):
+    from rich.console import Console
+
+    console = Console(record=True, width=120)
+    result = bench.run_bench(_manifest(), tmp_path, console=console)
+    data = json.loads((tmp_path / "bench.json").read_text())
+    assert data == json.loads(json.dumps(result))
+    assert data["axis"] == {"label": "parallel.envs", "numeric": True, "log2": False}
+    assert {"cpu_model", "cpu_count", "load_avg_before", "load_avg_after"} <= set(data["host"])
+    assert [p["x"] for p in data["points"]] == [1, 2]
+    for p in data["points"]:
+        assert p["error"] is None and p["envs"] == p["x"] and p["vec_env"] == "DummyVecEnv"
+        for key in ("env_only", "train"):
+            s = p[key]["steps_per_s"]
+            assert 0 < s["min"] <= s["median"] <= s["max"] and len(s["runs"]) == 2
+        assert 0 < p["train"]["env_fraction"] < 1
+        assert set(p["efficiency"]) == {"env_only", "train"}
+    assert data["points"][0]["speedup"] == {"env_only": 1.0, "train": 1.0}
+    assert set(data["flatten"]["default"]) == {"env_only", "train"}
+    # The harness's own cost stays well under 2% of what it measures.
+    assert max(data["overhead"]["max_fraction"].values()) < 0.02
+    png = tmp_path / "plots" / "scaling.png"
+    assert png.is_file() and png.stat().st_size > 20_000
+    text = console.export_text()
+    assert "training steps/s" in text and "bench overhead" in text
+
+
+@pytest.mark.gymnasium
+@pytest.mark.parametrize(
+    ("sweep", "match"),
+    [
+        ({"parallel.nope": [1]}, "parallel.nope"),
+        ({"parallel.envs": [0, 2]}, "greater than or equal to 1"),
+        ({"env.id": ["CartPole-v1", "CartPol-v1"]}, "CartPol-v1"),
+    ],
+)
+def test_bad_sweep_rejected_before_running(tmp_path: Path, monkeypatch, sweep, match):
+    monkeypatch.setattr(bench, "run_point", lambda p: pytest.fail("ran before validating"))
+    m = _manifest()
+    m.bench.sweep = sweep
+    with pytest.raises(ManifestError, match=match):
+        bench.run_bench(m, tmp_path)
+    assert not (tmp_path / "bench.json").exists()
+
+
+def _point(label, x, env, train, variant="default"):
+    def rate(v):
+        return {"steps_per_s": {"median": v, "min": v, "max": v}}
+
+    return {
+        "label": label,
+        "x": x,
+        "variant": variant,
+        "error": None,
+        "envs": x or 1,
+        "env_only": rate(env),
+        "train": dict(rate(train), env_fraction=0.5),
+    }
+
+
+def test_analysis_flattening_on_fixed_numbers():
+    data = {
+        "axis": {"label": "parallel.envs", "numeric": True},
+        "variants": ["default"],
+        "points": [
+            _point("1", 1, 100, 10),
+            _point("2", 2, 190, 19),
+            _point("4", 4, 360, 30),
+            _point("8", 8, 380, 60),
+        ],
+    }
+    bench.analyse(data)
+    eff = [p["efficiency"]["env_only"] for p in data["points"]]
+    assert eff == pytest.approx([1.0, 0.95, 0.9, 0.475])
+    assert data["flatten"]["default"]["env_only"]["x"] == 8  # first efficiency below 0.5
+    assert data["flatten"]["default"]["train"]["x"] is None  # 0.95, 0.75, 0.75
+    assert any("flattens at parallel.envs=8" in f for f in data["findings"])
+
+
+def test_analysis_ratios_for_categorical_sweep():
+    data = {
+        "axis": {"label": "variant", "numeric": False},
+        "variants": ["a", "b"],
+        "points": [
+            _point("subproc", None, 1000, 100, "a"),
+            _point("envpool", None, 9000, 150, "b"),
+        ],
+    }
+    bench.analyse(data)
+    assert data["points"][1]["speedup"] == pytest.approx({"env_only": 9.0, "train": 1.5})
+    assert "env-only steps/s: envpool is ×9.00 subproc" in data["findings"]
