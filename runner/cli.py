@@ -6,10 +6,12 @@ Heavy modules are imported inside the commands so `rlcrate --help` stays fast.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -39,6 +41,28 @@ ImageOpt = Annotated[Optional[str], typer.Option(
     "--image", help="Run inside this image: cpu | cuda | a full tag.")]
 RayAddressOpt = Annotated[Optional[str], typer.Option(
     "--ray-address", help="Ray cluster address (default: RAY_ADDRESS, else a local cluster).")]
+
+
+def _handled(fn: Callable[..., None]) -> Callable[..., None]:
+    """Map runner errors to one clear sentence on stderr and an exit status (inside the app, so
+    Typer's test runner sees the same exit codes as a shell)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        try:
+            fn(*args, **kwargs)
+        except ManifestError as exc:
+            for line in exc.problems:
+                typer.echo(f"error: {line}", err=True)
+            raise typer.Exit(exc.exit_code) from None
+        except RunnerError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            typer.echo("interrupted", err=True)
+            raise typer.Exit(130) from None
+
+    return wrapper
 
 
 def _console():
@@ -77,6 +101,7 @@ def _run(manifest: Path, jobs: str, executor: str, image: str | None, out: Path,
 
 
 @app.command("run")
+@_handled
 def run_cmd(
     manifest: ManifestArg,
     jobs: Annotated[str, typer.Option("--jobs", "-j", help="Comma-separated: train,eval,bench.")] = "train,eval",
@@ -91,6 +116,7 @@ def run_cmd(
 
 
 @app.command("train")
+@_handled
 def train_cmd(manifest: ManifestArg, executor: ExecutorOpt = "local", image: ImageOpt = None,
               out: OutOpt = Path("runs"), resume: ResumeOpt = None) -> None:
     """Train every unit (no evaluation)."""
@@ -98,6 +124,7 @@ def train_cmd(manifest: ManifestArg, executor: ExecutorOpt = "local", image: Ima
 
 
 @app.command("eval")
+@_handled
 def eval_cmd(manifest: ManifestArg, resume: Annotated[Path, typer.Option(
         "--resume", help="The run directory whose trained models to evaluate.", exists=True,
         file_okay=False)], executor: ExecutorOpt = "local") -> None:
@@ -117,12 +144,14 @@ def eval_cmd(manifest: ManifestArg, resume: Annotated[Path, typer.Option(
 
 
 @app.command("bench")
+@_handled
 def bench_cmd(manifest: ManifestArg, image: ImageOpt = None, out: OutOpt = Path("runs")) -> None:
     """Benchmark env-only and training steps/s over the manifest's bench.sweep."""
     _run(manifest, "bench", "local", image, out, None, None)
 
 
 @app.command("validate")
+@_handled
 def validate_cmd(manifest: ManifestArg) -> None:
     """Check a manifest; every problem names the file, line and field."""
     from runner.manifest import expand, load_manifest
@@ -134,6 +163,7 @@ def validate_cmd(manifest: ManifestArg) -> None:
 
 
 @app.command("schema")
+@_handled
 def schema_cmd() -> None:
     """Print the manifest JSON Schema (for editor completion)."""
     from runner.manifest import json_schema
@@ -142,6 +172,7 @@ def schema_cmd() -> None:
 
 
 @app.command("report")
+@_handled
 def report_cmd(
     run_dir: RunDirArg,
     other: Annotated[Optional[Path], typer.Argument(help="A second run directory to compare with.",
@@ -155,6 +186,7 @@ def report_cmd(
 
 
 @app.command("archive")
+@_handled
 def archive_cmd(run_dir: RunDirArg, output: Annotated[Path, typer.Option(
         "--output", "-o", help="The .tar.gz to write.", dir_okay=False)],
         models: Annotated[bool, typer.Option(help="Include model.zip and checkpoints.")] = True) -> None:
@@ -165,6 +197,7 @@ def archive_cmd(run_dir: RunDirArg, output: Annotated[Path, typer.Option(
 
 
 @app.command("reproduce")
+@_handled
 def reproduce_cmd(archive_file: Annotated[Path, typer.Argument(
         help="An archive made by `rlcrate archive`.", exists=True, dir_okay=False)],
         out: OutOpt = Path("runs"), executor: ExecutorOpt = "local") -> None:
@@ -176,6 +209,7 @@ def reproduce_cmd(archive_file: Annotated[Path, typer.Argument(
 
 
 @app.command("doctor")
+@_handled
 def doctor_cmd() -> None:
     """What this machine has: backends, Godot, container engines, GPU/driver, CPUs."""
     from runner.doctor import doctor
@@ -184,6 +218,7 @@ def doctor_cmd() -> None:
 
 
 @app.command("envs")
+@_handled
 def envs_cmd(
     backend: Annotated[Optional[str], typer.Argument(help="Only this backend.")] = None,
     all_ids: Annotated[bool, typer.Option("--all", help="List every id, not a sample.")] = False,

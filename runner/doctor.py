@@ -77,7 +77,12 @@ def list_envs(console: Console, backend: str | None, all_ids: bool) -> None:
         if reason:
             console.print(f"[bold]{name}[/]: unavailable ({reason})")
             continue
-        ids = module.env_ids()
+        ids = sorted(module.env_ids(), key=lambda i: ("/" in i, i))  # plain ids before namespaced
+        namespaces: dict[str, int] = {}
+        for i in ids:
+            if "/" in i:
+                namespaces[i.split("/")[0]] = namespaces.get(i.split("/")[0], 0) + 1
         shown = ids if all_ids else ids[:15]
         more = "" if all_ids or len(ids) <= 15 else f" ... and {len(ids) - 15} more (--all)"
-        console.print(f"[bold]{name}[/] ({len(ids)} ids): {', '.join(shown)}{more}")
+        groups = "".join(f"; {ns}/* ({n})" for ns, n in namespaces.items())
+        console.print(f"[bold]{name}[/] ({len(ids)} ids{groups}): {', '.join(shown)}{more}")

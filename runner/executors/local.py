@@ -19,13 +19,23 @@ from runner.rundir import UnitRef
 GRACE_S = 60.0
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: get SIGTERM when the runner dies, even by SIGKILL (Linux)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def _start(run_dir: Path, unit: UnitRef, jobs: list[str]) -> subprocess.Popen[bytes]:
     unit_dir = unit.dir(run_dir)
     unit_dir.mkdir(parents=True, exist_ok=True)
     with open(unit_dir / "unit.log", "ab") as log:
         return subprocess.Popen(unit_command(run_dir, unit, jobs), stdout=log,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=_die_with_parent)
 
 
 def stop_all(procs: dict[UnitRef, subprocess.Popen[bytes]], grace: float = GRACE_S) -> None:

@@ -49,8 +49,10 @@ def _variant_configs(m: Manifest, source: str, lines: Lines, out: list[str]) -> 
             configs.append(apply_overrides(m, overrides))
         except ValidationError as exc:
             where = ", ".join(f"{k}={v!r}" for k, v in overrides.items())
-            for p in validation_problems(exc, source, lines, ()):
-                out.append(f"{p} (in matrix variant {where})")
+            # point at the matrix entry that produced the bad value
+            at = {tuple(k.split(".")): lines.get(base_loc + (k,), 0) for k in overrides}
+            for err_lines in validation_problems(exc, source, {**lines, **at}, ()):
+                out.append(f"{err_lines} (in matrix variant {where})")
     if isinstance(m.matrix, dict):
         for key, values in m.matrix.items():
             if not values:

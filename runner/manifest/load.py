@@ -91,6 +91,9 @@ def _message(err: dict[str, Any]) -> str:
         return f"unknown key{hint}"
     if kind == "missing":
         return "required field is missing"
+    if kind == "string_pattern_mismatch" and loc == ("name",):
+        return (f"expected a folder-safe name: letters, digits, '.', '_' or '-', starting with a "
+                f"letter or digit, at most 100 characters (got {err['input']!r})")
     msg = err["msg"]
     msg = msg.removeprefix("Value error, ")
     if "input" in err and kind not in ("value_error",) and not isinstance(err["input"], (dict, list)):
@@ -187,5 +190,10 @@ def load_manifest(path: str | Path, *, check: bool = True) -> Manifest:
     if check:
         problems += [p for p in check_manifest(manifest, source, lines) if p not in problems]
     if problems:
-        raise ManifestError(problems)
+        raise ManifestError(sorted(problems, key=_line_number))
     return manifest
+
+
+def _line_number(problem: str) -> int:
+    parts = problem.split(":")
+    return int(parts[1]) if len(parts) > 2 and parts[1].isdigit() else 0

@@ -1,0 +1,63 @@
+"""Helpers shared by the tests (importable as tests.helpers)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def tiny_manifest(**over) -> dict:
+    """A CartPole manifest that trains in a few seconds."""
+    m = {
+        "rlcrate": 1,
+        "name": "tiny",
+        "env": {"backend": "gymnasium", "id": "CartPole-v1"},
+        "parallel": {"envs": 2, "workers": 1, "mode": "dummy"},
+        "algo": {"name": "PPO", "params": {"n_steps": 64, "batch_size": 64, "n_epochs": 2}},
+        "train": {"timesteps": 512},
+        "eval": {"episodes": 3},
+        "seeds": [0],
+    }
+    for key, value in over.items():
+        node = m
+        *head, last = key.split("__")
+        for part in head:
+            node = node.setdefault(part, {})
+        node[last] = value
+    return m
+
+
+def rlcrate(*args: str, cwd: Path | None = None, timeout: float = 600,
+            **kw) -> subprocess.CompletedProcess:
+    """Run the real console script in a subprocess (what a user types)."""
+    exe = Path(sys.executable).with_name("rlcrate")
+    return subprocess.run([str(exe), *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "COLUMNS": "200"}, **kw)
+
+
+def run_dir_of(out: Path, name: str) -> Path:
+    dirs = sorted((out / name).iterdir())
+    assert len(dirs) == 1, dirs
+    return dirs[0]
+
+
+def children_of(pid: int) -> list[int]:
+    """Every live descendant of pid, from /proc."""
+    kids: dict[int, list[int]] = {}
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                ppid = int((p / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            kids.setdefault(ppid, []).append(int(p.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in kids.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out

@@ -1,0 +1,94 @@
+"""The command line through Typer's runner, plus what a shell sees (exit codes, import cost)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from runner.cli import app
+from tests.helpers import ROOT, tiny_manifest
+
+runner = CliRunner()
+MANIFESTS = sorted((ROOT / "manifests").glob("*.yaml"))
+
+
+def test_help_lists_the_design_commands():
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for cmd in ("run", "train", "eval", "bench", "validate", "schema", "report", "archive",
+                "reproduce", "doctor", "envs"):
+        assert cmd in result.output
+
+
+def test_cli_import_pulls_no_heavy_modules():
+    code = ("import sys, runner.cli; heavy = [m for m in ('torch', 'jax', 'envpool', 'godot_rl', "
+            "'ray', 'stable_baselines3', 'gymnasium') if m in sys.modules]; print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_validate_good_and_bad(write_manifest):
+    good = runner.invoke(app, ["validate", str(write_manifest(tiny_manifest(seeds=[0, 1])))])
+    assert good.exit_code == 0, good.output
+    assert "1 variant(s) x 2 seed(s) = 2 units" in good.output
+    bad = write_manifest(tiny_manifest(parallel__envs=0, seeds=[]), "bad.yaml")
+    result = runner.invoke(app, ["validate", str(bad)])
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 2 and all(line.startswith(f"error: {bad}:") for line in lines)
+    assert "Traceback" not in result.output
+
+
+def test_missing_manifest_is_exit_2(tmp_path):
+    result = runner.invoke(app, ["run", str(tmp_path / "nope.yaml")])
+    assert result.exit_code == 2
+
+
+def test_bad_jobs_option_is_exit_2(write_manifest, tmp_path):
+    result = runner.invoke(app, ["run", str(write_manifest(tiny_manifest())), "--jobs", "trian",
+                                 "--out", str(tmp_path / "runs")])
+    assert result.exit_code == 2
+    assert "--jobs" in result.stderr
+    assert not (tmp_path / "runs").exists()  # nothing started, nothing written
+
+
+def test_schema_is_json_schema_and_checked_in():
+    result = runner.invoke(app, ["schema"])
+    schema = json.loads(result.output)
+    assert schema["additionalProperties"] is False
+    assert {"env", "parallel", "algo", "seeds", "matrix", "expect"} <= set(schema["properties"])
+    on_disk = json.loads((ROOT / "runner/manifest/manifest.schema.json").read_text())
+    assert on_disk == schema, "regenerate: rlcrate schema > runner/manifest/manifest.schema.json"
+
+
+@pytest.mark.parametrize("path", MANIFESTS, ids=[p.stem for p in MANIFESTS])
+def test_example_manifests_validate_and_name_the_schema(path):
+    assert path.read_text().startswith("# yaml-language-server: $schema=../runner/manifest/manifest.schema.json")
+    result = runner.invoke(app, ["validate", str(path)])
+    assert result.exit_code == 0, result.output
+
+
+def test_envs_lists_ids():
+    result = runner.invoke(app, ["envs", "gymnasium", "--all"])
+    assert result.exit_code == 0
+    assert "CartPole-v1" in result.output
+
+
+def test_doctor_reports_each_backend():
+    result = runner.invoke(app, ["doctor"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    for name in ("gymnasium", "envpool", "godot", "isaaclab", "brax", "CPU"):
+        assert name in result.output
+
+
+def test_console_script_exit_code(write_manifest):
+    exe = Path(sys.executable).with_name("rlcrate")
+    bad = write_manifest("rlcrate: 1\nname: x\nenv: {backend: gymnasium, id: Nope-v0}\n")
+    out = subprocess.run([str(exe), "validate", str(bad)], capture_output=True, text=True)
+    assert out.returncode == 2
+    assert out.stderr.startswith(f"error: {bad}:3: env.id:")
