@@ -44,6 +44,7 @@ class Run:
     manifest: dict[str, Any]
     summary: dict[str, Any]
     bench: dict[str, Any] | None
+    labels: dict[str, str] = field(default_factory=dict)  # variant -> short display label
 
 
 def _read_json(path: Path, problems: list[str]) -> dict[str, Any] | None:
@@ -118,7 +119,8 @@ def load_run(run_dir: Path) -> Run:
     problems: list[str] = []
     summary = _read_json(run_dir / "summary.json", problems) or {}
     manifest = _read_manifest(run_dir)
-    variants = {k: dict(v.get("overrides") or {}) for k, v in summary.get("variants", {}).items()}
+    listed = summary.get("variants") or manifest.get("variants") or {}
+    variants = {k: dict(v.get("overrides") or {}) for k, v in listed.items()}
     units_dir = run_dir / "units"
     for d in sorted(units_dir.iterdir()) if units_dir.is_dir() else []:
         if d.is_dir():
@@ -136,6 +138,7 @@ def load_run(run_dir: Path) -> Run:
         manifest=manifest,
         summary=summary,
         bench=_read_json(run_dir / "bench.json", problems),
+        labels=plots.display_names(variants),
     )
 
 
@@ -163,7 +166,8 @@ def eval_rows(run: Run) -> list[dict[str, Any]]:
         point, low, high = stats.iqm_ci(list(per_seed.values())) if per_seed else (np.nan,) * 3
         rows.append(
             {
-                "variant": variant,
+                "variant": run.labels.get(variant, variant),
+                "name": variant,
                 "per_seed": per_seed,
                 "per_seed_std": per_seed_std,
                 "mean": mean,
@@ -351,7 +355,7 @@ def _ttr_section(run: Run, groups: dict[str, list[Curve]]) -> list[str]:
 def _expect_section(run: Run) -> list[str]:
     body = [
         [
-            v,
+            run.labels.get(v, v),
             e.get("metric"),
             e.get("op"),
             _f(e.get("value")),
@@ -414,7 +418,7 @@ def _units_section(run: Run) -> list[str]:
     out = ["## Missing or incomplete units", ""]
     for u in missing:
         why = f": {u.error}" if u.error else ""
-        out.append(f"- `{u.variant}` seed {u.seed}: {u.state}{why}")
+        out.append(f"- `{run.labels.get(u.variant, u.variant)}` seed {u.seed}: {u.state}{why}")
     return out + [""]
 
 
@@ -475,7 +479,8 @@ def _rel(path: Path | None, root: Path) -> str | None:
 def write_report(run_dir: Path) -> Path:
     """Write report.md, plots/*.png and eval_table.tex into the run directory; return report.md."""
     run = load_run(run_dir)
-    root, groups, rows = run.path, curve_groups(run), eval_rows(run)
+    root, rows = run.path, eval_rows(run)
+    groups = {run.labels.get(v, v): cs for v, cs in curve_groups(run).items()}
     lc = plots.learning_curves(groups, root / "plots/learning_curves.png", title=run.name)
     ev = plots.eval_points(rows, root / "plots/eval.png", title=run.name)
     write_latex(rows, root / "eval_table.tex", f"{run.name}: evaluation return across seeds")
@@ -530,22 +535,23 @@ def compare_runs(a: Path, b: Path, out: Path | None = None) -> Path:
             f"({', '.join(run_a.variants)} vs {', '.join(run_b.variants)})."
         )
     out = Path(out) if out else run_b.path / f"compare-{run_a.name}-{run_a.run_id}"
-    rows_a = {r["variant"]: r for r in eval_rows(run_a)}
-    rows_b = {r["variant"]: r for r in eval_rows(run_b)}
+    rows_a = {r["name"]: r for r in eval_rows(run_a)}
+    rows_b = {r["name"]: r for r in eval_rows(run_b)}
     lines = [
         f"# {run_b.name} ({run_b.run_id}) vs {run_a.name} ({run_a.run_id})",
         "",
         f"A = `{run_a.path}`, B = `{run_b.path}`; seeds {sorted(run_a.seeds)}.",
         "",
     ]
-    renamed = [dict(rows_a[va], variant=f"A: {va}") for va, _ in pairs]
-    renamed += [dict(rows_b[vb], variant=f"B: {vb}") for _, vb in pairs]
+    renamed = [dict(rows_a[va], variant=f"A: {rows_a[va]['variant']}") for va, _ in pairs]
+    renamed += [dict(rows_b[vb], variant=f"B: {rows_b[vb]['variant']}") for _, vb in pairs]
     lines += _eval_section(run_a, renamed)
     for va, vb in pairs:
         diff = stats.paired_differences(rows_a[va]["per_seed"], rows_b[vb]["per_seed"])
-        lines += _paired_section(f"B − A: {vb}", f"A: {va}", [dict(diff, variant=f"B: {vb}")], {})
-    groups = {f"A: {va}": curve_groups(run_a)[va] for va, _ in pairs}
-    groups |= {f"B: {vb}": curve_groups(run_b)[vb] for _, vb in pairs}
+        la, lb = rows_a[va]["variant"], rows_b[vb]["variant"]
+        lines += _paired_section(f"B − A: {lb}", f"A: {la}", [dict(diff, variant=f"B: {lb}")], {})
+    groups = {f"A: {rows_a[va]['variant']}": curve_groups(run_a)[va] for va, _ in pairs}
+    groups |= {f"B: {rows_b[vb]['variant']}": curve_groups(run_b)[vb] for _, vb in pairs}
     lc = plots.learning_curves(groups, out / "learning_curves.png", title="A vs B")
     lines += [f"![learning curves]({_rel(lc, out)})", ""] if lc else []
     return _write_md(out / "compare.md", lines + _problems(run_a) + _problems(run_b))
