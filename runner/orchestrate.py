@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,6 +123,7 @@ def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
     from runner.summary import write_summary
 
     manifest = load_manifest(manifest_path)
+    signal.signal(signal.SIGTERM, _as_interrupt)  # SIGTERM stops as cleanly as Ctrl-C
     run_dir, res = prepare_run_dir(manifest_path, manifest, opts)
     console.print(f"run directory: [bold]{run_dir}[/]")
     try:
@@ -143,6 +145,10 @@ def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
     if failed:
         raise UnitFailed(f"{len(failed)} of {len(results)} units failed; see their status.json and unit.log")
     return run_dir
+
+
+def _as_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def _report(run_dir: Path, console: Console) -> None:

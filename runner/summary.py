@@ -82,7 +82,8 @@ def summarize_variant(run_dir: Path, name: str, overrides: dict[str, Any], seeds
             walls.append(status["train_wall_time_s"])
             rates.append(status["train_steps_per_s"])
         if levels and (unit_dir / "tb").exists():
-            ttr[str(seed)] = _time_to_reward(unit_dir, levels, status.get("started"))
+            ttr[str(seed)] = _time_to_reward(unit_dir, levels,
+                                             status.get("train_started", status.get("started")))
     means = list(per_seed.values())
     m, s = stats.mean_std(means) if means else (None, None)
     iqm, lo, hi = stats.iqm_ci(means) if means else (None, None, None)

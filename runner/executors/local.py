@@ -20,11 +20,16 @@ GRACE_S = 60.0
 
 
 def _die_with_parent() -> None:
-    """In the child before exec: get SIGTERM when the runner dies, even by SIGKILL (Linux)."""
+    """In the child before exec: die with the runner, even when it is SIGKILLed (Linux).
+
+    A runner stopped politely (Ctrl-C, SIGTERM) asks its units to checkpoint first; a runner
+    killed outright takes its units with it, and `--resume` reruns them from their last
+    periodic checkpoint, or from scratch (then bit-identical to an uninterrupted run).
+    """
     try:
         import ctypes
 
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
 

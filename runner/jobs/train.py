@@ -95,6 +95,7 @@ def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any
         save_atomic(model, unit_dir / "model.zip")
         steps = model.num_timesteps - done_before
         return {"timesteps_done": model.num_timesteps, "train_wall_time_s": wall,
+                "train_started": started,
                 "train_steps_per_s": steps / wall if wall > 0 else 0.0,
                 "resumed_from": done_before or None}
     finally:
