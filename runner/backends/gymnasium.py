@@ -64,6 +64,9 @@ def check_parallel(parallel: ParallelSpec) -> str | None:
 
 
 def action_kind(env: EnvSpec) -> str | None:
+    if env.id.startswith("ALE/"):
+        check_env(env)
+        return "Discrete"  # every Atari game; making one costs seconds (and prints a banner)
     return type(spaces(env)[1]).__name__
 
 
