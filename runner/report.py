@@ -373,13 +373,17 @@ def _expect_section(run: Run) -> list[str]:
     )
 
 
+def _load(values: Any) -> str:
+    return " ".join(f"{v:.2f}" for v in values) if isinstance(values, list) else "?"
+
+
 def bench_lines(bench: dict[str, Any], plot: str | None) -> list[str]:
     host = bench.get("host", {})
     out = [
         "## Benchmark",
         "",
         f"CPU: {host.get('cpu_model', '?')}, {host.get('cpu_count', '?')} cores, load average "
-        f"{host.get('load_avg_before', '?')} before / {host.get('load_avg_after', '?')} after. "
+        f"{_load(host.get('load_avg_before'))} before / {_load(host.get('load_avg_after'))} after. "
         f"{bench.get('settings', {}).get('steps', '?')} steps per repeat, "
         f"{bench.get('settings', {}).get('repeats', '?')} repeats (median [min–max]).",
         "",
@@ -390,7 +394,8 @@ def bench_lines(bench: dict[str, Any], plot: str | None) -> list[str]:
         for key in ("env_only", "train"):
             s = (p.get(key) or {}).get("steps_per_s")
             cells.append(f"{_f(s['median'])} [{_f(s['min'])}–{_f(s['max'])}]" if s else "–")
-        cells.append(_f((p.get("train") or {}).get("env_fraction")))
+        frac = (p.get("train") or {}).get("env_fraction")
+        cells.append(f"{100 * frac:.0f}%" if frac is not None else "–")
         cells.append(
             _f(p.get("speedup", {}).get("env_only")) + " / " + _f(p.get("speedup", {}).get("train"))
         )
@@ -491,6 +496,9 @@ def write_report(run_dir: Path) -> Path:
         "LaTeX table of the evaluation: `eval_table.tex`.",
         "",
     ]
+    if not any(u.state not in ("missing", "pending") or u.eval for u in run.units.values()):
+        lines += ["No unit has been trained or evaluated in this run (a bench-only run?).", ""]
+        return _write_md(root / "report.md", lines + _bench_section(run))
     lines += _units_section(run) + _eval_section(run, rows)
     lines += [f"![evaluation]({_rel(ev, root)})", ""] if ev else []
     field_ = varied_field(run)
@@ -510,12 +518,17 @@ def write_report(run_dir: Path) -> Path:
         else ["## Learning curves", "", "No readable TensorBoard curves.", ""]
     )
     lines += _ttr_section(run, groups) + _expect_section(run)
-    if run.bench:
-        scaling = root / "plots/scaling.png"
-        if not scaling.is_file():
-            plots.scaling(run.bench, scaling)
-        lines += bench_lines(run.bench, _rel(scaling, root) if scaling.is_file() else None)
+    lines += _bench_section(run)
     return _write_md(root / "report.md", lines + _problems(run))
+
+
+def _bench_section(run: Run) -> list[str]:
+    if not run.bench:
+        return []
+    scaling = run.path / "plots/scaling.png"
+    if not scaling.is_file():
+        plots.scaling(run.bench, scaling)
+    return bench_lines(run.bench, _rel(scaling, run.path) if scaling.is_file() else None)
 
 
 def compare_runs(a: Path, b: Path, out: Path | None = None) -> Path:

@@ -176,7 +176,7 @@ def test_report_includes_bench_and_regenerates_scaling_plot(run_dir, tmp_path):
     _write(run / "bench.json", bench)
     text = report.write_report(run).read_text()
     assert "## Benchmark" in text and "flattens at parallel.envs=2" in text
-    assert "| 1 | 1,000 [900–1,100] | 100 [90–110] | 0.25 |" in text
+    assert "| 1 | 1,000 [900–1,100] | 100 [90–110] | 25% |" in text
     assert (run / "plots" / "scaling.png").stat().st_size > 20_000
 
 
@@ -218,3 +218,25 @@ def test_time_to_levels_direct():
     assert res[5.0]["reached"] == 2 and res[5.0]["mean_s"][0] == pytest.approx(4.0)  # (2 + 6) / 2
     assert res[5.0]["mean_steps"][0] == pytest.approx(25.0)
     assert res[8.0]["reached"] == 1 and res[8.0]["mean_s"] == (3.0, 0.0)
+
+
+def test_bench_only_run_reports_the_bench(tmp_path):
+    run = tmp_path / "run"
+    _write(run / "summary.json", {"name": "b", "run_id": "r", "seeds": [0], "variants": {}})
+    bench = {
+        "name": "b",
+        "axis": {"label": "variant", "numeric": False},
+        "points": [
+            {
+                "label": "subproc",
+                "x": None,
+                "error": None,
+                "envs": 16,
+                "env_only": {"steps_per_s": {"median": 10.0, "min": 9.0, "max": 11.0}},
+            }
+        ],
+        "findings": [],
+    }
+    _write(run / "bench.json", bench)
+    text = report.write_report(run).read_text()
+    assert "No unit has been trained" in text and "| subproc | 10 [9–11] | – |" in text
