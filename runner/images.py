@@ -120,8 +120,8 @@ def build_command(engine: str, variant: str, tag: str, *, root: Path,
         cmd = ["docker", "build", "-f", str(dockerfile)]
     else:
         isolation = os.environ.get("BUILDAH_ISOLATION", "chroot" if engine == "buildah" else "")
-        cmd = [engine, "bud" if engine == "buildah" else "build", "--layers", "--format", "docker",
-               "--ignorefile", f"{dockerfile}.dockerignore"]
+        cmd = [engine, "bud" if engine == "buildah" else "build", "-f", str(dockerfile),
+               "--layers", "--format", "docker", "--ignorefile", f"{dockerfile}.dockerignore"]
         cmd += ["--isolation", isolation] if isolation else []
         cmd += ["--timestamp", build_args.get("SOURCE_DATE_EPOCH", "0")]
         for vol in volumes:
