@@ -1,0 +1,173 @@
+# One BallChase env instance: an agent in a walled arena chases a drifting ball.
+#
+# The simulation is plain arithmetic on a fixed timestep (no physics bodies), so instances
+# never interact, every tick costs the same, and a seed fixes the whole ball sequence.
+extends Node2D
+
+const W := 400.0
+const H := 400.0
+const AGENT_R := 15.0
+const BALL_R := 15.0
+const MAX_SPEED := 300.0
+const ACCEL := 1500.0
+const DRAG := 2.0
+const BALL_MAX_SPEED := 120.0
+const DT := 1.0 / 60.0
+const CATCH_REWARD := 1.0
+const SHAPING := 0.5
+const WALL_PENALTY := 0.01
+const OBS_SIZE := 10
+const N_ACTIONS := 9
+# Discrete actions: 0 stays, 1..8 accelerate towards the compass points N, NE, E, SE, S, SW, W, NW.
+const DIRS := [
+	Vector2(0, 0), Vector2(0, -1), Vector2(0.70710678, -0.70710678), Vector2(1, 0),
+	Vector2(0.70710678, 0.70710678), Vector2(0, 1), Vector2(-0.70710678, 0.70710678),
+	Vector2(-1, 0), Vector2(-0.70710678, -0.70710678),
+]
+
+var rng := RandomNumberGenerator.new()
+var continuous := false
+var episode_steps := 500
+var render := false
+
+var agent_pos := Vector2()
+var agent_vel := Vector2()
+var ball_pos := Vector2()
+var ball_vel := Vector2()
+var move := Vector2()
+var steps := 0
+var reward_acc := 0.0
+var prev_dist := 0.0
+var catches := 0
+var episode := 0
+
+
+func setup(seed_value: int, is_continuous: bool, ep_steps: int, with_render: bool) -> void:
+	rng.seed = seed_value
+	continuous = is_continuous
+	episode_steps = ep_steps
+	render = with_render
+	reset_episode()
+
+
+func reset_episode() -> void:
+	agent_pos = Vector2(W * 0.5, H * 0.5)
+	agent_vel = Vector2()
+	move = Vector2()
+	steps = 0
+	reward_acc = 0.0
+	catches = 0
+	episode += 1
+	_spawn_ball()
+
+
+func _spawn_ball() -> void:
+	# A few tries to avoid spawning on the agent; the rng stream stays deterministic.
+	for _i in range(8):
+		ball_pos = Vector2(rng.randf_range(BALL_R, W - BALL_R), rng.randf_range(BALL_R, H - BALL_R))
+		if ball_pos.distance_to(agent_pos) > 3.0 * (AGENT_R + BALL_R):
+			break
+	var angle := rng.randf() * TAU
+	ball_vel = Vector2(cos(angle), sin(angle)) * rng.randf() * BALL_MAX_SPEED
+	prev_dist = agent_pos.distance_to(ball_pos)
+
+
+func set_action(a) -> void:
+	if continuous:
+		move = Vector2(float(a[0]), float(a[1]))
+		if move.length_squared() > 1.0:
+			move = move.normalized()
+	else:
+		move = DIRS[clamp(int(a), 0, N_ACTIONS - 1)]
+
+
+func tick() -> void:
+	agent_vel += (move * ACCEL - agent_vel * DRAG) * DT
+	if agent_vel.length_squared() > MAX_SPEED * MAX_SPEED:
+		agent_vel = agent_vel.normalized() * MAX_SPEED
+	agent_pos += agent_vel * DT
+	var hit := false
+	if agent_pos.x < AGENT_R:
+		agent_pos.x = AGENT_R
+		agent_vel.x = 0.0
+		hit = true
+	elif agent_pos.x > W - AGENT_R:
+		agent_pos.x = W - AGENT_R
+		agent_vel.x = 0.0
+		hit = true
+	if agent_pos.y < AGENT_R:
+		agent_pos.y = AGENT_R
+		agent_vel.y = 0.0
+		hit = true
+	elif agent_pos.y > H - AGENT_R:
+		agent_pos.y = H - AGENT_R
+		agent_vel.y = 0.0
+		hit = true
+	ball_pos += ball_vel * DT
+	if ball_pos.x < BALL_R or ball_pos.x > W - BALL_R:
+		ball_vel.x = -ball_vel.x
+		ball_pos.x = clamp(ball_pos.x, BALL_R, W - BALL_R)
+	if ball_pos.y < BALL_R or ball_pos.y > H - BALL_R:
+		ball_vel.y = -ball_vel.y
+		ball_pos.y = clamp(ball_pos.y, BALL_R, H - BALL_R)
+	var d := agent_pos.distance_to(ball_pos)
+	if d < AGENT_R + BALL_R:
+		reward_acc += CATCH_REWARD
+		catches += 1
+		_spawn_ball()
+	else:
+		reward_acc += SHAPING * (prev_dist - d) / W
+		prev_dist = d
+	if hit:
+		reward_acc -= WALL_PENALTY
+	if render:
+		update()
+
+
+# Ends one agent step and returns the observation; reward, done and final_obs are left in the
+# fields below. A finished episode restarts at once, so the observation is the new episode's
+# first one and final_obs the last one of the episode that ended.
+var reward := 0.0
+var done := false
+var final_obs = null
+
+
+func end_step() -> Array:
+	steps += 1
+	reward = reward_acc
+	reward_acc = 0.0
+	done = steps >= episode_steps
+	if not done:
+		return observe()
+	final_obs = observe()
+	reset_episode()
+	return observe()
+
+
+# Ball position and relative velocity from the agent's view, the agent's velocity, and its
+# distance to the four walls (0 touching, 1 across the arena).
+func observe() -> Array:
+	var left := (agent_pos.x - AGENT_R) / (W - 2.0 * AGENT_R)
+	var top := (agent_pos.y - AGENT_R) / (H - 2.0 * AGENT_R)
+	return [
+		(ball_pos.x - agent_pos.x) / W, (ball_pos.y - agent_pos.y) / H,
+		(ball_vel.x - agent_vel.x) / (MAX_SPEED + BALL_MAX_SPEED),
+		(ball_vel.y - agent_vel.y) / (MAX_SPEED + BALL_MAX_SPEED),
+		agent_vel.x / MAX_SPEED, agent_vel.y / MAX_SPEED,
+		left, 1.0 - left, top, 1.0 - top,
+	]
+
+
+# Methods below answer the protocol's "call" messages.
+func get_ball_position() -> Array:
+	return [ball_pos.x, ball_pos.y]
+
+
+func get_catches() -> int:
+	return catches
+
+
+func _draw() -> void:
+	draw_rect(Rect2(Vector2(), Vector2(W, H)), Color(0.8, 0.8, 0.8), false, 4.0)
+	draw_circle(ball_pos, BALL_R, Color(1.0, 0.6, 0.1))
+	draw_circle(agent_pos, AGENT_R, Color(0.2, 0.6, 1.0))

@@ -1,0 +1,151 @@
+"""Benchmark of the godot backend with the bundled BallChase game (a script, not a test).
+
+Measures, in one run so the figures compare on a shared machine:
+  1. env-only agent-steps/s with random actions over processes x instances, paced and unpaced;
+  2. our VecEnv against godot-rl's own StableBaselinesGodotEnv driving the same game with the
+     same settings (alternating runs, medians);
+  3. PPO training steps/s on our VecEnv.
+
+    .venv/bin/python tests/benchmarks/bench_godot.py [--steps 2000] [--out bench-godot.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import socket
+import stat
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from runner.backends import godot
+from runner.manifest.schema import EnvSpec
+
+GRID = [(1, 1), (1, 8), (1, 16), (1, 32), (2, 16), (4, 8), (1, 64), (2, 32)]
+
+
+def _timed(step, reset, num_envs: int, steps: int, warmup: int) -> float:
+    rng = np.random.default_rng(0)
+    actions = rng.integers(0, 9, size=(steps + warmup, num_envs, 1))
+    reset()
+    for i in range(warmup):
+        step(actions[i])
+    t = time.perf_counter()
+    for i in range(warmup, warmup + steps):
+        step(actions[i])
+    return steps * num_envs / (time.perf_counter() - t)
+
+
+def ours(procs: int, inst: int, pacing: str, steps: int, warmup: int = 100) -> float:
+    env = EnvSpec(backend="godot", id="ballchase", pacing=pacing, speedup=20)
+    venv = godot.make_vec_env(env, n_envs=procs * inst, workers=procs, mode="dummy", seed=0)
+    try:
+        return _timed(venv.step, venv.reset, venv.num_envs, steps, warmup)
+    finally:
+        venv.close()
+
+
+def _free_port_range(n: int) -> int:
+    """godot-rl uses ports base..base+n-1; find a base where all are free right now."""
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base + n >= 65535:
+            continue
+        try:
+            socks = [socket.socket() for _ in range(n)]
+            for i, s in enumerate(socks):
+                s.bind(("127.0.0.1", base + i))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError("no free port range")
+
+
+def godot_rl(procs: int, inst: int, steps: int, tmp: Path, warmup: int = 100) -> float:
+    from godot_rl.wrappers.stable_baselines_wrapper import StableBaselinesGodotEnv
+
+    binary, _ = godot.godot_binary()
+    launcher = tmp / f"ballchase-{inst}.x86_64"  # godot-rl only launches files named *.x86_64
+    launcher.write_text(f'#!/bin/sh\nexec "{binary}" --path "{godot.GAMES_DIR / "ballchase"}" '
+                        f'--instances={inst} "$@"\n')
+    launcher.chmod(launcher.stat().st_mode | stat.S_IEXEC)
+    with contextlib.redirect_stdout(io.StringIO()):
+        venv = StableBaselinesGodotEnv(str(launcher), n_parallel=procs,
+                                       port=_free_port_range(procs),
+                                       framerate=godot.UNPACED_FPS, speedup=1)
+    try:
+        return _timed(venv.step, venv.reset, venv.num_envs, steps, warmup)
+    finally:
+        with contextlib.redirect_stdout(io.StringIO()):
+            venv.close()
+
+
+def ppo_steps_per_s(procs: int, inst: int, timesteps: int) -> float:
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    torch.set_num_threads(1)
+    env = EnvSpec(backend="godot", id="ballchase")
+    venv = VecMonitor(godot.make_vec_env(env, n_envs=procs * inst, workers=procs, mode="dummy",
+                                         seed=0))
+    try:
+        model = PPO("MlpPolicy", venv, n_steps=max(1, 2048 // venv.num_envs), batch_size=512,
+                    seed=0, device="cpu")
+        t = time.perf_counter()
+        model.learn(timesteps)
+        return timesteps / (time.perf_counter() - t)
+    finally:
+        venv.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=2000, help="vector steps per unpaced point")
+    ap.add_argument("--paced-steps", type=int, default=300, help="vector steps per paced point")
+    ap.add_argument("--repeats", type=int, default=3, help="alternating runs, ours vs godot-rl")
+    ap.add_argument("--ppo-timesteps", type=int, default=30_000)
+    ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON")
+    args = ap.parse_args()
+    binary, version = godot.godot_binary()
+    res: dict = {"godot": [binary, version], "cpus": os.cpu_count(), "grid": {}, "vs_godot_rl": {}}
+    print(f"Godot {version} ({binary}), {os.cpu_count()} CPUs; agent-steps/s, random actions")
+    for procs, inst in GRID:
+        row = {p: ours(procs, inst, p, args.steps if p == "unpaced" else args.paced_steps)
+               for p in ("unpaced", "paced")}
+        res["grid"][f"{procs}x{inst}"] = row
+        print(f"  {procs}x{inst:<3} unpaced {row['unpaced']:>8.0f}   paced(speedup 20) "
+              f"{row['paced']:>7.0f}")
+    g = res["grid"]
+    print(f"  1x16 / 1x1 = {g['1x16']['unpaced'] / g['1x1']['unpaced']:.1f}x (unpaced)")
+    with tempfile.TemporaryDirectory() as tmp:
+        for procs, inst in [(1, 1), (1, 32), (2, 16)]:
+            a, b = [], []
+            for _ in range(args.repeats):
+                a.append(ours(procs, inst, "unpaced", args.steps))
+                b.append(godot_rl(procs, inst, args.steps, Path(tmp)))
+            ma, mb = statistics.median(a), statistics.median(b)
+            res["vs_godot_rl"][f"{procs}x{inst}"] = {"ours": ma, "godot_rl": mb, "ratio": ma / mb}
+            print(f"  ours vs godot-rl {procs}x{inst}: {ma:.0f} vs {mb:.0f} = {ma / mb:.2f}x")
+    for procs, inst in [(1, 16), (2, 16)]:
+        sps = ppo_steps_per_s(procs, inst, args.ppo_timesteps)
+        res[f"ppo_{procs}x{inst}"] = sps
+        print(f"  PPO training {procs}x{inst}: {sps:.0f} steps/s")
+    if args.out:
+        args.out.write_text(json.dumps(res, indent=2))
+
+
+if __name__ == "__main__":
+    main()
