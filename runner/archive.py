@@ -42,7 +42,9 @@ def _extract(archive_file: Path, into: Path) -> Path:
         raise UserInputError(f"{archive_file}: not an rlcrate archive ({exc})") from None
     found = [p.parent for p in into.glob("*/resolved.yaml")]
     if len(found) != 1:
-        raise UserInputError(f"{archive_file}: expected one run directory inside, found {len(found)}")
+        raise UserInputError(
+            f"{archive_file}: expected one run directory inside, found {len(found)}"
+        )
     return found[0]
 
 
@@ -57,8 +59,13 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> tuple[Table, bool]:
         same = a == b
         met = all(c["met"] for c in nv.get("expect", []))
         all_ok &= met
-        table.add_row(name, f"{v['eval']['mean']}", f"{nv.get('eval', {}).get('mean')}",
-                      "yes" if same else "no", "met" if met else "NOT met")
+        table.add_row(
+            name,
+            f"{v['eval']['mean']}",
+            f"{nv.get('eval', {}).get('mean')}",
+            "yes" if same else "no",
+            "met" if met else "NOT met",
+        )
     return table, all_ok
 
 
@@ -70,8 +77,9 @@ def reproduce(archive_file: Path, out: Path, executor: str, console: Console) ->
         old = read_json(original / "summary.json")
         if old is None:
             raise UserInputError(f"{archive_file}: the archived run has no summary.json")
-        run_dir = run(original / "manifest.yaml", RunOptions(["train", "eval"], executor, out),
-                      console)
+        run_dir = run(
+            original / "manifest.yaml", RunOptions(["train", "eval"], executor, out), console
+        )
         new = read_json(run_dir / "summary.json")
     table, ok = compare(old, new)
     console.print(table)

@@ -11,7 +11,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -30,17 +30,30 @@ app = typer.Typer(
 ManifestArg = Annotated[
     Path, typer.Argument(help="Manifest YAML file.", exists=True, dir_okay=False, readable=True)
 ]
-RunDirArg = Annotated[Path, typer.Argument(help="A run directory (runs/<name>/<run-id>).",
-                                           exists=True, file_okay=False)]
+RunDirArg = Annotated[
+    Path,
+    typer.Argument(help="A run directory (runs/<name>/<run-id>).", exists=True, file_okay=False),
+]
 OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Where run directories go.")]
-ResumeOpt = Annotated[Optional[Path], typer.Option(
-    "--resume", help="Continue this run directory: skip units already done.",
-    exists=True, file_okay=False)]
+ResumeOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--resume",
+        help="Continue this run directory: skip units already done.",
+        exists=True,
+        file_okay=False,
+    ),
+]
 ExecutorOpt = Annotated[str, typer.Option("--executor", "-x", help="local | ray")]
-ImageOpt = Annotated[Optional[str], typer.Option(
-    "--image", help="Run inside this image: cpu | cuda | a full tag.")]
-RayAddressOpt = Annotated[Optional[str], typer.Option(
-    "--ray-address", help="Ray cluster address (default: RAY_ADDRESS, else a local cluster).")]
+ImageOpt = Annotated[
+    str | None, typer.Option("--image", help="Run inside this image: cpu | cuda | a full tag.")
+]
+RayAddressOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ray-address", help="Ray cluster address (default: RAY_ADDRESS, else a local cluster)."
+    ),
+]
 
 
 def _handled(fn: Callable[..., None]) -> Callable[..., None]:
@@ -79,19 +92,32 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                          help="Print the version and exit.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
 ) -> None:
     """Reproducible RL experiments: run a manifest locally, in an image or on Ray."""
 
 
-def _run(manifest: Path, jobs: str, executor: str, image: str | None, out: Path,
-         resume: Path | None, ray_address: str | None) -> None:
+def _run(
+    manifest: Path,
+    jobs: str,
+    executor: str,
+    image: str | None,
+    out: Path,
+    resume: Path | None,
+    ray_address: str | None,
+) -> None:
     from runner.orchestrate import RunOptions, parse_jobs, run
 
     job_list = parse_jobs(jobs)
     if executor not in ("local", "ray"):
-        raise typer.BadParameter(f"expected local or ray, got {executor!r}", param_hint="--executor")
+        raise typer.BadParameter(
+            f"expected local or ray, got {executor!r}", param_hint="--executor"
+        )
     if image:
         from runner.images import run_in_image
 
@@ -104,7 +130,9 @@ def _run(manifest: Path, jobs: str, executor: str, image: str | None, out: Path,
 @_handled
 def run_cmd(
     manifest: ManifestArg,
-    jobs: Annotated[str, typer.Option("--jobs", "-j", help="Comma-separated: train,eval,bench.")] = "train,eval",
+    jobs: Annotated[
+        str, typer.Option("--jobs", "-j", help="Comma-separated: train,eval,bench.")
+    ] = "train,eval",
     executor: ExecutorOpt = "local",
     image: ImageOpt = None,
     out: OutOpt = Path("runs"),
@@ -117,22 +145,37 @@ def run_cmd(
 
 @app.command("train")
 @_handled
-def train_cmd(manifest: ManifestArg, executor: ExecutorOpt = "local", image: ImageOpt = None,
-              out: OutOpt = Path("runs"), resume: ResumeOpt = None) -> None:
+def train_cmd(
+    manifest: ManifestArg,
+    executor: ExecutorOpt = "local",
+    image: ImageOpt = None,
+    out: OutOpt = Path("runs"),
+    resume: ResumeOpt = None,
+) -> None:
     """Train every unit (no evaluation)."""
     _run(manifest, "train", executor, image, out, resume, None)
 
 
 @app.command("eval")
 @_handled
-def eval_cmd(manifest: ManifestArg, resume: Annotated[Path, typer.Option(
-        "--resume", help="The run directory whose trained models to evaluate.", exists=True,
-        file_okay=False)], executor: ExecutorOpt = "local") -> None:
+def eval_cmd(
+    manifest: ManifestArg,
+    resume: Annotated[
+        Path,
+        typer.Option(
+            "--resume",
+            help="The run directory whose trained models to evaluate.",
+            exists=True,
+            file_okay=False,
+        ),
+    ],
+    executor: ExecutorOpt = "local",
+) -> None:
     """Evaluate the trained models of a run directory with the manifest's eval protocol."""
+    import yaml
+
     from runner.orchestrate import RunOptions, run
     from runner.rundir import UnitRef, read_status, write_status
-
-    import yaml
 
     res = yaml.safe_load((resume / "resolved.yaml").read_text())
     for v in res["variants"]:
@@ -158,8 +201,10 @@ def validate_cmd(manifest: ManifestArg) -> None:
 
     m = load_manifest(manifest)
     variants = expand(m)
-    typer.echo(f"{manifest}: ok ({len(variants)} variant(s) x {len(m.seeds)} seed(s) = "
-               f"{len(variants) * len(m.seeds)} units)")
+    typer.echo(
+        f"{manifest}: ok ({len(variants)} variant(s) x {len(m.seeds)} seed(s) = "
+        f"{len(variants) * len(m.seeds)} units)"
+    )
 
 
 @app.command("schema")
@@ -175,8 +220,12 @@ def schema_cmd() -> None:
 @_handled
 def report_cmd(
     run_dir: RunDirArg,
-    other: Annotated[Optional[Path], typer.Argument(help="A second run directory to compare with.",
-                                                    exists=True, file_okay=False)] = None,
+    other: Annotated[
+        Path | None,
+        typer.Argument(
+            help="A second run directory to compare with.", exists=True, file_okay=False
+        ),
+    ] = None,
 ) -> None:
     """Tables, learning curves, scaling curves, paired comparisons: report.md + PNGs."""
     from runner import report
@@ -187,9 +236,13 @@ def report_cmd(
 
 @app.command("archive")
 @_handled
-def archive_cmd(run_dir: RunDirArg, output: Annotated[Path, typer.Option(
-        "--output", "-o", help="The .tar.gz to write.", dir_okay=False)],
-        models: Annotated[bool, typer.Option(help="Include model.zip and checkpoints.")] = True) -> None:
+def archive_cmd(
+    run_dir: RunDirArg,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="The .tar.gz to write.", dir_okay=False)
+    ],
+    models: Annotated[bool, typer.Option(help="Include model.zip and checkpoints.")] = True,
+) -> None:
     """Bundle a run directory for a paper."""
     from runner.archive import archive
 
@@ -198,9 +251,14 @@ def archive_cmd(run_dir: RunDirArg, output: Annotated[Path, typer.Option(
 
 @app.command("reproduce")
 @_handled
-def reproduce_cmd(archive_file: Annotated[Path, typer.Argument(
-        help="An archive made by `rlcrate archive`.", exists=True, dir_okay=False)],
-        out: OutOpt = Path("runs"), executor: ExecutorOpt = "local") -> None:
+def reproduce_cmd(
+    archive_file: Annotated[
+        Path,
+        typer.Argument(help="An archive made by `rlcrate archive`.", exists=True, dir_okay=False),
+    ],
+    out: OutOpt = Path("runs"),
+    executor: ExecutorOpt = "local",
+) -> None:
     """Rerun an archived run and compare its results and expectations with the original."""
     from runner.archive import reproduce
 
@@ -220,7 +278,7 @@ def doctor_cmd() -> None:
 @app.command("envs")
 @_handled
 def envs_cmd(
-    backend: Annotated[Optional[str], typer.Argument(help="Only this backend.")] = None,
+    backend: Annotated[str | None, typer.Argument(help="Only this backend.")] = None,
     all_ids: Annotated[bool, typer.Option("--all", help="List every id, not a sample.")] = False,
 ) -> None:
     """The backends and the env ids each offers."""

@@ -48,7 +48,10 @@ def _gpu() -> str:
     info: dict[str, Any] = gpu_info()
     if not info["gpus"]:
         return "none (no nvidia-smi or no GPU)"
-    return "; ".join(f"{g['name']} {g.get('memory', '')}" for g in info["gpus"]) + f", driver {info['driver']}"
+    return (
+        "; ".join(f"{g['name']} {g.get('memory', '')}" for g in info["gpus"])
+        + f", driver {info['driver']}"
+    )
 
 
 def doctor(console: Console) -> None:

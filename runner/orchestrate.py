@@ -1,4 +1,4 @@
-"""`rlcrate run`: manifest -> run directory -> units through an executor -> summary (+ bench, report)."""
+"""`rlcrate run`: manifest -> run directory -> units via an executor -> summary, bench, report."""
 
 from __future__ import annotations
 
@@ -44,12 +44,16 @@ def parse_jobs(text: str) -> list[str]:
     jobs = [j.strip() for j in text.split(",") if j.strip()]
     bad = [j for j in jobs if j not in JOBS]
     if bad or not jobs:
-        raise UserInputError(f"--jobs: expected a comma-separated subset of {', '.join(JOBS)}, got {text!r}")
+        raise UserInputError(
+            f"--jobs: expected a comma-separated subset of {', '.join(JOBS)}, got {text!r}"
+        )
     return jobs
 
 
-def prepare_run_dir(manifest_path: Path, manifest: Manifest, opts: RunOptions) -> tuple[Path, dict[str, Any]]:
-    """A new run directory with manifest.yaml, resolved.yaml, provenance.json; or the resumed one."""
+def prepare_run_dir(
+    manifest_path: Path, manifest: Manifest, opts: RunOptions
+) -> tuple[Path, dict[str, Any]]:
+    """A new run directory with manifest, resolved manifest and provenance; or the resumed one."""
     if opts.resume is not None:
         run_dir = opts.resume
         old = run_dir / "resolved.yaml"
@@ -70,7 +74,9 @@ def prepare_run_dir(manifest_path: Path, manifest: Manifest, opts: RunOptions) -
     shutil.copyfile(manifest_path, run_dir / "manifest.yaml")
     write_text_atomic(run_dir / "resolved.yaml", yaml.safe_dump(res, sort_keys=False))
     backends = {v["config"]["env"]["backend"] for v in res["variants"].values()}
-    write_json_atomic(run_dir / "provenance.json", provenance.collect(sys.argv, manifest_path, backends))
+    write_json_atomic(
+        run_dir / "provenance.json", provenance.collect(sys.argv, manifest_path, backends)
+    )
     return run_dir, res
 
 
@@ -79,7 +85,9 @@ def _parallelism(manifest: Manifest) -> tuple[int, int]:
     per_unit = max(1, manifest.parallel.workers, manifest.algo.torch_threads)
     if manifest.parallel.mode == "subproc":
         per_unit = max(per_unit, manifest.parallel.envs)
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cpus = (
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    )
     auto = max(1, cpus // per_unit)
     return (manifest.parallel.units or auto), per_unit
 
@@ -89,13 +97,16 @@ def _finish_provenance(run_dir: Path, units: list[UnitRef]) -> None:
 
     prov = read_json(run_dir / "provenance.json") or {}
     prov["finished"] = time.time()
-    prov["units"] = {u.key: {"state": (s := read_status(u.dir(run_dir))).get("state"),
-                             "seeds": s.get("seeds")} for u in units}
+    prov["units"] = {
+        u.key: {"state": (s := read_status(u.dir(run_dir))).get("state"), "seeds": s.get("seeds")}
+        for u in units
+    }
     write_json_atomic(run_dir / "provenance.json", prov)
 
 
-def run_units(run_dir: Path, res: dict[str, Any], manifest: Manifest, opts: RunOptions,
-              console: Console) -> dict[UnitRef, int]:
+def run_units(
+    run_dir: Path, res: dict[str, Any], manifest: Manifest, opts: RunOptions, console: Console
+) -> dict[UnitRef, int]:
     from runner.executors import launch
     from runner.progress import ProgressView
 
@@ -111,8 +122,16 @@ def run_units(run_dir: Path, res: dict[str, Any], manifest: Manifest, opts: RunO
     view = ProgressView(run_dir, units, {u: manifest.train.timesteps for u in units})
     with Live(view, console=console, refresh_per_second=4, transient=True) as live:
         try:
-            return launch(opts.executor, run_dir, todo, unit_jobs, max_parallel=at_once,
-                          cpus_per_unit=per_unit, on_tick=live.refresh, address=opts.ray_address)
+            return launch(
+                opts.executor,
+                run_dir,
+                todo,
+                unit_jobs,
+                max_parallel=at_once,
+                cpus_per_unit=per_unit,
+                on_tick=live.refresh,
+                address=opts.ray_address,
+            )
         finally:
             _finish_provenance(run_dir, units)
 
@@ -130,7 +149,9 @@ def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
         results = run_units(run_dir, res, manifest, opts, console)
     except KeyboardInterrupt:
         write_summary(run_dir, res)
-        console.print(f"[yellow]stopped; resume with: rlcrate run {manifest_path} --resume {run_dir}[/]")
+        console.print(
+            f"[yellow]stopped; resume with: rlcrate run {manifest_path} --resume {run_dir}[/]"
+        )
         raise
     summary = write_summary(run_dir, res)
     if "bench" in opts.jobs:
@@ -143,7 +164,9 @@ def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
         _report(run_dir, console)
     failed = [u for u, rc in results.items() if rc != 0]
     if failed:
-        raise UnitFailed(f"{len(failed)} of {len(results)} units failed; see their status.json and unit.log")
+        raise UnitFailed(
+            f"{len(failed)} of {len(results)} units failed; see their status.json and unit.log"
+        )
     return run_dir
 
 

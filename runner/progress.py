@@ -41,16 +41,23 @@ class ProgressView:
             if st == "running":
                 rate = prog.get("steps_per_s") or 0.0
                 left = (self.total_steps[u] - steps) / rate if rate else None
-                rows.append((u.key, f"{steps:,}/{self.total_steps[u]:,}", f"{rate:,.0f}", _eta(left)))
+                rows.append(
+                    (u.key, f"{steps:,}/{self.total_steps[u]:,}", f"{rate:,.0f}", _eta(left))
+                )
         total = sum(self.total_steps.values())
         elapsed = time.monotonic() - self.t0
         overall = done_steps / elapsed if elapsed > 0 else 0
         eta = (total - done_steps) / overall if overall > 0 else None
         head = Text.assemble(
-            ("units ", "bold"), f"{states.get('done', 0)}/{len(self.units)} done",
+            ("units ", "bold"),
+            f"{states.get('done', 0)}/{len(self.units)} done",
             f"  failed {states.get('failed', 0)}" if states.get("failed") else "",
-            ("   steps ", "bold"), f"{done_steps:,}/{total:,}",
-            ("   steps/s ", "bold"), f"{overall:,.0f}", ("   ETA ", "bold"), _eta(eta),
+            ("   steps ", "bold"),
+            f"{done_steps:,}/{total:,}",
+            ("   steps/s ", "bold"),
+            f"{overall:,.0f}",
+            ("   ETA ", "bold"),
+            _eta(eta),
         )
         table = Table(box=None, show_header=bool(rows), pad_edge=False)
         for col in ("running unit", "steps", "steps/s", "ETA"):
@@ -66,17 +73,35 @@ def _fmt(x: Any, digits: int = 2) -> str:
 
 def summary_table(summary: dict[str, Any]) -> Table:
     table = Table(title=f"{summary['name']} · {summary['run_id']}")
-    for col in ("variant", "seeds", "eval mean ± std", "IQM [95% CI]", "steps/s", "wall s", "expect"):
+    for col in (
+        "variant",
+        "seeds",
+        "eval mean ± std",
+        "IQM [95% CI]",
+        "steps/s",
+        "wall s",
+        "expect",
+    ):
         table.add_column(col, justify="left" if col in ("variant", "expect") else "right")
     for name, v in summary["variants"].items():
         ev = v["eval"]
         ci = ev.get("iqm_ci95") or [None, None]
         expects = v.get("expect") or []
-        exp = ("[green]met[/]" if all(c["met"] for c in expects) else "[red]not met[/]") if expects else "-"
+        exp = (
+            ("[green]met[/]" if all(c["met"] for c in expects) else "[red]not met[/]")
+            if expects
+            else "-"
+        )
         seeds = f"{ev['n_seeds']}/{len(v['units'])}"
-        table.add_row(name, seeds, f"{_fmt(ev['mean'])} ± {_fmt(ev['std'])}",
-                      f"{_fmt(ev['iqm'])} [{_fmt(ci[0])}, {_fmt(ci[1])}]",
-                      _fmt(v["train_steps_per_s"]["mean"], 0), _fmt(v["wall_time_s"]["mean"], 1), exp)
+        table.add_row(
+            name,
+            seeds,
+            f"{_fmt(ev['mean'])} ± {_fmt(ev['std'])}",
+            f"{_fmt(ev['iqm'])} [{_fmt(ci[0])}, {_fmt(ci[1])}]",
+            _fmt(v["train_steps_per_s"]["mean"], 0),
+            _fmt(v["wall_time_s"]["mean"], 1),
+            exp,
+        )
     return table
 
 

@@ -18,8 +18,9 @@ from runner import __version__
 
 def _run(cmd: list[str], cwd: Path | None = None, timeout: float = 10) -> str | None:
     try:
-        out = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                             check=True)
+        out = subprocess.run(
+            cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=True
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip()
@@ -32,7 +33,11 @@ def git_info(path: Path) -> dict[str, Any] | None:
     if commit is None:
         return None
     dirty = _run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=path)
-    return {"commit": commit, "dirty": bool(dirty), "describe": _run(["git", "describe", "--always", "--dirty"], cwd=path)}
+    return {
+        "commit": commit,
+        "dirty": bool(dirty),
+        "describe": _run(["git", "describe", "--always", "--dirty"], cwd=path),
+    }
 
 
 def cpu_info() -> dict[str, Any]:
@@ -44,24 +49,36 @@ def cpu_info() -> dict[str, Any]:
                 break
     except OSError:
         pass
-    return {"model": model, "count": os.cpu_count(),
-            "usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-            "load_avg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None}
+    return {
+        "model": model,
+        "count": os.cpu_count(),
+        "usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "load_avg": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+    }
 
 
 def gpu_info() -> dict[str, Any]:
     if shutil.which("nvidia-smi") is None:
         return {"gpus": [], "driver": None}
-    out = _run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version",
-                "--format=csv,noheader"])
-    gpus = [dict(zip(("name", "memory", "driver"), (x.strip() for x in line.split(",")), strict=False))
-            for line in (out or "").splitlines() if line.strip()]
+    out = _run(
+        ["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"]
+    )
+    gpus = [
+        dict(zip(("name", "memory", "driver"), (x.strip() for x in line.split(",")), strict=False))
+        for line in (out or "").splitlines()
+        if line.strip()
+    ]
     return {"gpus": gpus, "driver": gpus[0]["driver"] if gpus else None}
 
 
 def packages() -> dict[str, str]:
-    return dict(sorted((d.metadata["Name"], d.version) for d in importlib.metadata.distributions()
-                       if d.metadata["Name"]))
+    return dict(
+        sorted(
+            (d.metadata["Name"], d.version)
+            for d in importlib.metadata.distributions()
+            if d.metadata["Name"]
+        )
+    )
 
 
 def godot_version(backends: set[str]) -> dict[str, Any] | None:
@@ -85,19 +102,29 @@ def collect(argv: list[str], manifest_path: Path, backends: set[str]) -> dict[st
         "manifest": str(manifest_path.resolve()),
         "git": git_info(manifest_path.resolve().parent),
         "rlcrate_source_git": git_info(Path(__file__).resolve().parent),
-        "python": {"version": sys.version, "executable": sys.executable,
-                   "implementation": platform.python_implementation()},
-        "platform": {"system": platform.system(), "release": platform.release(),
-                     "machine": platform.machine(), "libc": "-".join(platform.libc_ver())},
+        "python": {
+            "version": sys.version,
+            "executable": sys.executable,
+            "implementation": platform.python_implementation(),
+        },
+        "platform": {
+            "system": platform.system(),
+            "release": platform.release(),
+            "machine": platform.machine(),
+            "libc": "-".join(platform.libc_ver()),
+        },
         "host": socket.gethostname(),
         "cpu": cpu_info(),
         "gpu": gpu_info(),
         "torch": pkgs.get("torch"),
         "cuda": _run([sys.executable, "-c", "import torch; print(torch.version.cuda)"], timeout=60)
-        if "torch" in pkgs and shutil.which("nvidia-smi") else None,
+        if "torch" in pkgs and shutil.which("nvidia-smi")
+        else None,
         "godot": godot_version(backends),
-        "image": {"tag": os.environ.get("RLCRATE_IMAGE"),
-                  "digest": os.environ.get("RLCRATE_IMAGE_DIGEST")},
+        "image": {
+            "tag": os.environ.get("RLCRATE_IMAGE"),
+            "digest": os.environ.get("RLCRATE_IMAGE_DIGEST"),
+        },
         "packages": pkgs,
         "started": time.time(),
         "started_iso": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

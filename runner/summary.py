@@ -36,20 +36,26 @@ def _metric_values(variant: dict[str, Any]) -> dict[str, float | None]:
         "eval.std_reward": ev.get("std"),
         "eval.iqm": ev.get("iqm"),
         "eval.iqm_ci_low": (ev.get("iqm_ci95") or [None])[0],
-        "eval.min_seed_reward": min(ev["per_seed_mean"].values()) if ev.get("per_seed_mean") else None,
+        "eval.min_seed_reward": min(ev["per_seed_mean"].values())
+        if ev.get("per_seed_mean")
+        else None,
         "train.steps_per_s": variant["train_steps_per_s"].get("mean"),
         "train.wall_time_s": variant["wall_time_s"].get("mean"),
     }
 
 
-def check_expectations(variant: dict[str, Any], expect: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
+def check_expectations(
+    variant: dict[str, Any], expect: dict[str, dict[str, float]]
+) -> list[dict[str, Any]]:
     values = _metric_values(variant)
     results = []
     for metric, claims in expect.items():
         for op, target in claims.items():
             actual = values.get(metric)
             met = actual is not None and bool(OPS[op](actual, target))
-            results.append({"metric": metric, "op": op, "value": target, "actual": actual, "met": met})
+            results.append(
+                {"metric": metric, "op": op, "value": target, "actual": actual, "met": met}
+            )
     return results
 
 
@@ -60,8 +66,14 @@ def _mean_std(values: list[float]) -> dict[str, float | None]:
     return {"mean": m, "std": s}
 
 
-def summarize_variant(run_dir: Path, name: str, overrides: dict[str, Any], seeds: list[int],
-                      config: dict[str, Any], expect: dict[str, Any]) -> dict[str, Any]:
+def summarize_variant(
+    run_dir: Path,
+    name: str,
+    overrides: dict[str, Any],
+    seeds: list[int],
+    config: dict[str, Any],
+    expect: dict[str, Any],
+) -> dict[str, Any]:
     units: dict[str, Any] = {}
     per_seed: dict[str, float] = {}
     walls, rates, ttr = [], [], {}
@@ -71,8 +83,10 @@ def summarize_variant(run_dir: Path, name: str, overrides: dict[str, Any], seeds
         status = read_status(unit_dir)
         ev = read_json(unit_dir / "eval.json")
         units[str(seed)] = {
-            "state": status.get("state"), "error": status.get("error"),
-            "eval_mean": ev["mean"] if ev else None, "eval_std": ev["std"] if ev else None,
+            "state": status.get("state"),
+            "error": status.get("error"),
+            "eval_mean": ev["mean"] if ev else None,
+            "eval_std": ev["std"] if ev else None,
             "wall_time_s": status.get("train_wall_time_s"),
             "train_steps_per_s": status.get("train_steps_per_s"),
         }
@@ -82,16 +96,23 @@ def summarize_variant(run_dir: Path, name: str, overrides: dict[str, Any], seeds
             walls.append(status["train_wall_time_s"])
             rates.append(status["train_steps_per_s"])
         if levels and (unit_dir / "tb").exists():
-            ttr[str(seed)] = _time_to_reward(unit_dir, levels,
-                                             status.get("train_started", status.get("started")))
+            ttr[str(seed)] = _time_to_reward(
+                unit_dir, levels, status.get("train_started", status.get("started"))
+            )
     means = list(per_seed.values())
     m, s = stats.mean_std(means) if means else (None, None)
     iqm, lo, hi = stats.iqm_ci(means) if means else (None, None, None)
     variant = {
         "overrides": overrides,
         "units": units,
-        "eval": {"per_seed_mean": per_seed, "mean": m, "std": s, "iqm": iqm,
-                 "iqm_ci95": [lo, hi] if means else None, "n_seeds": len(means)},
+        "eval": {
+            "per_seed_mean": per_seed,
+            "mean": m,
+            "std": s,
+            "iqm": iqm,
+            "iqm_ci95": [lo, hi] if means else None,
+            "n_seeds": len(means),
+        },
         "wall_time_s": _mean_std(walls),
         "train_steps_per_s": _mean_std(rates),
         "time_to_reward": _time_to_reward_summary(ttr, levels),
@@ -106,16 +127,24 @@ def _time_to_reward_summary(ttr: dict[str, Any], levels: list[float]) -> dict[st
     for level in levels:
         per_seed = {s: v.get(str(level)) for s, v in ttr.items() if "error" not in v}
         reached = [t for t in per_seed.values() if t is not None]
-        out[str(level)] = {"per_seed": per_seed,
-                           "mean_s": sum(reached) / len(reached) if reached else None,
-                           "reached": len(reached)}
+        out[str(level)] = {
+            "per_seed": per_seed,
+            "mean_s": sum(reached) / len(reached) if reached else None,
+            "reached": len(reached),
+        }
     return out
 
 
 def write_summary(run_dir: Path, resolved: dict[str, Any]) -> dict[str, Any]:
     variants = {
-        name: summarize_variant(run_dir, name, v["overrides"], resolved["seeds"], v["config"],
-                                resolved.get("expect", {}))
+        name: summarize_variant(
+            run_dir,
+            name,
+            v["overrides"],
+            resolved["seeds"],
+            v["config"],
+            resolved.get("expect", {}),
+        )
         for name, v in resolved["variants"].items()
     }
     summary = {

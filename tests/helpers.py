@@ -31,12 +31,20 @@ def tiny_manifest(**over) -> dict:
     return m
 
 
-def rlcrate(*args: str, cwd: Path | None = None, timeout: float = 600,
-            **kw) -> subprocess.CompletedProcess:
+def rlcrate(
+    *args: str, cwd: Path | None = None, timeout: float = 600, **kw
+) -> subprocess.CompletedProcess:
     """Run the real console script in a subprocess (what a user types)."""
     exe = Path(sys.executable).with_name("rlcrate")
-    return subprocess.run([str(exe), *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "COLUMNS": "200"}, **kw)
+    return subprocess.run(
+        [str(exe), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "COLUMNS": "200"},
+        **kw,
+    )
 
 
 def run_dir_of(out: Path, name: str) -> Path:

@@ -20,14 +20,27 @@ MANIFESTS = sorted((ROOT / "manifests").glob("*.yaml"))
 def test_help_lists_the_design_commands():
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
-    for cmd in ("run", "train", "eval", "bench", "validate", "schema", "report", "archive",
-                "reproduce", "doctor", "envs"):
+    for cmd in (
+        "run",
+        "train",
+        "eval",
+        "bench",
+        "validate",
+        "schema",
+        "report",
+        "archive",
+        "reproduce",
+        "doctor",
+        "envs",
+    ):
         assert cmd in result.output
 
 
 def test_cli_import_pulls_no_heavy_modules():
-    code = ("import sys, runner.cli; heavy = [m for m in ('torch', 'jax', 'envpool', 'godot_rl', "
-            "'ray', 'stable_baselines3', 'gymnasium') if m in sys.modules]; print(heavy)")
+    code = (
+        "import sys, runner.cli; heavy = [m for m in ('torch', 'jax', 'envpool', 'godot_rl', "
+        "'ray', 'stable_baselines3', 'gymnasium') if m in sys.modules]; print(heavy)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
@@ -50,8 +63,17 @@ def test_missing_manifest_is_exit_2(tmp_path):
 
 
 def test_bad_jobs_option_is_exit_2(write_manifest, tmp_path):
-    result = runner.invoke(app, ["run", str(write_manifest(tiny_manifest())), "--jobs", "trian",
-                                 "--out", str(tmp_path / "runs")])
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            str(write_manifest(tiny_manifest())),
+            "--jobs",
+            "trian",
+            "--out",
+            str(tmp_path / "runs"),
+        ],
+    )
     assert result.exit_code == 2
     assert "--jobs" in result.stderr
     assert not (tmp_path / "runs").exists()  # nothing started, nothing written
@@ -68,7 +90,9 @@ def test_schema_is_json_schema_and_checked_in():
 
 @pytest.mark.parametrize("path", MANIFESTS, ids=[p.stem for p in MANIFESTS])
 def test_example_manifests_validate_and_name_the_schema(path):
-    assert path.read_text().startswith("# yaml-language-server: $schema=../runner/manifest/manifest.schema.json")
+    assert path.read_text().startswith(
+        "# yaml-language-server: $schema=../runner/manifest/manifest.schema.json"
+    )
     result = runner.invoke(app, ["validate", str(path)])
     assert result.exit_code == 0, result.output
 

@@ -53,13 +53,23 @@ def test_defaults_are_filled_and_written(write_manifest):
 
 
 def test_matrix_cross_product_is_paired(write_manifest):
-    m = load_manifest(write_manifest(tiny_manifest(
-        algo__params={"n_steps": 16}, seeds=[0, 1],
-        matrix={"algo.name": ["PPO", "A2C"], "parallel.envs": [1, 2, 4]})))
+    m = load_manifest(
+        write_manifest(
+            tiny_manifest(
+                algo__params={"n_steps": 16},
+                seeds=[0, 1],
+                matrix={"algo.name": ["PPO", "A2C"], "parallel.envs": [1, 2, 4]},
+            )
+        )
+    )
     variants = expand(m)
     assert [v.name for v in variants] == [
-        "name-PPO_envs-1", "name-PPO_envs-2", "name-PPO_envs-4",
-        "name-A2C_envs-1", "name-A2C_envs-2", "name-A2C_envs-4",
+        "name-PPO_envs-1",
+        "name-PPO_envs-2",
+        "name-PPO_envs-4",
+        "name-A2C_envs-1",
+        "name-A2C_envs-2",
+        "name-A2C_envs-4",
     ]
     assert {v.config.algo.name for v in variants} == {"PPO", "A2C"}
     assert variants[4].config.parallel.envs == 2
@@ -67,9 +77,16 @@ def test_matrix_cross_product_is_paired(write_manifest):
 
 
 def test_matrix_explicit_list(write_manifest):
-    m = load_manifest(write_manifest(tiny_manifest(
-        matrix=[{"parallel.envs": 1, "parallel.workers": 1},
-                {"parallel.envs": 4, "parallel.workers": 4, "parallel.mode": "subproc"}])))
+    m = load_manifest(
+        write_manifest(
+            tiny_manifest(
+                matrix=[
+                    {"parallel.envs": 1, "parallel.workers": 1},
+                    {"parallel.envs": 4, "parallel.workers": 4, "parallel.mode": "subproc"},
+                ]
+            )
+        )
+    )
     variants = expand(m)
     assert [v.name for v in variants] == ["envs-1_workers-1", "envs-4_workers-4_mode-subproc"]
     assert variants[1].config.parallel.mode == "subproc"
@@ -100,7 +117,8 @@ def test_safe_loader_never_runs_code(write_manifest, tmp_path):
     marker = tmp_path / "pwned"
     path = write_manifest(
         f'rlcrate: 1\nname: !!python/object/apply:os.system ["touch {marker}"]\n'
-        "env: {backend: gymnasium, id: CartPole-v1}\n")
+        "env: {backend: gymnasium, id: CartPole-v1}\n"
+    )
     with pytest.raises(ManifestError, match="tag not allowed"):
         load_manifest(path)
     assert not marker.exists()

@@ -32,10 +32,23 @@ def ray_cluster(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ray")
     port = _free_port()
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    subprocess.run([exe, "start", "--head", f"--port={port}", "--num-cpus=2",
-                    "--node-ip-address=127.0.0.1", "--include-dashboard=false",
-                    f"--temp-dir={tmp}", "--disable-usage-stats"],
-                   check=True, capture_output=True, env=env, timeout=180)
+    subprocess.run(
+        [
+            exe,
+            "start",
+            "--head",
+            f"--port={port}",
+            "--num-cpus=2",
+            "--node-ip-address=127.0.0.1",
+            "--include-dashboard=false",
+            f"--temp-dir={tmp}",
+            "--disable-usage-stats",
+        ],
+        check=True,
+        capture_output=True,
+        env=env,
+        timeout=180,
+    )
     try:
         yield f"127.0.0.1:{port}"
     finally:
@@ -44,8 +57,16 @@ def ray_cluster(tmp_path_factory):
 
 def test_units_run_as_ray_tasks(ray_cluster, write_manifest, tmp_path):
     m = tiny_manifest(seeds=[0, 1], matrix={"algo.params.n_epochs": [1, 2]})
-    out = rlcrate("run", str(write_manifest(m)), "--out", str(tmp_path / "runs"),
-                  "--executor", "ray", "--ray-address", ray_cluster)
+    out = rlcrate(
+        "run",
+        str(write_manifest(m)),
+        "--out",
+        str(tmp_path / "runs"),
+        "--executor",
+        "ray",
+        "--ray-address",
+        ray_cluster,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     run = run_dir_of(tmp_path / "runs", "tiny")
     summary = json.loads((run / "summary.json").read_text())
@@ -53,9 +74,22 @@ def test_units_run_as_ray_tasks(ray_cluster, write_manifest, tmp_path):
     for variant in ("n_epochs-1", "n_epochs-2"):
         assert summary["variants"][variant]["eval"]["n_seeds"] == 2
     # same seed, same variant: a unit gives the same result on Ray as locally
-    local = rlcrate("run", str(write_manifest(tiny_manifest(seeds=[0], algo__params={
-        "n_steps": 64, "batch_size": 64, "n_epochs": 1}), "local.yaml")), "--out", str(tmp_path / "local"))
+    local = rlcrate(
+        "run",
+        str(
+            write_manifest(
+                tiny_manifest(
+                    seeds=[0], algo__params={"n_steps": 64, "batch_size": 64, "n_epochs": 1}
+                ),
+                "local.yaml",
+            )
+        ),
+        "--out",
+        str(tmp_path / "local"),
+    )
     assert local.returncode == 0, local.stderr
     a = json.loads((run / "units/n_epochs-1/seed-0/eval.json").read_text())["episodes"]
-    b = json.loads((run_dir_of(tmp_path / "local", "tiny") / "units/default/seed-0/eval.json").read_text())["episodes"]
+    b = json.loads(
+        (run_dir_of(tmp_path / "local", "tiny") / "units/default/seed-0/eval.json").read_text()
+    )["episodes"]
     assert a == b

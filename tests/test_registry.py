@@ -21,10 +21,13 @@ def test_every_backend_module_has_the_contract(name):
         assert callable(getattr(module, fn)), f"{name}.{fn}"
 
 
-@pytest.mark.parametrize("backend,good,bad,suggest", [
-    ("gymnasium", "CartPole-v1", "CartPole-v9", "CartPole-v1"),
-    ("envpool", "Pong-v5", "Pong-v4", "Pong-v5"),
-])
+@pytest.mark.parametrize(
+    "backend,good,bad,suggest",
+    [
+        ("gymnasium", "CartPole-v1", "CartPole-v9", "CartPole-v1"),
+        ("envpool", "Pong-v5", "Pong-v4", "Pong-v5"),
+    ],
+)
 def test_env_id_check_suggests(backend, good, bad, suggest):
     module = get_backend(backend)
     module.check_env(EnvSpec(backend=backend, id=good))
@@ -37,4 +40,6 @@ def test_unported_backends_say_so():
         module = get_backend(name)
         assert module.available()  # a reason, never None, in this version
         with pytest.raises(Exception, match="not implemented in this version"):
-            module.make_vec_env(EnvSpec(backend=name, id="x"), n_envs=1, workers=1, mode="dummy", seed=0)
+            module.make_vec_env(
+                EnvSpec(backend=name, id="x"), n_envs=1, workers=1, mode="dummy", seed=0
+            )

@@ -31,10 +31,16 @@ def _params(unit: Path) -> bytes:
 
 @pytest.mark.gymnasium
 def test_gymnasium_run_directory(write_manifest, tmp_path):
-    m = tiny_manifest(seeds=[0, 1], train__checkpoint_every=256, eval__reward_levels=[10],
-                      matrix=[{"parallel.mode": "dummy", "parallel.workers": 1},
-                              {"parallel.mode": "subproc", "parallel.workers": 2}],
-                      expect={"eval.mean_reward": {">=": 0}})
+    m = tiny_manifest(
+        seeds=[0, 1],
+        train__checkpoint_every=256,
+        eval__reward_levels=[10],
+        matrix=[
+            {"parallel.mode": "dummy", "parallel.workers": 1},
+            {"parallel.mode": "subproc", "parallel.workers": 2},
+        ],
+        expect={"eval.mean_reward": {">=": 0}},
+    )
     path = write_manifest(m)
     out = rlcrate("run", str(path), "--out", str(tmp_path / "runs"))
     assert out.returncode == 0, out.stdout + out.stderr
@@ -51,7 +57,10 @@ def test_gymnasium_run_directory(write_manifest, tmp_path):
             assert status["state"] == "done"
             assert set(status["seeds"]) == {"python", "numpy", "torch", "model", "env", "eval_env"}
             assert (unit / "model.zip").is_file()
-            assert sorted(p.name for p in (unit / "checkpoints").iterdir()) == ["step-256.zip", "step-512.zip"]
+            assert sorted(p.name for p in (unit / "checkpoints").iterdir()) == [
+                "step-256.zip",
+                "step-512.zip",
+            ]
             assert list((unit / "tb").glob("events.out.tfevents.*"))
             ev = json.loads((unit / "eval.json").read_text())
             assert len(ev["episodes"]) == 3 and all(e["length"] > 0 for e in ev["episodes"])
@@ -71,8 +80,9 @@ def test_gymnasium_run_directory(write_manifest, tmp_path):
 
 @pytest.mark.envpool
 def test_envpool_trains_and_evaluates(write_manifest, tmp_path):
-    m = tiny_manifest(env={"backend": "envpool", "id": "CartPole-v1"},
-                      parallel={"envs": 4, "workers": 2})
+    m = tiny_manifest(
+        env={"backend": "envpool", "id": "CartPole-v1"}, parallel={"envs": 4, "workers": 2}
+    )
     out = rlcrate("run", str(write_manifest(m)), "--out", str(tmp_path / "runs"))
     assert out.returncode == 0, out.stdout + out.stderr
     unit = run_dir_of(tmp_path / "runs", "tiny") / "units/default/seed-0"
@@ -120,14 +130,21 @@ def _wait_for(pred, timeout: float, what: str) -> None:
 
 def _start(path: Path, out: Path, *extra: str) -> subprocess.Popen:
     exe = Path(sys.executable).with_name("rlcrate")
-    return subprocess.Popen([str(exe), "run", str(path), "--out", str(out), *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [str(exe), "run", str(path), "--out", str(out), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 @pytest.mark.gymnasium
 def test_ctrl_c_marks_interrupted_and_resume_finishes(write_manifest, tmp_path):
-    m = tiny_manifest(train__timesteps=20_000, train__checkpoint_every=1024,
-                      algo__params={"n_steps": 128, "batch_size": 64, "n_epochs": 1})
+    m = tiny_manifest(
+        train__timesteps=20_000,
+        train__checkpoint_every=1024,
+        algo__params={"n_steps": 128, "batch_size": 64, "n_epochs": 1},
+    )
     path = write_manifest(m)
     proc = _start(path, tmp_path / "runs")
     ckpts = lambda: list((tmp_path / "runs").glob("tiny/*/units/default/seed-0/checkpoints/*.zip"))  # noqa: E731
@@ -142,8 +159,12 @@ def test_ctrl_c_marks_interrupted_and_resume_finishes(write_manifest, tmp_path):
     assert not [k for k in kids if Path(f"/proc/{k}").exists()], "unit processes left behind"
     assert not list(run.rglob(".*tmp*")), "half-written files left behind"
     # resume with a smaller budget is refused (a different manifest) ...
-    bad = rlcrate("run", str(write_manifest({**m, "train": {"timesteps": 1000}}, "other.yaml")),
-                  "--resume", str(run))
+    bad = rlcrate(
+        "run",
+        str(write_manifest({**m, "train": {"timesteps": 1000}}, "other.yaml")),
+        "--resume",
+        str(run),
+    )
     assert bad.returncode == 2 and "resolves differently" in bad.stderr
     # ... the run's own manifest continues from the checkpoint
     res = rlcrate("run", str(run / "manifest.yaml"), "--resume", str(run))
@@ -164,8 +185,11 @@ def test_killed_run_resumes_to_the_same_summary(write_manifest, tmp_path):
     kids = children_of(proc.pid)
     os.kill(proc.pid, signal.SIGKILL)  # no chance to clean up: the worst case
     proc.wait()
-    _wait_for(lambda: not [k for k in kids if Path(f"/proc/{k}").exists()], 30,
-              "unit processes to follow their dead parent")
+    _wait_for(
+        lambda: not [k for k in kids if Path(f"/proc/{k}").exists()],
+        30,
+        "unit processes to follow their dead parent",
+    )
     run = run_dir_of(tmp_path / "killed", "tiny")
     res = rlcrate("run", str(run / "manifest.yaml"), "--resume", str(run))
     assert res.returncode == 0, res.stderr

@@ -8,11 +8,15 @@ from collections.abc import Iterable
 from runner.errors import UserInputError
 
 
-def unknown_id(backend: str, env_id: str, known: Iterable[str], *, limit: int = 12) -> UserInputError:
+def unknown_id(
+    backend: str, env_id: str, known: Iterable[str], *, limit: int = 12
+) -> UserInputError:
     known = sorted(set(known))
     close = difflib.get_close_matches(env_id, known, n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    shown = ", ".join(known[:limit]) + (f", ... ({len(known)} in all)" if len(known) > limit else "")
+    shown = ", ".join(known[:limit]) + (
+        f", ... ({len(known)} in all)" if len(known) > limit else ""
+    )
     return UserInputError(
         f"env.id: '{env_id}' is not an id the {backend} backend knows.{hint} Known ids: {shown}."
     )

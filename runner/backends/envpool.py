@@ -14,8 +14,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from runner.backends.base import unknown_id
 from runner.errors import BackendUnavailable, UserInputError
 from runner.manifest.schema import EnvSpec
@@ -85,22 +83,43 @@ def action_kind(env: EnvSpec) -> str | None:
     # Known without importing envpool for the common families, otherwise asked of EnvPool.
     check_env(env)
     name = env.id
-    if name in ("CartPole-v1", "Acrobot-v1", "MountainCar-v0") or name.endswith("-v5") and not any(
-        m in name for m in ("Cheetah", "Hopper", "Walker", "Ant", "Humanoid", "Swimmer", "Reacher",
-                            "Pusher", "InvertedPendulum", "InvertedDoublePendulum")
+    if (
+        name in ("CartPole-v1", "Acrobot-v1", "MountainCar-v0")
+        or name.endswith("-v5")
+        and not any(
+            m in name
+            for m in (
+                "Cheetah",
+                "Hopper",
+                "Walker",
+                "Ant",
+                "Humanoid",
+                "Swimmer",
+                "Reacher",
+                "Pusher",
+                "InvertedPendulum",
+                "InvertedDoublePendulum",
+            )
+        )
     ):
         return "Discrete"
     return type(spaces(env)[1]).__name__
 
 
-def make_vec_env(env: EnvSpec, *, n_envs: int, workers: int, mode: str, seed: int,
-                 log_dir: Path | None = None):
+def make_vec_env(
+    env: EnvSpec, *, n_envs: int, workers: int, mode: str, seed: int, log_dir: Path | None = None
+):
     import envpool
 
     check_env(env)
     pool = envpool.make(
-        env.id, env_type="gymnasium", num_envs=n_envs, batch_size=n_envs,
-        num_threads=workers, seed=seed, **env.kwargs,
+        env.id,
+        env_type="gymnasium",
+        num_envs=n_envs,
+        batch_size=n_envs,
+        num_threads=workers,
+        seed=seed,
+        **env.kwargs,
     )
     from runner.backends._envpool_vec import EnvPoolVecEnv
 

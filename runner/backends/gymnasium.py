@@ -96,8 +96,9 @@ def _maker(env_id: str, kwargs: dict[str, Any], seed: int):
     return make
 
 
-def make_vec_env(env: EnvSpec, *, n_envs: int, workers: int, mode: str, seed: int,
-                 log_dir: Path | None = None):
+def make_vec_env(
+    env: EnvSpec, *, n_envs: int, workers: int, mode: str, seed: int, log_dir: Path | None = None
+):
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     check_env(env)

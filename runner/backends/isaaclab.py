@@ -1,4 +1,4 @@
-"""Isaac Lab tasks (Isaac-Cartpole-v0 ...): reported by `doctor`; running them is not implemented in this version."""
+"""Isaac Lab tasks: reported by `doctor`; running them is not implemented here yet."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ def spaces(env: EnvSpec) -> Any:
     return None
 
 
-def make_vec_env(env: EnvSpec, *, n_envs: int, workers: int, mode: str, seed: int,
-                 log_dir: Path | None = None) -> Any:
+def make_vec_env(
+    env: EnvSpec, *, n_envs: int, workers: int, mode: str, seed: int, log_dir: Path | None = None
+) -> Any:
     raise not_runnable("isaaclab")

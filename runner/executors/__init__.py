@@ -14,9 +14,17 @@ Tick = Callable[[], None]
 EXECUTORS = ("local", "ray")
 
 
-def launch(name: str, run_dir: Path, units: list[UnitRef], jobs: list[str], *,
-           max_parallel: int, cpus_per_unit: int, on_tick: Tick, address: str | None = None
-           ) -> dict[UnitRef, int]:
+def launch(
+    name: str,
+    run_dir: Path,
+    units: list[UnitRef],
+    jobs: list[str],
+    *,
+    max_parallel: int,
+    cpus_per_unit: int,
+    on_tick: Tick,
+    address: str | None = None,
+) -> dict[UnitRef, int]:
     if name == "local":
         from runner.executors.local import launch as local_launch
 
@@ -24,13 +32,21 @@ def launch(name: str, run_dir: Path, units: list[UnitRef], jobs: list[str], *,
     if name == "ray":
         from runner.executors.ray import launch as ray_launch
 
-        return ray_launch(run_dir, units, jobs, cpus_per_unit=cpus_per_unit, on_tick=on_tick,
-                          address=address)
+        return ray_launch(
+            run_dir, units, jobs, cpus_per_unit=cpus_per_unit, on_tick=on_tick, address=address
+        )
     raise ValueError(f"unknown executor {name!r}; choose one of {', '.join(EXECUTORS)}")
 
 
 def unit_command(run_dir: Path, unit: UnitRef, jobs: list[str]) -> list[str]:
     import sys
 
-    return [sys.executable, "-m", "runner.jobs.unit", str(run_dir), unit.variant, str(unit.seed),
-            ",".join(jobs)]
+    return [
+        sys.executable,
+        "-m",
+        "runner.jobs.unit",
+        str(run_dir),
+        unit.variant,
+        str(unit.seed),
+        ",".join(jobs),
+    ]

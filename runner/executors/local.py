@@ -7,6 +7,7 @@ killed with its whole process group, so nothing is left behind.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -38,9 +39,19 @@ def _start(run_dir: Path, unit: UnitRef, jobs: list[str]) -> subprocess.Popen[by
     unit_dir = unit.dir(run_dir)
     unit_dir.mkdir(parents=True, exist_ok=True)
     with open(unit_dir / "unit.log", "ab") as log:
-        return subprocess.Popen(unit_command(run_dir, unit, jobs), stdout=log,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, preexec_fn=_die_with_parent)
+        return subprocess.Popen(
+            unit_command(run_dir, unit, jobs),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+
+
+def _kill_group(p: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(p.pid, signal.SIGKILL)
 
 
 def stop_all(procs: dict[UnitRef, subprocess.Popen[bytes]], grace: float = GRACE_S) -> None:
@@ -49,19 +60,15 @@ def stop_all(procs: dict[UnitRef, subprocess.Popen[bytes]], grace: float = GRACE
             p.send_signal(signal.SIGTERM)
     deadline = time.monotonic() + grace
     for p in procs.values():
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             p.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            pass
-        try:  # whatever the unit started (env workers, games) goes with it
-            os.killpg(p.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        _kill_group(p)  # whatever the unit started (env workers, games) goes with it
         p.wait()
 
 
-def launch(run_dir: Path, units: list[UnitRef], jobs: list[str], *, max_parallel: int,
-           on_tick: Tick) -> dict[UnitRef, int]:
+def launch(
+    run_dir: Path, units: list[UnitRef], jobs: list[str], *, max_parallel: int, on_tick: Tick
+) -> dict[UnitRef, int]:
     pending = list(units)
     running: dict[UnitRef, subprocess.Popen[bytes]] = {}
     results: dict[UnitRef, int] = {}
@@ -73,10 +80,7 @@ def launch(run_dir: Path, units: list[UnitRef], jobs: list[str], *, max_parallel
             for unit, p in list(running.items()):
                 if p.poll() is not None:
                     results[unit] = p.returncode
-                    try:
-                        os.killpg(p.pid, signal.SIGKILL)  # stragglers of a finished unit
-                    except (ProcessLookupError, PermissionError):
-                        pass
+                    _kill_group(p)  # stragglers of a finished unit
                     del running[unit]
             on_tick()
             time.sleep(0.25)

@@ -20,8 +20,13 @@ def _run_unit(cmd: list[str], log_path: str) -> int:
     import subprocess
 
     with open(log_path, "ab") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         try:
             return proc.wait()
         finally:
@@ -30,17 +35,30 @@ def _run_unit(cmd: list[str], log_path: str) -> int:
                 proc.wait()
 
 
-def launch(run_dir: Path, units: list[UnitRef], jobs: list[str], *, cpus_per_unit: int,
-           on_tick: Tick, address: str | None = None) -> dict[UnitRef, int]:
+def launch(
+    run_dir: Path,
+    units: list[UnitRef],
+    jobs: list[str],
+    *,
+    cpus_per_unit: int,
+    on_tick: Tick,
+    address: str | None = None,
+) -> dict[UnitRef, int]:
     try:
         import ray
     except ImportError:
-        raise BackendUnavailable("the ray executor needs Ray (pip install 'rlcrate[ray]')") from None
+        raise BackendUnavailable(
+            "the ray executor needs Ray (pip install 'rlcrate[ray]')"
+        ) from None
     address = address or os.environ.get("RAY_ADDRESS")
     started_here = not ray.is_initialized()
     if started_here:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                 runtime_env={"env_vars": {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}})
+        ray.init(
+            address=address,
+            include_dashboard=False,
+            log_to_driver=False,
+            runtime_env={"env_vars": {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}},
+        )
     task = ray.remote(num_cpus=cpus_per_unit, max_retries=0)(_run_unit)
     refs = {}
     for unit in units:

@@ -17,8 +17,14 @@ def algo_class(name: str) -> Any:
     return getattr(importlib.import_module(module), cls)
 
 
-def make_env(cfg: Manifest, *, seed: int, log_dir: Path | None = None, n_envs: int | None = None,
-             monitor: bool = True) -> Any:
+def make_env(
+    cfg: Manifest,
+    *,
+    seed: int,
+    log_dir: Path | None = None,
+    n_envs: int | None = None,
+    monitor: bool = True,
+) -> Any:
     """The manifest's VecEnv (wrapped in VecMonitor for episode statistics)."""
     from stable_baselines3.common.vec_env import VecMonitor
 
@@ -28,8 +34,9 @@ def make_env(cfg: Manifest, *, seed: int, log_dir: Path | None = None, n_envs: i
     mode = cfg.parallel.mode if n > 1 else "dummy"
     if cfg.env.backend == "gymnasium" and mode == "subproc":
         workers = n
-    venv = backend.make_vec_env(cfg.env, n_envs=n, workers=workers, mode=mode, seed=seed,
-                                log_dir=log_dir)
+    venv = backend.make_vec_env(
+        cfg.env, n_envs=n, workers=workers, mode=mode, seed=seed, log_dir=log_dir
+    )
     return VecMonitor(venv) if monitor else venv
 
 
@@ -38,8 +45,9 @@ def make_model(cfg: Manifest, venv: Any, *, seed: int, tb_dir: Path | None) -> A
     from stable_baselines3.common.logger import configure
 
     cls = algo_class(cfg.algo.name)
-    model = cls(cfg.algo.policy, venv, seed=seed, device=cfg.algo.device, verbose=0,
-                **cfg.algo.params)
+    model = cls(
+        cfg.algo.policy, venv, seed=seed, device=cfg.algo.device, verbose=0, **cfg.algo.params
+    )
     formats = ["tensorboard"] if tb_dir is not None else []
     model.set_logger(configure(str(tb_dir) if tb_dir else None, formats))
     return model

@@ -21,14 +21,21 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
     venv = make_env(cfg, seed=seeds["eval_env"], n_envs=1, log_dir=unit_dir / "eval-logs")
     try:
         model = load_model(cfg, model_path, venv)
-        returns, lengths = evaluate_policy(model, venv, n_eval_episodes=cfg.eval.episodes,
-                                           deterministic=cfg.eval.deterministic,
-                                           return_episode_rewards=True, warn=False)
+        returns, lengths = evaluate_policy(
+            model,
+            venv,
+            n_eval_episodes=cfg.eval.episodes,
+            deterministic=cfg.eval.deterministic,
+            return_episode_rewards=True,
+            warn=False,
+        )
     finally:
         venv.close()
     returns = [float(r) for r in returns]
     result = {
-        "episodes": [{"return": r, "length": int(n)} for r, n in zip(returns, lengths, strict=True)],
+        "episodes": [
+            {"return": r, "length": int(n)} for r, n in zip(returns, lengths, strict=True)
+        ],
         "mean": float(np.mean(returns)),
         "std": float(np.std(returns)),
         "deterministic": cfg.eval.deterministic,

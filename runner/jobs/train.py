@@ -59,9 +59,10 @@ def _callback(cfg: Manifest, unit_dir: Path, started: float, done_before: int):
             if now - self.last_write >= 1.0:
                 self.last_write = now
                 rate = (steps - done_before) / max(now - self.t0, 1e-9)
-                write_json_atomic(unit_dir / "progress.json",
-                                  {"steps": steps, "total": total, "steps_per_s": rate,
-                                   "started": started})
+                write_json_atomic(
+                    unit_dir / "progress.json",
+                    {"steps": steps, "total": total, "steps_per_s": rate, "started": started},
+                )
             return True
 
     return Progress()
@@ -85,18 +86,25 @@ def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any
         t0 = time.perf_counter()
         callback = _callback(cfg, unit_dir, started, done_before)
         try:
-            model.learn(total_timesteps=cfg.train.timesteps - done_before, callback=callback,
-                        log_interval=cfg.train.log_interval, reset_num_timesteps=not resume,
-                        progress_bar=False)
+            model.learn(
+                total_timesteps=cfg.train.timesteps - done_before,
+                callback=callback,
+                log_interval=cfg.train.log_interval,
+                reset_num_timesteps=not resume,
+                progress_bar=False,
+            )
         except KeyboardInterrupt:
             save_atomic(model, unit_dir / "checkpoints" / f"step-{model.num_timesteps}.zip")
             raise
         wall = time.perf_counter() - t0
         save_atomic(model, unit_dir / "model.zip")
         steps = model.num_timesteps - done_before
-        return {"timesteps_done": model.num_timesteps, "train_wall_time_s": wall,
-                "train_started": started,
-                "train_steps_per_s": steps / wall if wall > 0 else 0.0,
-                "resumed_from": done_before or None}
+        return {
+            "timesteps_done": model.num_timesteps,
+            "train_wall_time_s": wall,
+            "train_started": started,
+            "train_steps_per_s": steps / wall if wall > 0 else 0.0,
+            "resumed_from": done_before or None,
+        }
     finally:
         venv.close()

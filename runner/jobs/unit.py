@@ -1,4 +1,4 @@
-"""Run one unit (variant, seed) in this process: `python -m runner.jobs.unit RUN_DIR VARIANT SEED JOBS`.
+"""Run one unit (variant, seed) here: `python -m runner.jobs.unit RUN_DIR VARIANT SEED JOBS`.
 
 Executors start this as a child process so a crashing env or a segfault takes down one unit only.
 The unit's config comes from the run's resolved.yaml, the one source of truth for what ran.
@@ -36,8 +36,17 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
     unit_dir.mkdir(parents=True, exist_ok=True)
     seeds = derive(seed)
     started = time.time()
-    write_status(unit_dir, "running", variant=variant, seed=seed, seeds=seeds, jobs=jobs,
-                 started=started, error=None, finished=None)
+    write_status(
+        unit_dir,
+        "running",
+        variant=variant,
+        seed=seed,
+        seeds=seeds,
+        jobs=jobs,
+        started=started,
+        error=None,
+        finished=None,
+    )
     fields: dict[str, Any] = {}
     try:
         cfg = unit_config(run_dir, variant)
@@ -52,16 +61,27 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
 
             fields.update(evaluate(cfg, unit_dir, seeds))
     except KeyboardInterrupt:
-        write_status(unit_dir, "interrupted", **fields, finished=time.time(),
-                     error="interrupted; `rlcrate run --resume` continues from the last checkpoint")
+        write_status(
+            unit_dir,
+            "interrupted",
+            **fields,
+            finished=time.time(),
+            error="interrupted; `rlcrate run --resume` continues from the last checkpoint",
+        )
         return 130
     except Exception as exc:  # a unit's failure is recorded, never raised into the run
         (unit_dir / "error.log").write_text(traceback.format_exc(), encoding="utf-8")
-        write_status(unit_dir, "failed", **fields, finished=time.time(),
-                     error=f"{type(exc).__name__}: {exc}".strip())
+        write_status(
+            unit_dir,
+            "failed",
+            **fields,
+            finished=time.time(),
+            error=f"{type(exc).__name__}: {exc}".strip(),
+        )
         return 1
-    write_status(unit_dir, "done", **fields, finished=time.time(),
-                 wall_time_s=time.time() - started)
+    write_status(
+        unit_dir, "done", **fields, finished=time.time(), wall_time_s=time.time() - started
+    )
     return 0
 
 

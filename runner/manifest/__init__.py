@@ -11,7 +11,15 @@ from runner.manifest.schema import Manifest
 
 SCHEMA_ID = "https://rlcrate.dev/schema/manifest-v1.json"
 
-__all__ = ["Manifest", "Variant", "apply_overrides", "expand", "load_manifest", "json_schema", "resolved"]
+__all__ = [
+    "Manifest",
+    "Variant",
+    "apply_overrides",
+    "expand",
+    "load_manifest",
+    "json_schema",
+    "resolved",
+]
 
 
 def json_schema() -> dict[str, Any]:
@@ -26,7 +34,10 @@ def resolved(manifest: Manifest) -> dict[str, Any]:
     """The manifest with every default filled in and the matrix expanded into variants."""
     data = manifest.model_dump(mode="json")
     data["variants"] = {
-        v.name: {"overrides": v.overrides, "config": v.config.model_dump(mode="json", exclude={"matrix", "expect"})}
+        v.name: {
+            "overrides": v.overrides,
+            "config": v.config.model_dump(mode="json", exclude={"matrix", "expect"}),
+        }
         for v in expand(manifest)
         if v.config is not None
     }

@@ -16,8 +16,16 @@ from typing import Any
 
 # name -> (module, class, action space kinds it supports)
 ALGOS: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "PPO": ("stable_baselines3.ppo.ppo", "PPO", ("Box", "Discrete", "MultiDiscrete", "MultiBinary")),
-    "A2C": ("stable_baselines3.a2c.a2c", "A2C", ("Box", "Discrete", "MultiDiscrete", "MultiBinary")),
+    "PPO": (
+        "stable_baselines3.ppo.ppo",
+        "PPO",
+        ("Box", "Discrete", "MultiDiscrete", "MultiBinary"),
+    ),
+    "A2C": (
+        "stable_baselines3.a2c.a2c",
+        "A2C",
+        ("Box", "Discrete", "MultiDiscrete", "MultiBinary"),
+    ),
     "DQN": ("stable_baselines3.dqn.dqn", "DQN", ("Discrete",)),
     "SAC": ("stable_baselines3.sac.sac", "SAC", ("Box",)),
     "TD3": ("stable_baselines3.td3.td3", "TD3", ("Box",)),
@@ -27,8 +35,16 @@ ALGOS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "TQC": ("sb3_contrib.tqc.tqc", "TQC", ("Box",)),
     "TRPO": ("sb3_contrib.trpo.trpo", "TRPO", ("Box", "Discrete", "MultiDiscrete", "MultiBinary")),
     "CrossQ": ("sb3_contrib.crossq.crossq", "CrossQ", ("Box",)),
-    "MaskablePPO": ("sb3_contrib.ppo_mask.ppo_mask", "MaskablePPO", ("Discrete", "MultiDiscrete", "MultiBinary")),
-    "RecurrentPPO": ("sb3_contrib.ppo_recurrent.ppo_recurrent", "RecurrentPPO", ("Box", "Discrete", "MultiDiscrete", "MultiBinary")),
+    "MaskablePPO": (
+        "sb3_contrib.ppo_mask.ppo_mask",
+        "MaskablePPO",
+        ("Discrete", "MultiDiscrete", "MultiBinary"),
+    ),
+    "RecurrentPPO": (
+        "sb3_contrib.ppo_recurrent.ppo_recurrent",
+        "RecurrentPPO",
+        ("Box", "Discrete", "MultiDiscrete", "MultiBinary"),
+    ),
 }
 # Arguments the runner itself supplies; users may not pass them in algo.params.
 RUNNER_ARGS = ("policy", "env", "seed", "tensorboard_log", "device", "verbose", "_init_setup_model")
@@ -57,7 +73,9 @@ def constructor_args(name: str) -> tuple[str, ...] | None:
     return None
 
 
-def check(name: str, params: dict[str, Any], action_kind: str | None, *, backend: str) -> tuple[str, str] | None:
+def check(
+    name: str, params: dict[str, Any], action_kind: str | None, *, backend: str
+) -> tuple[str, str] | None:
     """(field, message) for the first problem with this algorithm choice, or None."""
     if backend == "brax" or name == "brax_ppo":
         if name != "brax_ppo" or backend != "brax":
@@ -73,7 +91,10 @@ def check(name: str, params: dict[str, Any], action_kind: str | None, *, backend
         return "name", f"{name} needs the '{pkg}' package, which is not installed"
     for key in params:
         if key in RUNNER_ARGS:
-            return f"params.{key}", f"'{key}' is set by the runner from the manifest, not algo.params"
+            return (
+                f"params.{key}",
+                f"'{key}' is set by the runner from the manifest, not algo.params",
+            )
         if key not in args:
             close = difflib.get_close_matches(key, args, n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""

@@ -56,7 +56,9 @@ def _variant_configs(m: Manifest, source: str, lines: Lines, out: list[str]) -> 
     if isinstance(m.matrix, dict):
         for key, values in m.matrix.items():
             if not values:
-                out.append(_at(source, lines, ("matrix", key), "expected a non-empty list of values"))
+                out.append(
+                    _at(source, lines, ("matrix", key), "expected a non-empty list of values")
+                )
     return configs
 
 
@@ -126,7 +128,11 @@ def check_manifest(m: Manifest, source: str, lines: Lines) -> list[str]:
             close = difflib.get_close_matches(metric, list(EXPECT_METRICS), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
             out.append(
-                _at(source, lines, ("expect", metric),
-                    f"unknown metric{hint} (known: {', '.join(EXPECT_METRICS)})")
+                _at(
+                    source,
+                    lines,
+                    ("expect", metric),
+                    f"unknown metric{hint} (known: {', '.join(EXPECT_METRICS)})",
+                )
             )
     return list(dict.fromkeys(out))

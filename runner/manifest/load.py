@@ -22,7 +22,9 @@ class _LineLoader(yaml.SafeLoader):
     """SafeLoader that remembers the line of every mapping key and sequence item."""
 
 
-def _compose_lines(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> None:
+def _compose_lines(
+    node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]
+) -> None:
     lines.setdefault(path, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
@@ -71,7 +73,9 @@ def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
     model: Any = Manifest
     for key in loc[:-1]:
         field = model.model_fields.get(key) if isinstance(key, str) else None
-        if field is None or not (isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)):
+        if field is None or not (
+            isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)
+        ):
             return None
         model = field.annotation
     return model
@@ -92,11 +96,17 @@ def _message(err: dict[str, Any]) -> str:
     if kind == "missing":
         return "required field is missing"
     if kind == "string_pattern_mismatch" and loc == ("name",):
-        return (f"expected a folder-safe name: letters, digits, '.', '_' or '-', starting with a "
-                f"letter or digit, at most 100 characters (got {err['input']!r})")
+        return (
+            f"expected a folder-safe name: letters, digits, '.', '_' or '-', starting with a "
+            f"letter or digit, at most 100 characters (got {err['input']!r})"
+        )
     msg = err["msg"]
     msg = msg.removeprefix("Value error, ")
-    if "input" in err and kind not in ("value_error",) and not isinstance(err["input"], (dict, list)):
+    if (
+        "input" in err
+        and kind not in ("value_error",)
+        and not isinstance(err["input"], (dict, list))
+    ):
         msg += f" (got {err['input']!r})"
     return msg
 
@@ -109,12 +119,19 @@ def dotted(loc: tuple[Any, ...]) -> str:
 
 
 def validation_problems(
-    exc: ValidationError, source: str, lines: dict[tuple[Any, ...], int], prefix: tuple[Any, ...] = ()
+    exc: ValidationError,
+    source: str,
+    lines: dict[tuple[Any, ...], int],
+    prefix: tuple[Any, ...] = (),
 ) -> list[str]:
     problems = []
     for err in exc.errors():
         # pydantic appends the literal choice / union branch to loc; keep the user's path only
-        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and ("[" in p or p.startswith("function-"))))
+        loc = tuple(
+            p
+            for p in err["loc"]
+            if not (isinstance(p, str) and ("[" in p or p.startswith("function-")))
+        )
         full = prefix + loc
         problems.append(f"{source}:{line_of(full, lines)}: {dotted(full)}: {_message(err)}")
     return problems
@@ -138,7 +155,9 @@ def read_text(path: Path) -> str:
     except FileNotFoundError:
         raise ManifestError([f"{path}: no such manifest file"]) from None
     except (IsADirectoryError, UnicodeDecodeError, PermissionError) as exc:
-        raise ManifestError([f"{path}: cannot read the manifest ({exc.__class__.__name__})"]) from None
+        raise ManifestError(
+            [f"{path}: cannot read the manifest ({exc.__class__.__name__})"]
+        ) from None
 
 
 def _without(data: Any, locs: list[tuple[Any, ...]]) -> Any:

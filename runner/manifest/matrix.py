@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from runner.manifest.schema import Manifest
 
@@ -40,7 +40,9 @@ def path_problem(path: str) -> str | None:
     for i, part in enumerate(parts):
         if tuple(parts[:i]) in FREE_FORM:
             return None
-        fields = model.model_fields if isinstance(model, type) and issubclass(model, BaseModel) else {}
+        fields = (
+            model.model_fields if isinstance(model, type) and issubclass(model, BaseModel) else {}
+        )
         if part not in fields:
             import difflib
 
@@ -61,7 +63,7 @@ def set_path(data: dict[str, Any], path: str, value: Any) -> None:
 
 
 def apply_overrides(manifest: Manifest, overrides: dict[str, Any]) -> Manifest:
-    """The manifest with `overrides` applied, validated again (raises ValueError/ValidationError)."""
+    """The manifest with `overrides` applied and validated again (ValueError, ValidationError)."""
     for path in overrides:
         problem = path_problem(path)
         if problem:
@@ -89,7 +91,7 @@ def _slug(value: Any) -> str:
 
 
 def variant_name(overrides: dict[str, Any], all_paths: list[str]) -> str:
-    """A short folder-safe name: `workers-4`, or `envs-8_workers-8`; full paths if leaves collide."""
+    """A short folder-safe name: `workers-4`, `envs-8_workers-8`; full paths if leaves collide."""
     if not overrides:
         return "default"
     leaves = [p.split(".")[-1] for p in all_paths]

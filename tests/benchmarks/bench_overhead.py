@@ -22,6 +22,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = ROOT / "manifests/quickstart.yaml"
 EXE = Path(sys.executable).with_name("rlcrate")
 PARAMS = {"n_steps": 128, "batch_size": 256, "n_epochs": 4}
 
@@ -40,21 +41,34 @@ print(model.num_timesteps / (time.perf_counter() - t))
 
 def plain(timesteps: int) -> tuple[float, float]:
     t = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", PLAIN.format(params=PARAMS, timesteps=timesteps)],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", PLAIN.format(params=PARAMS, timesteps=timesteps)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return float(out.stdout.strip()), time.perf_counter() - t
 
 
 def runner(timesteps: int, tmp: Path, i: int) -> tuple[float, float]:
-    manifest = {"rlcrate": 1, "name": f"overhead{i}",
-                "env": {"backend": "gymnasium", "id": "CartPole-v1"},
-                "parallel": {"envs": 4}, "algo": {"name": "PPO", "params": PARAMS},
-                "train": {"timesteps": timesteps}, "eval": {"episodes": 1}, "seeds": [0]}
+    manifest = {
+        "rlcrate": 1,
+        "name": f"overhead{i}",
+        "env": {"backend": "gymnasium", "id": "CartPole-v1"},
+        "parallel": {"envs": 4},
+        "algo": {"name": "PPO", "params": PARAMS},
+        "train": {"timesteps": timesteps},
+        "eval": {"episodes": 1},
+        "seeds": [0],
+    }
     path = tmp / f"m{i}.yaml"
     path.write_text(yaml.safe_dump(manifest))
     t = time.perf_counter()
-    subprocess.run([str(EXE), "run", str(path), "--out", str(tmp / "runs"), "--jobs", "train"],
-                   capture_output=True, check=True)
+    subprocess.run(
+        [str(EXE), "run", str(path), "--out", str(tmp / "runs"), "--jobs", "train"],
+        capture_output=True,
+        check=True,
+    )
     wall = time.perf_counter() - t
     status = next((tmp / "runs" / f"overhead{i}").glob("*/units/default/seed-0/status.json"))
     return json.loads(status.read_text())["train_steps_per_s"], wall
@@ -82,12 +96,18 @@ def main() -> None:
     med = {k: statistics.median(r for r, _ in v) for k, v in rows.items()}
     print(f"PPO CartPole-v1, 4 envs, {args.timesteps} steps, {args.repeats} interleaved repeats")
     for k, v in rows.items():
-        print(f"  {k:7s} steps/s median {med[k]:8.0f}  runs {[round(r) for r, _ in v]}  "
-              f"wall s {[round(w, 1) for _, w in v]}")
-    print(f"  runner/plain steps/s ratio: {med['runner'] / med['plain']:.3f} "
-          f"(overhead {100 * (1 - med['runner'] / med['plain']):+.1f}%)")
+        print(
+            f"  {k:7s} steps/s median {med[k]:8.0f}  runs {[round(r) for r, _ in v]}  "
+            f"wall s {[round(w, 1) for _, w in v]}"
+        )
+    print(
+        f"  runner/plain steps/s ratio: {med['runner'] / med['plain']:.3f} "
+        f"(overhead {100 * (1 - med['runner'] / med['plain']):+.1f}%)"
+    )
     print(f"  rlcrate --help: {startup(['--help']):.3f} s (median of 5)")
-    print(f"  rlcrate validate quickstart: {startup(['validate', str(ROOT / 'manifests/quickstart.yaml')]):.3f} s")
+    print(
+        f"  rlcrate validate quickstart: {startup(['validate', str(QUICKSTART)]):.3f} s"
+    )
 
 
 if __name__ == "__main__":
