@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -10,9 +10,14 @@ from runner.errors import RunnerError, UserInputError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
-EngineOpt = Annotated[Optional[str], typer.Option(
-    "--engine", "-e", help="docker | podman | buildah (default: $RLCRATE_ENGINE, else the first "
-                           "one installed).")]
+EngineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--engine",
+        "-e",
+        help="docker | podman | buildah (default: $RLCRATE_ENGINE, else the first one installed).",
+    ),
+]
 
 
 def _fail(exc: RunnerError) -> typer.Exit:
@@ -34,22 +39,41 @@ def _pairs(items: list[str], what: str) -> dict[str, str]:
 def build_cmd(
     target: Annotated[str, typer.Argument(help="cpu | cuda | a full tag rlcrate-<variant>:<v>.")],
     engine: EngineOpt = None,
-    base: Annotated[Optional[str], typer.Option(
-        "--base", help="Base image NAME@sha256:DIGEST instead of the pinned one (a mirror, "
-                       "an air-gapped copy).")] = None,
-    build_arg: Annotated[Optional[list[str]], typer.Option(
-        "--build-arg", help="KEY=VALUE passed to the build (PIP_INDEX_URL, PIP_CERT ...).")] = None,
-    volume: Annotated[Optional[list[str]], typer.Option(
-        "--volume", "-v", help="SRC:DST[:ro] mounted during the build (podman, buildah), "
-                               "e.g. a CA bundle or a wheel folder; never copied into the image.")]
-    = None,
+    base: Annotated[
+        str | None,
+        typer.Option(
+            "--base",
+            help="Base image NAME@sha256:DIGEST instead of the pinned one (a mirror, "
+            "an air-gapped copy).",
+        ),
+    ] = None,
+    build_arg: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--build-arg", help="KEY=VALUE passed to the build (PIP_INDEX_URL, PIP_CERT ...)."
+        ),
+    ] = None,
+    volume: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--volume",
+            "-v",
+            help="SRC:DST[:ro] mounted during the build (podman, buildah), "
+            "e.g. a CA bundle or a wheel folder; never copied into the image.",
+        ),
+    ] = None,
 ) -> None:
     """Build a versioned image from Dockerfile.<variant> and images/<variant>/."""
     from runner import images
 
     try:
-        tag = images.build(target, engine=engine, base=base,
-                           build_args=_pairs(build_arg or [], "--build-arg"), volumes=volume or [])
+        tag = images.build(
+            target,
+            engine=engine,
+            base=base,
+            build_args=_pairs(build_arg or [], "--build-arg"),
+            volumes=volume or [],
+        )
     except RunnerError as exc:
         raise _fail(exc) from None
     typer.echo(tag)
@@ -71,7 +95,9 @@ def ls_cmd(engine: EngineOpt = None) -> None:
     for info in found:
         labels = info.labels
         size = f"{info.size / 1e9:.2f} GB" if info.size else "-"
-        typer.echo(f"{info.ref:32} {labels.get('org.opencontainers.image.version', '-'):9} "
-                   f"{labels.get('org.opencontainers.image.revision', '-')[:10]:10} "
-                   f"{labels.get(images.LABEL_LOCK, '-')[:12]:14} {size:>8}  "
-                   f"{(info.digest or info.id)[:19]}")
+        typer.echo(
+            f"{info.ref:32} {labels.get('org.opencontainers.image.version', '-'):9} "
+            f"{labels.get('org.opencontainers.image.revision', '-')[:10]:10} "
+            f"{labels.get(images.LABEL_LOCK, '-')[:12]:14} {size:>8}  "
+            f"{(info.digest or info.id)[:19]}"
+        )

@@ -44,8 +44,9 @@ def source_root() -> Path:
     """The checkout holding the Dockerfiles (images are built from source, not from a wheel)."""
     root = Path(__file__).resolve().parents[1]
     if not (root / "Dockerfile.cpu").is_file():
-        raise UserInputError(f"building images needs an rlcrate source checkout; "
-                             f"no Dockerfile.cpu in {root}")
+        raise UserInputError(
+            f"building images needs an rlcrate source checkout; no Dockerfile.cpu in {root}"
+        )
     return root
 
 
@@ -60,8 +61,10 @@ def resolve_target(target: str) -> tuple[str, str]:
     name = target.rsplit("/", 1)[-1].split(":", 1)[0].split("@", 1)[0]
     variant = name.removeprefix("rlcrate-")
     if variant not in VARIANTS or name == variant:
-        raise UserInputError(f"unknown image {target!r}; expected cpu, cuda or a tag "
-                             f"rlcrate-cpu:<version> / rlcrate-cuda:<version>")
+        raise UserInputError(
+            f"unknown image {target!r}; expected cpu, cuda or a tag "
+            f"rlcrate-cpu:<version> / rlcrate-cuda:<version>"
+        )
     return variant, target
 
 
@@ -70,8 +73,9 @@ def detect_engine(engine: str | None = None) -> str:
     wanted = engine or os.environ.get(ENGINE_ENV)
     if wanted:
         if wanted not in ENGINES:
-            raise UserInputError(f"unknown container engine {wanted!r}; expected one of "
-                                 f"{', '.join(ENGINES)}")
+            raise UserInputError(
+                f"unknown container engine {wanted!r}; expected one of {', '.join(ENGINES)}"
+            )
         if shutil.which(wanted) is None:
             raise UserInputError(f"container engine {wanted!r} is not installed on this machine")
         return wanted
@@ -83,8 +87,9 @@ def detect_engine(engine: str | None = None) -> str:
 
 def _git(root: Path, *args: str) -> str | None:
     try:
-        out = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True,
-                             timeout=10, check=True)
+        out = subprocess.run(
+            ["git", *args], cwd=root, capture_output=True, text=True, timeout=10, check=True
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None
@@ -97,9 +102,13 @@ def metadata_args(root: Path) -> dict[str, str]:
     if not epoch.isdigit():
         raise UserInputError(f"SOURCE_DATE_EPOCH must be whole seconds, got {epoch!r}")
     created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(int(epoch)))
-    return {"VERSION": __version__, "REVISION": _git(root, "rev-parse", "HEAD") or "unknown",
-            "SOURCE": _git(root, "remote", "get-url", "origin") or "unknown",
-            "SOURCE_DATE_EPOCH": epoch, "CREATED": created}
+    return {
+        "VERSION": __version__,
+        "REVISION": _git(root, "rev-parse", "HEAD") or "unknown",
+        "SOURCE": _git(root, "remote", "get-url", "origin") or "unknown",
+        "SOURCE_DATE_EPOCH": epoch,
+        "CREATED": created,
+    }
 
 
 def base_args(base: str) -> dict[str, str]:
@@ -110,18 +119,36 @@ def base_args(base: str) -> dict[str, str]:
     return {"BASE_IMAGE": base, "BASE_NAME": name, "BASE_DIGEST": digest}
 
 
-def build_command(engine: str, variant: str, tag: str, *, root: Path,
-                  build_args: dict[str, str], volumes: Sequence[str] = ()) -> list[str]:
+def build_command(
+    engine: str,
+    variant: str,
+    tag: str,
+    *,
+    root: Path,
+    build_args: dict[str, str],
+    volumes: Sequence[str] = (),
+) -> list[str]:
     dockerfile = root / f"Dockerfile.{variant}"
     if engine == "docker":
         if volumes:
-            raise UserInputError("docker build cannot mount volumes; use podman or buildah, "
-                                 "or pass the settings as build arguments")
+            raise UserInputError(
+                "docker build cannot mount volumes; use podman or buildah, "
+                "or pass the settings as build arguments"
+            )
         cmd = ["docker", "build", "-f", str(dockerfile)]
     else:
         isolation = os.environ.get("BUILDAH_ISOLATION", "chroot" if engine == "buildah" else "")
-        cmd = [engine, "bud" if engine == "buildah" else "build", "-f", str(dockerfile),
-               "--layers", "--format", "docker", "--ignorefile", f"{dockerfile}.dockerignore"]
+        cmd = [
+            engine,
+            "bud" if engine == "buildah" else "build",
+            "-f",
+            str(dockerfile),
+            "--layers",
+            "--format",
+            "docker",
+            "--ignorefile",
+            f"{dockerfile}.dockerignore",
+        ]
         cmd += ["--isolation", isolation] if isolation else []
         cmd += ["--timestamp", build_args.get("SOURCE_DATE_EPOCH", "0")]
         for vol in volumes:
@@ -131,8 +158,14 @@ def build_command(engine: str, variant: str, tag: str, *, root: Path,
     return [*cmd, "-t", tag, str(root)]
 
 
-def build(target: str, *, engine: str | None = None, base: str | None = None,
-          build_args: dict[str, str] | None = None, volumes: Sequence[str] = ()) -> str:
+def build(
+    target: str,
+    *,
+    engine: str | None = None,
+    base: str | None = None,
+    build_args: dict[str, str] | None = None,
+    volumes: Sequence[str] = (),
+) -> str:
     """Build `cpu`, `cuda` or a full tag; returns the tag. Output streams to the terminal."""
     variant, tag = resolve_target(target)
     engine = detect_engine(engine)
@@ -141,8 +174,9 @@ def build(target: str, *, engine: str | None = None, base: str | None = None,
     cmd = build_command(engine, variant, tag, root=root, build_args=args, volumes=list(volumes))
     code = subprocess.call(cmd)
     if code != 0:
-        raise RunnerError(f"{engine} build of {tag} failed with exit status {code}; "
-                          f"see its output above")
+        raise RunnerError(
+            f"{engine} build of {tag} failed with exit status {code}; see its output above"
+        )
     return tag
 
 
@@ -166,8 +200,13 @@ def inspect(engine: str, ref: str) -> ImageInfo | None:
         if not isinstance(data, dict):
             return None
         config = (data.get("Docker") or {}).get("config") or data.get("OCIv1", {}).get("config")
-        return ImageInfo(ref, data.get("FromImageID", ""), data.get("FromImageDigest"),
-                         None, dict((config or {}).get("Labels") or {}))
+        return ImageInfo(
+            ref,
+            data.get("FromImageID", ""),
+            data.get("FromImageDigest"),
+            None,
+            dict((config or {}).get("Labels") or {}),
+        )
     data = _json([engine, "image", "inspect", ref])
     if not isinstance(data, list) or not data:
         return None
@@ -185,8 +224,14 @@ def list_images(engine: str | None = None) -> list[ImageInfo]:
         rows = _json(["docker", "images", "--format", "{{json .}}"], lines=True) or []
         refs = [f"{r['Repository']}:{r['Tag']}" for r in rows]
     else:
-        rows = _json([engine, "images", "--json"] if engine == "buildah"
-                     else [engine, "images", "--format", "json"]) or []
+        rows = (
+            _json(
+                [engine, "images", "--json"]
+                if engine == "buildah"
+                else [engine, "images", "--format", "json"]
+            )
+            or []
+        )
         refs = [n for r in rows for n in (r.get("names") or r.get("Names") or [])]
     wanted = [r for r in refs if r.rsplit("/", 1)[-1].startswith(("rlcrate-cpu:", "rlcrate-cuda:"))]
     return [info for ref in sorted(set(wanted)) if (info := inspect(engine, ref))]
@@ -197,8 +242,12 @@ def host_driver_version() -> str | None:
     if shutil.which("nvidia-smi") is None:
         return None
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     lines = out.stdout.split()
@@ -215,16 +264,27 @@ def check_driver(image: ImageInfo, host: str | None) -> None:
     if not needed:
         return
     if host is None:
-        raise UserInputError(f"{image.ref} needs an NVIDIA GPU with driver >= {needed}, but "
-                             f"nvidia-smi found none on this host")
+        raise UserInputError(
+            f"{image.ref} needs an NVIDIA GPU with driver >= {needed}, but "
+            f"nvidia-smi found none on this host"
+        )
     if _version_tuple(host) < _version_tuple(needed):
-        raise UserInputError(f"{image.ref} needs NVIDIA driver >= {needed}, this host has "
-                             f"{host}; upgrade the driver or use --image cpu")
+        raise UserInputError(
+            f"{image.ref} needs NVIDIA driver >= {needed}, this host has "
+            f"{host}; upgrade the driver or use --image cpu"
+        )
 
 
-def run_command(engine: str, image: ImageInfo, *, manifest: Path, out_dir: Path,
-                rlcrate_args: list[str], container: str | None = None,
-                tty: bool = False) -> list[str]:
+def run_command(
+    engine: str,
+    image: ImageInfo,
+    *,
+    manifest: Path,
+    out_dir: Path,
+    rlcrate_args: list[str],
+    container: str | None = None,
+    tty: bool = False,
+) -> list[str]:
     """The engine command that runs `rlcrate run` in the image: the manifest's folder mounted
     read-only at /in (so files it names beside it resolve), the output folder read-write at /out,
     the caller's uid so the files are theirs, GPUs for CUDA images."""
@@ -235,10 +295,20 @@ def run_command(engine: str, image: ImageInfo, *, manifest: Path, out_dir: Path,
     inner = ["rlcrate", "run", f"{IN_DIR}/{manifest.name}", "--out", OUT_DIR, *rlcrate_args]
     if engine == "buildah":
         if cuda:
-            raise UserInputError("buildah cannot give a container GPUs; run the cuda image with "
-                                 "docker or podman (NVIDIA container toolkit)")
-        cmd = ["buildah", "run", "--isolation", os.environ.get("BUILDAH_ISOLATION", "chroot"),
-               "--user", f"{uid}:{gid}", "--workingdir", "/work"]
+            raise UserInputError(
+                "buildah cannot give a container GPUs; run the cuda image with "
+                "docker or podman (NVIDIA container toolkit)"
+            )
+        cmd = [
+            "buildah",
+            "run",
+            "--isolation",
+            os.environ.get("BUILDAH_ISOLATION", "chroot"),
+            "--user",
+            f"{uid}:{gid}",
+            "--workingdir",
+            "/work",
+        ]
     else:
         cmd = [engine, "run", "--rm", "--shm-size", "2g", *(["-t"] if tty else [])]
         if engine == "podman" and uid != 0:
@@ -256,8 +326,9 @@ def run_command(engine: str, image: ImageInfo, *, manifest: Path, out_dir: Path,
     return [*cmd, image.ref, *inner]
 
 
-def run_in_image(manifest: Path, image: str, out_dir: Path, rlcrate_args: list[str],
-                 engine: str | None = None) -> int:
+def run_in_image(
+    manifest: Path, image: str, out_dir: Path, rlcrate_args: list[str], engine: str | None = None
+) -> int:
     """`rlcrate run MANIFEST --image cpu|cuda|TAG`: the same run, inside the image. Returns the
     exit status of the runner inside."""
     variant, ref = resolve_target(image) if image in VARIANTS else ("", image)
@@ -272,14 +343,25 @@ def run_in_image(manifest: Path, image: str, out_dir: Path, rlcrate_args: list[s
     out_dir.mkdir(parents=True, exist_ok=True)  # created by the caller, so owned by them
     tty = sys.stdout.isatty()
     if engine != "buildah":
-        return subprocess.call(run_command(engine, info, manifest=manifest, out_dir=out_dir,
-                                           rlcrate_args=rlcrate_args, tty=tty))
+        return subprocess.call(
+            run_command(
+                engine, info, manifest=manifest, out_dir=out_dir, rlcrate_args=rlcrate_args, tty=tty
+            )
+        )
     made = subprocess.run(["buildah", "from", "--pull=never", ref], capture_output=True, text=True)
     if made.returncode != 0:
         raise RunnerError(f"buildah could not start {ref}: {made.stderr.strip()}")
     container = made.stdout.strip().splitlines()[-1]
     try:
-        return subprocess.call(run_command(engine, info, manifest=manifest, out_dir=out_dir,
-                                           rlcrate_args=rlcrate_args, container=container))
+        return subprocess.call(
+            run_command(
+                engine,
+                info,
+                manifest=manifest,
+                out_dir=out_dir,
+                rlcrate_args=rlcrate_args,
+                container=container,
+            )
+        )
     finally:
         subprocess.run(["buildah", "rm", container], capture_output=True)

