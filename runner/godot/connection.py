@@ -130,10 +130,14 @@ class GodotConnection(GodotEnv):
         response["obs"] = self._process_obs(response["obs"])
         return response
 
-    def send_close(self) -> None:
-        with contextlib.suppress(OSError, RunnerError):
+    def send_close(self) -> bool:
+        """Asks the game to quit; False when it cannot be told (it is dead or stuck)."""
+        try:
             self.connection.settimeout(1.0)
             self._send_as_json({"type": "close"})
+            return True
+        except (OSError, RunnerError):
+            return False
 
     def close(self, grace: float = 2.0) -> None:
         self.send_close()

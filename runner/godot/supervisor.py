@@ -51,7 +51,7 @@ class GodotProcess:
                 stdout=self._log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # own process group: Ctrl-C goes to us, we end the group
-                env={**os.environ, "LANG": os.environ.get("LANG") or "en_US.UTF-8"},
+                env=_game_env(),
             )
         except OSError as exc:
             self._listener.close()
@@ -120,6 +120,13 @@ class GodotProcess:
                 self.proc.wait(wait)
         self._log.close()
         _LIVE.discard(self)
+
+
+def _game_env() -> dict[str, str]:
+    env = dict(os.environ)
+    if env.get("LANG", "C").split(".")[0] in ("C", "POSIX", ""):
+        env["LANG"] = "en_US.UTF-8"  # Godot logs two errors for the C locale; keep logs clean
+    return env
 
 
 def kill_all() -> None:

@@ -32,6 +32,7 @@ class GodotVecEnv(VecEnv):
         self.conns: list[GodotConnection] = []
         self.procs: list[GodotProcess] = []
         self._closed = False
+        self._failed = False
         try:
             for i, argv in enumerate(argvs):  # start them all, then connect: startup overlaps
                 self.procs.append(GodotProcess(argv, index=i, log_path=log_dir / f"godot-{i}.log"))
@@ -39,7 +40,7 @@ class GodotVecEnv(VecEnv):
                 self.conns.append(GodotConnection(proc, timeout=timeout))
             self._check_agents()
         except BaseException:
-            self.close()
+            self._fail()
             raise
         first = self.conns[0]
         keys = list(first.observation_space.spaces)
@@ -84,7 +85,7 @@ class GodotVecEnv(VecEnv):
             self._reset_options()
             return self._obs_array(obs)
         except BaseException:
-            self.close(grace=0.0)
+            self._fail()
             raise
 
     def step_async(self, actions: np.ndarray) -> None:
@@ -96,14 +97,14 @@ class GodotVecEnv(VecEnv):
             for i, c in enumerate(self.conns):
                 c.step_send(actions[i * k:(i + 1) * k])
         except BaseException:
-            self.close(grace=0.0)
+            self._fail()
             raise
 
     def step_wait(self):
         try:
             responses = [c.recv_step() for c in self.conns]
         except BaseException:  # timeouts, a dead game, Ctrl-C: end every game before raising
-            self.close(grace=0.0)
+            self._fail()
             raise
         obs: list[dict[str, Any]] = []
         rewards: list[float] = []
@@ -128,17 +129,22 @@ class GodotVecEnv(VecEnv):
     # -- the rest of the VecEnv interface ------------------------------------------------------
 
     def close(self, grace: float = 2.0) -> None:
+        """Asks every game to quit, waits up to `grace` s, then ends the process groups."""
         if self._closed:
             return
         self._closed = True
-        for c in self.conns:
-            c.send_close()
+        sent = all([c.send_close() for c in self.conns])
         for proc in self.procs:
-            proc.kill(grace=grace)
+            proc.kill(grace=grace if sent else 0.0)
         for c in self.conns:
             c.connection.close()
-        if self._own_log_dir:
+        if self._own_log_dir and not self._failed:
             shutil.rmtree(self.log_dir, ignore_errors=True)
+
+    def _fail(self) -> None:
+        """After an error: end every game at once and keep the logs the error points to."""
+        self._failed = True
+        self.close(grace=0.0)
 
     def env_method(self, method_name: str, *method_args, indices=None,
                    **method_kwargs) -> list[Any]:

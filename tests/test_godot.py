@@ -1,0 +1,455 @@
+"""The godot backend against real headless Godot processes (bundled BallChase game).
+
+Every test that starts Godot checks the process table afterwards: no process of the groups it
+started may be left, zombies included (the supervisor reaps what it starts).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from runner.backends import godot
+from runner.errors import BackendUnavailable, EnvTimeout, RunnerError, UserInputError
+from runner.manifest.schema import EnvSpec
+
+try:
+    godot.godot_binary()
+    HAVE_GODOT = godot.available() is None
+except BackendUnavailable:
+    HAVE_GODOT = False
+needs_godot = pytest.mark.skipif(not HAVE_GODOT, reason="needs godot3-server and godot-rl")
+pytestmark = [pytest.mark.godot]
+GAME = godot.GAMES_DIR / "ballchase"
+
+
+def spec(**kw) -> EnvSpec:
+    return EnvSpec(**{"backend": "godot", "id": "ballchase", "timeout": 20.0, **kw})
+
+
+def make(env: EnvSpec | None = None, envs: int = 2, workers: int = 1, seed: int = 0, **kw):
+    return godot.make_vec_env(env or spec(), n_envs=envs, workers=workers, mode="dummy",
+                              seed=seed, **kw)
+
+
+def group_members(pids: list[int]) -> list[int]:
+    """Processes (zombies too) whose id or process group is one of `pids`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()
+        pid, pgid = int(entry.name), int(fields[2])
+        if pid in pids or pgid in pids:
+            found.append(pid)
+    return found
+
+
+def live_members(pids: list[int]) -> list[int]:
+    """As group_members, but not zombies (for processes we are not the parent of)."""
+    out = []
+    for pid in group_members(pids):
+        with contextlib.suppress(OSError):
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            if stat[stat.rindex(")") + 2] != "Z":
+                out.append(pid)
+    return out
+
+
+def wait_until(cond, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return cond()
+
+
+def random_steps(venv, n: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        actions = np.array([venv.action_space.sample() for _ in range(venv.num_envs)])
+        if actions.dtype.kind == "i":
+            actions = rng.integers(0, 9, size=venv.num_envs)
+        out.append(venv.step(actions))
+    return out
+
+
+# -- input checks (no Godot started) ---------------------------------------------------------
+
+
+def test_bad_ids_and_kwargs(tmp_path):
+    with pytest.raises(UserInputError, match="ballchase"):
+        godot.check_env(spec(id="ballchas"))
+    with pytest.raises(UserInputError, match="does not exist"):
+        godot.check_env(spec(id=str(tmp_path / "missing.x86_64")))
+    folder = tmp_path / "not a project"
+    folder.mkdir()
+    with pytest.raises(UserInputError, match="project.godot"):
+        godot.check_env(spec(id=str(folder)))
+    binary = tmp_path / "game.x86_64"
+    binary.write_text("")
+    with pytest.raises(UserInputError, match="not executable"):
+        godot.check_env(spec(id=str(binary)))
+    with pytest.raises(UserInputError, match="action_space"):
+        godot.check_env(spec(kwargs={"action_space": "both"}))
+    with pytest.raises(UserInputError, match="not an argument"):
+        godot.check_env(spec(kwargs={"speed": 3}))
+    with pytest.raises(UserInputError, match="multiple"):
+        make(envs=5, workers=2)
+    from runner.manifest.schema import ParallelSpec
+
+    assert "multiple" in godot.check_parallel(ParallelSpec(envs=6, workers=4))
+    assert godot.check_parallel(ParallelSpec(envs=8, workers=4)) is None
+    assert godot.action_kind(spec()) == "Discrete"
+    assert godot.action_kind(spec(kwargs={"action_space": "continuous"})) == "Box"
+
+
+def test_missing_godot_is_one_line(monkeypatch, tmp_path):
+    monkeypatch.setenv("RLCRATE_GODOT", str(tmp_path / "nope"))
+    with pytest.raises(BackendUnavailable) as err:
+        godot.godot_binary()
+    assert "apt-get install godot3-server" in str(err.value) and "\n" not in str(err.value)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("RLCRATE_GODOT")
+    with pytest.raises(BackendUnavailable, match="apt-get install godot3-server"):
+        godot.godot_binary()
+
+
+# -- protocol conformance with godot-rl's own Python side ------------------------------------
+
+
+def _launcher(tmp: Path, instances: int, extra: str = "") -> Path:
+    """An 'exported game' as godot-rl expects one: an executable named *.x86_64."""
+    binary, _ = godot.godot_binary()
+    path = tmp / f"ballchase{instances}.x86_64"
+    path.write_text(f'#!/bin/sh\nexec "{binary}" --path "{GAME}" "$@" --instances={instances}'
+                    f" {extra}\n")
+    path.chmod(0o755)
+    return path
+
+
+def _free_port(n: int = 1) -> int:
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        try:
+            with contextlib.ExitStack() as stack:
+                for i in range(n):
+                    s = stack.enter_context(socket.socket())
+                    s.bind(("127.0.0.1", base + i))
+            return base
+        except OSError:
+            continue
+    raise RuntimeError("no free ports")
+
+
+@needs_godot
+def test_conformance_godot_rl_godotenv(tmp_path):
+    from godot_rl.core.godot_env import GodotEnv
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        env = GodotEnv(env_path=str(_launcher(tmp_path, 3)), port=_free_port(), framerate=60)
+    pid = env.proc.pid
+    try:
+        assert env.num_envs == 3
+        assert env.observation_space["obs"].shape == (10,)
+        assert env.action_space[0].n == 9  # a Tuple of one Discrete without conversion
+        obs, infos = env.reset()
+        assert len(obs) == 3 and len(infos) == 3
+        assert all(len(o["obs"]) == 10 and max(map(abs, o["obs"])) <= 1.0 for o in obs)
+        for _ in range(5):
+            obs, reward, done, trunc, info = env.step([np.array([1, 3, 5])])
+        assert len(obs) == len(reward) == len(done) == 3 and not any(done)
+        balls = env.call("get_ball_position")
+        assert len(balls) == 3 and all(len(b) == 2 for b in balls)
+    finally:
+        with contextlib.redirect_stdout(io.StringIO()):
+            env.close()
+    assert env.proc.wait(10) == 0  # the game quits by itself on "close"
+    assert group_members([pid]) == []
+
+
+@needs_godot
+def test_conformance_stable_baselines_godot_env(tmp_path):
+    from godot_rl.wrappers.stable_baselines_wrapper import StableBaselinesGodotEnv
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        venv = StableBaselinesGodotEnv(str(_launcher(tmp_path, 2)), n_parallel=2,
+                                       port=_free_port(2), framerate=60, speedup=1)
+    pids = [e.proc.pid for e in venv.envs]
+    try:
+        assert venv.num_envs == 4
+        obs = venv.reset()
+        assert obs["obs"].shape == (4, 10)
+        for _ in range(3):
+            obs, rew, done, info = venv.step(np.array([[0], [2], [4], [8]]))
+        assert obs["obs"].shape == (4, 10) and rew.shape == (4,) and done.shape == (4,)
+    finally:
+        with contextlib.redirect_stdout(io.StringIO()):
+            venv.close()
+    for e in venv.envs:
+        assert e.proc.wait(10) == 0
+    assert group_members(pids) == []
+
+
+# -- our VecEnv ------------------------------------------------------------------------------
+
+
+@needs_godot
+@pytest.mark.parametrize("workers,envs,kind", [(1, 3, "discrete"), (2, 4, "continuous")])
+def test_vector_size_and_logs(tmp_path, workers, envs, kind):
+    from stable_baselines3.common.env_checker import check_env  # noqa: F401 (SB3 importable)
+
+    venv = make(spec(kwargs={"action_space": kind, "episode_steps": 20}), envs=envs,
+                workers=workers, log_dir=tmp_path)
+    pids = venv.pids
+    try:
+        assert venv.num_envs == envs and len(pids) == workers and len(set(venv.ports)) == workers
+        assert venv.observation_space.shape == (10,)
+        assert (venv.action_space.n == 9) if kind == "discrete" else venv.action_space.shape == (2,)
+        obs = venv.reset()
+        assert obs.shape == (envs, 10) and obs.dtype == np.float32
+        steps = random_steps(venv, 25)
+        obs, rew, done, infos = steps[19]  # episode_steps 20: every instance ends here
+        assert done.all() and rew.dtype == np.float32 and len(infos) == envs
+        assert all(i["TimeLimit.truncated"] and i["terminal_observation"].shape == (10,)
+                   for i in infos)
+        assert not any(s[2].any() for s in steps[:19] + steps[20:])
+    finally:
+        venv.close()
+    assert group_members(pids) == []
+    assert [p.name for p in sorted(tmp_path.glob("godot-*.log"))] == [
+        f"godot-{i}.log" for i in range(workers)]
+
+
+@needs_godot
+def test_same_seed_same_ball_sequence():
+    def run(seed: int):
+        venv = make(spec(kwargs={"episode_steps": 30}), envs=4, workers=2, seed=seed)
+        try:
+            obs = [venv.reset()]
+            balls = [venv.env_method("get_ball_position")]
+            for o, *_ in random_steps(venv, 70, seed=1):
+                obs.append(o)
+                balls.append(venv.env_method("get_ball_position"))
+            return np.array(obs), np.array(balls)
+        finally:
+            venv.close()
+
+    obs_a, balls_a = run(7)
+    obs_b, balls_b = run(7)
+    obs_c, balls_c = run(8)
+    np.testing.assert_array_equal(obs_a, obs_b)
+    np.testing.assert_array_equal(balls_a, balls_b)
+    assert not np.array_equal(balls_a, balls_c)
+    assert len({tuple(b) for b in balls_a[0]}) == 4  # instances and processes differ
+
+
+@needs_godot
+def test_project_folder_and_log_dir_with_spaces(tmp_path):
+    project = tmp_path / "my games" / "ball chase"
+    shutil.copytree(GAME, project)
+    logs = tmp_path / "run dir" / "units"
+    venv = make(spec(id=str(project)), envs=2, workers=1, log_dir=logs)
+    try:
+        venv.reset()
+        random_steps(venv, 3)
+    finally:
+        venv.close()
+    assert (logs / "godot-0.log").read_text().startswith("Godot Engine")
+
+
+@needs_godot
+def test_agent_count_mismatch_is_clear(tmp_path):
+    """An exported game that runs 3 agents when 2 per process were asked for."""
+    binary = _launcher(tmp_path, 3)
+    t = time.monotonic()
+    with pytest.raises(RunnerError, match=r"runs 3 agents.*parallel.workers x 3") as err:
+        make(spec(id=str(binary)), envs=2, workers=1)
+    assert time.monotonic() - t < 15
+    pid = int(err.value.args[0].split("pid ")[1].split(",")[0])
+    assert group_members([pid]) == []
+
+
+@needs_godot
+def test_preoccupied_ports_still_work():
+    # godot-rl's fixed ports, taken by someone else: ours come from the OS and never collide.
+    held = []
+    for port in range(11008, 11012):
+        s = socket.socket()
+        with contextlib.suppress(OSError):
+            s.bind(("127.0.0.1", port))
+            s.listen(1)
+            held.append(s)
+    try:
+        venv = make(envs=2, workers=2)
+        try:
+            assert not set(venv.ports) & {s.getsockname()[1] for s in held}
+            venv.reset()
+            random_steps(venv, 3)
+        finally:
+            venv.close()
+    finally:
+        for s in held:
+            s.close()
+
+
+SCRIPT = textwrap.dedent("""
+    import sys, time, numpy as np
+    from runner.backends import godot
+    from runner.manifest.schema import EnvSpec
+    venv = godot.make_vec_env(EnvSpec(backend="godot", id="ballchase", timeout=20),
+                              n_envs=4, workers=2, mode="dummy", seed=int(sys.argv[1]))
+    print(" ".join(map(str, venv.pids)), flush=True)
+    venv.reset()
+    n = int(sys.argv[2])
+    i = 0
+    while n < 0 or i < n:
+        venv.step(np.random.randint(0, 9, size=4))
+        i += 1
+    venv.close()
+    print("ok", flush=True)
+""")
+
+
+def _spawn(*args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", SCRIPT, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parent.parent)
+
+
+@needs_godot
+def test_four_runs_at_once():
+    runs = [_spawn(str(i), "300") for i in range(4)]
+    outs = [r.communicate(timeout=120) for r in runs]
+    assert [r.returncode for r in runs] == [0] * 4, [o[1][-500:] for o in outs]
+    pids = [int(p) for out, _ in outs for p in out.split("\n")[0].split()]
+    assert len(set(pids)) == 8
+    assert live_members(pids) == []
+
+
+@needs_godot
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
+def test_runner_signals_leave_no_godot(sig):
+    """Ctrl-C and SIGTERM: the runner ends its games; SIGKILL: the games quit by themselves."""
+    run = _spawn("0", "-1")
+    pids = [int(p) for p in run.stdout.readline().split()]
+    assert len(pids) == 2
+    time.sleep(0.5)  # mid-stepping
+    run.send_signal(sig)
+    run.communicate(timeout=20)
+    assert run.returncode != 0
+    assert wait_until(lambda: live_members(pids) == [], 10), live_members(pids)
+
+
+# -- faults ----------------------------------------------------------------------------------
+
+
+def _expect_fault(kind: str, error: type, timeout: float, match: str, budget: float):
+    venv = make(spec(kwargs={"fault": kind}, timeout=timeout), envs=2, workers=2) \
+        if kind != "noconnect" else None
+    t = time.monotonic()
+    pids = venv.pids if venv else []
+    with pytest.raises(error, match=match) as err:
+        if venv is None:
+            make(spec(kwargs={"fault": kind}, timeout=timeout), envs=2, workers=2)
+        venv.reset()
+        random_steps(venv, 100)
+    elapsed = time.monotonic() - t
+    message = str(err.value)
+    assert "pid " in message and "port " in message and "log " in message
+    if not pids:
+        pids = [int(message.split("pid ")[1].split(",")[0])]
+    assert group_members(pids) == []
+    assert elapsed < budget, elapsed
+    return message
+
+
+@needs_godot
+def test_crashing_game_is_a_clear_error():
+    msg = _expect_fault("crash:20", RunnerError, 20.0, "exited with code -9 during a step", 10)
+    assert "injected crash at step 20" in msg
+
+
+@needs_godot
+def test_hanging_game_times_out():
+    msg = _expect_fault("hang:20", EnvTimeout, 2.0, "did not answer a step within 2 s", 10)
+    assert "injected hang at step 20" in msg
+
+
+@needs_godot
+def test_game_that_never_connects_times_out():
+    _expect_fault("noconnect", EnvTimeout, 2.0, "did not connect within 2 s", 10)
+
+
+@needs_godot
+def test_kill9_during_training_is_a_clear_error():
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    venv = make(envs=4, workers=2)
+    pids = venv.pids
+
+    class KillAt(BaseCallback):
+        def _on_step(self) -> bool:
+            if self.num_timesteps == 200:
+                os.kill(pids[1], signal.SIGKILL)
+            return True
+
+    model = PPO("MlpPolicy", venv, n_steps=64, batch_size=64, n_epochs=1, device="cpu", seed=0)
+    t = time.monotonic()
+    exited = r"Godot process 1 \(pid \d+, port \d+\) exited with code -9"
+    with pytest.raises(RunnerError, match=exited):
+        model.learn(2000, callback=KillAt())
+    assert time.monotonic() - t < 20
+    assert group_members(pids) == []
+
+
+# -- learning --------------------------------------------------------------------------------
+
+
+@needs_godot
+@pytest.mark.slow
+def test_short_training_beats_random():
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    torch.set_num_threads(1)
+    venv = VecMonitor(make(envs=16, workers=2, seed=0))
+    try:
+        model = PPO("MlpPolicy", venv, n_steps=128, batch_size=256, seed=0, device="cpu")
+        model.learn(TRAIN_STEPS)
+        trained, _ = evaluate_policy(model, venv, n_eval_episodes=16, deterministic=True)
+        rng = np.random.default_rng(0)
+
+        class Random:
+            def predict(self, obs, state=None, episode_start=None, deterministic=False):
+                return rng.integers(0, 9, size=len(obs)), None
+
+        random, _ = evaluate_policy(Random(), venv, n_eval_episodes=16)
+    finally:
+        venv.close()
+    assert trained > random + 2.0, (trained, random)
+
+
+TRAIN_STEPS = 60_000
