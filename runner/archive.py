@@ -80,7 +80,7 @@ def reproduce(archive_file: Path, out: Path, executor: str, console: Console) ->
         run_dir = run(
             original / "manifest.yaml", RunOptions(["train", "eval"], executor, out), console
         )
-        new = read_json(run_dir / "summary.json")
+        new = read_json(run_dir / "summary.json") or {"variants": {}}
     table, ok = compare(old, new)
     console.print(table)
     return ok

@@ -43,7 +43,7 @@ def _catalogue() -> dict[str, dict[str, str]]:
         pass
     import envpool
 
-    data = {i: {} for i in envpool.list_all_envs()}
+    data: dict[str, dict[str, str]] = {i: {} for i in envpool.list_all_envs()}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")

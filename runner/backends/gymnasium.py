@@ -103,6 +103,7 @@ def make_vec_env(
 
     check_env(env)
     fns = [_maker(env.id, dict(env.kwargs), seed + i) for i in range(n_envs)]
+    venv: Any
     if mode == "subproc" and n_envs > 1:
         # forkserver: workers do not inherit the parent's torch threads or signal handlers
         venv = SubprocVecEnv(fns, start_method="forkserver")

@@ -31,6 +31,7 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
         )
     finally:
         venv.close()
+    assert isinstance(returns, list) and isinstance(lengths, list)  # return_episode_rewards=True
     returns = [float(r) for r in returns]
     result = {
         "episodes": [

@@ -81,7 +81,7 @@ def _model_at(loc: tuple[Any, ...]) -> type[BaseModel] | None:
     return model
 
 
-def _message(err: dict[str, Any]) -> str:
+def _message(err: Any) -> str:
     loc = tuple(err["loc"])
     kind = err["type"]
     if kind == "extra_forbidden":

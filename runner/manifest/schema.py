@@ -119,11 +119,11 @@ class Manifest(_Strict):
     )
     image: str = Field("cpu", description="Image the manifest is meant for: cpu, cuda or a tag.")
     env: EnvSpec
-    parallel: ParallelSpec = Field(default_factory=ParallelSpec)
-    algo: AlgoSpec = Field(default_factory=AlgoSpec)
-    train: TrainSpec = Field(default_factory=TrainSpec)
-    eval: EvalSpec = Field(default_factory=EvalSpec)
-    bench: BenchSpec = Field(default_factory=BenchSpec)
+    parallel: ParallelSpec = Field(default_factory=lambda: ParallelSpec())
+    algo: AlgoSpec = Field(default_factory=lambda: AlgoSpec())
+    train: TrainSpec = Field(default_factory=lambda: TrainSpec())
+    eval: EvalSpec = Field(default_factory=lambda: EvalSpec())
+    bench: BenchSpec = Field(default_factory=lambda: BenchSpec())
     seeds: list[int] = Field([0], min_length=1, description="Master seeds; one unit each.")
     matrix: dict[str, list[Any]] | list[dict[str, Any]] = Field(
         default_factory=dict,
