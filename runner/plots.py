@@ -120,7 +120,7 @@ def eval_points(rows: list[dict[str, Any]], path: Path, *, title: str) -> Path |
 
 def _wrap(label: str, width: int = 18) -> str:
     """Wrap at '=', ',' and spaces (never inside a dotted path) so tick labels stay narrow."""
-    parts = label.replace("=", "=\x00").replace(", ", ",\x00").replace(" ", " \x00").split("\x00")
+    parts = label.replace("=", "=\x00").replace(", ", ", \x00").replace(" ", " \x00").split("\x00")
     lines = [""]
     for part in parts:
         if lines[-1] and len(lines[-1]) + len(part) > width:
@@ -236,10 +236,10 @@ def _scaling_bars(bench: dict[str, Any], points: list[dict[str, Any]], path: Pat
         xs = np.array(idx) + (mi - 0.5) * width
         ax.bar(xs, med, width, yerr=[lo, hi], capsize=3, color=f"C{mi}", label=name)
         base = med[0]
-        for x, m in zip(xs, med, strict=True):
-            ax.annotate(
-                f"{_si(m)}/s\n×{m / base:.2g}",
-                (x, m),
+        for x, m, top in zip(xs, med, med + hi, strict=True):
+            ax.annotate(  # above the min-max bar, so the text never sits on it
+                f"{_si(m)}/s\n×{m / base:.3g}",
+                (x, top),
                 xytext=(0, 4),
                 textcoords="offset points",
                 ha="center",
@@ -254,7 +254,7 @@ def _scaling_bars(bench: dict[str, Any], points: list[dict[str, Any]], path: Pat
     ax.set_ylim(top=ymax * 4)  # room for the value labels above the bars
     ax.set_title(
         f"{bench.get('name', '')}: throughput per configuration\n"
-        f"median of repeats, bars: min–max; ×: ratio to {_wrap(labels[0], 40)}"
+        "median of repeats, bars: min–max; ×: ratio to the first configuration"
     )
     ax.grid(axis="y", alpha=0.3, which="both")
     ax.legend(fontsize=9, loc="upper left")
