@@ -437,7 +437,8 @@ def test_short_training_beats_random():
     torch.set_num_threads(1)
     venv = VecMonitor(make(envs=16, workers=2, seed=0))
     try:
-        model = PPO("MlpPolicy", venv, n_steps=128, batch_size=256, seed=0, device="cpu")
+        model = PPO("MlpPolicy", venv, n_steps=64, batch_size=256, learning_rate=1e-3, seed=0,
+                    device="cpu")
         model.learn(TRAIN_STEPS)
         trained, _ = evaluate_policy(model, venv, n_eval_episodes=16, deterministic=True)
         rng = np.random.default_rng(0)
@@ -449,7 +450,7 @@ def test_short_training_beats_random():
         random, _ = evaluate_policy(Random(), venv, n_eval_episodes=16)
     finally:
         venv.close()
-    assert trained > random + 2.0, (trained, random)
+    assert trained > random + 3.0, (trained, random)
 
 
-TRAIN_STEPS = 60_000
+TRAIN_STEPS = 40_000  # ~9 vs ~0.3 for random at seed 0 (45 s on 2 cores)
