@@ -172,9 +172,9 @@ def _scaling_lines(bench: dict[str, Any], points: list[dict[str, Any]], path: Pa
     for si, (variant, pts) in enumerate(series.items()):
         xs = np.array([float(p["x"]) for p in pts])
         for mi, (key, name, marker) in enumerate(METRICS):
-            stats = [p.get(key) for p in pts]
-            if not all(stats):
+            if not all(p.get(key) for p in pts):
                 continue
+            stats = [p[key] for p in pts]
             med = np.array([s["steps_per_s"]["median"] for s in stats])
             err = [
                 med - [s["steps_per_s"]["min"] for s in stats],

@@ -244,11 +244,11 @@ def time_to_levels(curves: list[Curve], levels: list[float]) -> dict[float, dict
 
 def curve_groups(run: Run) -> dict[str, list[Curve]]:
     """Per variant, the curves of finished units (all units' curves while none finished)."""
-    groups = {}
+    groups: dict[str, list[Curve]] = {}
     for v in run.variants:
         units = [run.units[v, s] for s in run.seeds if run.units[v, s].curve is not None]
         done = [u for u in units if u.state == "done"]
-        groups[v] = [u.curve for u in (done or units)]  # type: ignore[misc]
+        groups[v] = [u.curve for u in (done or units) if u.curve is not None]
     return groups
 
 

@@ -370,7 +370,8 @@ def analyse(bench: dict[str, Any]) -> None:
             series.setdefault(p["variant"], []).append(p)
     if not numeric:  # categorical: every point against the very first one
         series = {"": [p for p in bench["points"] if not p["error"]]}
-    findings, flatten = [], {}
+    findings: list[str] = []
+    flatten: dict[str, dict[str, Any]] = {}
     for variant, pts in series.items():
         if numeric:
             pts.sort(key=lambda p: float(p["x"]))
