@@ -80,11 +80,15 @@ def prepare_run_dir(
     return run_dir, res
 
 
-def _parallelism(manifest: Manifest) -> tuple[int, int]:
-    """(units at once, CPUs each unit needs)."""
-    per_unit = max(1, manifest.parallel.workers, manifest.algo.torch_threads)
-    if manifest.parallel.mode == "subproc":
-        per_unit = max(per_unit, manifest.parallel.envs)
+def _cpus_per_unit(config: dict[str, Any]) -> int:
+    par = config["parallel"]
+    per_unit = max(1, par["workers"], config["algo"]["torch_threads"])
+    return max(per_unit, par["envs"]) if par["mode"] == "subproc" else per_unit
+
+
+def _parallelism(manifest: Manifest, res: dict[str, Any]) -> tuple[int, int]:
+    """(units at once, CPUs each unit needs): sized for the hungriest variant."""
+    per_unit = max(_cpus_per_unit(v["config"]) for v in res["variants"].values())
     cpus = (
         len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     )
@@ -118,8 +122,9 @@ def run_units(
             write_status(u.dir(run_dir), "pending", variant=u.variant, seed=u.seed)
     if not unit_jobs or not todo:
         return {}
-    at_once, per_unit = _parallelism(manifest)
-    view = ProgressView(run_dir, units, {u: manifest.train.timesteps for u in units})
+    at_once, per_unit = _parallelism(manifest, res)
+    steps = {u: res["variants"][u.variant]["config"]["train"]["timesteps"] for u in units}
+    view = ProgressView(run_dir, units, steps)
     with Live(view, console=console, refresh_per_second=4, transient=True) as live:
         try:
             return launch(

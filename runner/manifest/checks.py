@@ -96,6 +96,19 @@ def _check_algo(cfg: Manifest, spaces: Any, source: str, lines: Lines, out: list
         out.append(_at(source, lines, ("algo", *field.split(".")), msg))
 
 
+def _sweep_problems(m: Manifest, source: str, lines: Lines) -> list[str]:
+    """Every (variant, sweep point) checked exactly as the bench job will run it."""
+    from runner.errors import ManifestError
+    from runner.jobs.bench import plan
+
+    try:
+        plan(m)
+    except ManifestError as exc:
+        line = line_of(("bench", "sweep"), lines)
+        return [f"{source}:{line}: {p}" for p in exc.problems]
+    return []
+
+
 def check_manifest(m: Manifest, source: str, lines: Lines) -> list[str]:
     """Every problem found, one line each (empty list: the manifest is good to run)."""
     out: list[str] = []
@@ -110,17 +123,14 @@ def check_manifest(m: Manifest, source: str, lines: Lines) -> list[str]:
         new = out[before:]
         out[before:] = [p for p in new if p not in algo_seen]
         algo_seen.update(new)
-    for path, values in m.bench.sweep.items():
+    sweep_ok = True
+    for path in m.bench.sweep:
         problem = path_problem(path)
         if problem:
             out.append(_at(source, lines, ("bench", "sweep", path), problem))
-            continue
-        for value in values:
-            try:
-                apply_overrides(m, {path: value})
-            except ValidationError as exc:
-                for p in validation_problems(exc, source, lines, ()):
-                    out.append(f"{p} (in bench.sweep {path}={value!r})")
+            sweep_ok = False
+    if m.bench.sweep and sweep_ok and not out:
+        out += _sweep_problems(m, source, lines)
     for metric in m.expect:
         if metric not in EXPECT_METRICS:
             import difflib
