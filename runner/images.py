@@ -7,11 +7,14 @@ engine) and runs them. Nothing heavy is imported here.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -144,6 +147,7 @@ def build_command(
             "-f",
             str(dockerfile),
             "--layers",
+            "--force-rm",  # no working containers left behind by a failed step
             "--format",
             "docker",
             "--ignorefile",
@@ -275,6 +279,54 @@ def check_driver(image: ImageInfo, host: str | None) -> None:
         )
 
 
+def _buildah_children(pid: int) -> list[int]:
+    """The command `buildah run` started: descendants of `pid` whose parent is a buildah process
+    (chroot isolation has no PID namespace, and buildah kills its own helpers on a signal)."""
+    procs: dict[int, tuple[int, str]] = {}
+    for name in os.listdir("/proc"):
+        try:
+            text = Path("/proc", name, "stat").read_text() if name.isdigit() else ""
+        except OSError:  # gone meanwhile
+            continue
+        if text:
+            comm = text[text.index("(") + 1 : text.rindex(")")]
+            procs[int(name)] = (int(text[text.rindex(")") + 2 :].split()[1]), comm)
+    found, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        for child, (ppid, comm) in procs.items():
+            if ppid != parent:
+                continue
+            if "buildah" not in comm and "buildah" in procs[parent][1]:
+                found.append(child)
+            else:
+                todo.append(child)
+    return found
+
+
+def _call(cmd: list[str], *, buildah: bool = False) -> int:
+    """Run an engine command; SIGTERM (and SIGINT, for buildah) reach the runner inside, which
+    stops cleanly, instead of killing the engine client and orphaning the run."""
+    proc = subprocess.Popen(cmd, start_new_session=buildah)
+    if threading.current_thread() is not threading.main_thread():
+        return proc.wait()
+
+    def forward(signum: int, _frame: object) -> None:
+        targets = _buildah_children(proc.pid) if buildah else [proc.pid]
+        for pid in targets:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signum)
+
+    # Without buildah, Ctrl-C already reaches the engine client (same process group).
+    caught = (signal.SIGTERM, signal.SIGINT) if buildah else (signal.SIGTERM,)
+    old = {sig: signal.signal(sig, forward) for sig in caught}
+    try:
+        return proc.wait()
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
 def run_command(
     engine: str,
     image: ImageInfo,
@@ -308,6 +360,8 @@ def run_command(
             f"{uid}:{gid}",
             "--workingdir",
             "/work",
+            "--env",
+            "TINI_SUBREAPER=1",  # no PID namespace here: tini reaps as a subreaper, not PID 1
         ]
     else:
         cmd = [engine, "run", "--rm", "--shm-size", "2g", *(["-t"] if tty else [])]
@@ -343,7 +397,7 @@ def run_in_image(
     out_dir.mkdir(parents=True, exist_ok=True)  # created by the caller, so owned by them
     tty = sys.stdout.isatty()
     if engine != "buildah":
-        return subprocess.call(
+        return _call(
             run_command(
                 engine, info, manifest=manifest, out_dir=out_dir, rlcrate_args=rlcrate_args, tty=tty
             )
@@ -353,7 +407,7 @@ def run_in_image(
         raise RunnerError(f"buildah could not start {ref}: {made.stderr.strip()}")
     container = made.stdout.strip().splitlines()[-1]
     try:
-        return subprocess.call(
+        return _call(
             run_command(
                 engine,
                 info,
@@ -361,7 +415,8 @@ def run_in_image(
                 out_dir=out_dir,
                 rlcrate_args=rlcrate_args,
                 container=container,
-            )
+            ),
+            buildah=True,
         )
     finally:
         subprocess.run(["buildah", "rm", container], capture_output=True)
