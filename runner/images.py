@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -191,7 +192,10 @@ def _json(cmd: list[str], *, lines: bool = False) -> Any:
     except (OSError, subprocess.SubprocessError) as exc:
         raise RunnerError(f"{cmd[0]} did not answer: {exc}") from None
     if out.returncode != 0:
-        return None
+        if re.search(r"no such|not known|not found|unable to find", out.stderr, re.IGNORECASE):
+            return None
+        first = (out.stderr.strip().splitlines() or [f"exit status {out.returncode}"])[0]
+        raise RunnerError(f"{cmd[0]} failed: {first}")
     if lines:
         return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
     return json.loads(out.stdout or "null")
