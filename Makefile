@@ -29,6 +29,8 @@ system-deps:
 quickstart: venv
 	$(BIN)/rlcrate run manifests/quickstart.yaml
 
+# The image tests build with buildah from a debootstrapped base (no Docker daemon needed).
+test: export RLCRATE_ENGINE ?= buildah
 test: venv system-deps
 	$(BIN)/pytest -q
 

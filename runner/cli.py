@@ -121,6 +121,11 @@ def _run(
     if image:
         from runner.images import run_in_image
 
+        if resume is not None:
+            raise typer.BadParameter(
+                "resuming inside an image is not supported yet; resume without --image",
+                param_hint="--resume",
+            )
         args = ["--jobs", jobs, "--executor", executor]
         raise typer.Exit(run_in_image(manifest, image, out, args))
     run(manifest, RunOptions(job_list, executor, out, resume, ray_address), _console())

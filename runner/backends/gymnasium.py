@@ -48,6 +48,7 @@ def env_ids() -> list[str]:
 def check_env(env: EnvSpec) -> None:
     registry = _registry(env.id)
     if env.id not in registry:
+        registry = _registry()  # every plugin, so the error lists the same ids every time
         raise unknown_id("gymnasium", env.id, registry)
 
 
