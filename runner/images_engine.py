@@ -1,0 +1,127 @@
+"""Image names and labels, and the container engine: which one, and what images it holds."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from typing import Any
+
+from runner import __version__
+from runner.errors import RunnerError, UserInputError
+
+VARIANTS = ("cpu", "cuda")
+ENGINES = ("docker", "podman", "buildah")
+ENGINE_ENV = "RLCRATE_ENGINE"
+LABEL_VARIANT = "io.rlcrate.variant"
+LABEL_LOCK = "io.rlcrate.lock.sha256"
+LABEL_MIN_DRIVER = "io.rlcrate.cuda.min-driver"
+ENTRYPOINT = ["/usr/bin/tini", "--", "/usr/local/bin/rlcrate-entrypoint"]
+IN_DIR, OUT_DIR = "/in", "/out"
+
+
+@dataclass
+class ImageInfo:
+    ref: str
+    id: str
+    digest: str | None = None
+    size: int | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+def default_tag(variant: str) -> str:
+    return f"rlcrate-{variant}:{__version__}"
+
+
+def resolve_target(target: str) -> tuple[str, str]:
+    """`cpu`, `cuda` or a full tag `rlcrate-<variant>:<version>` -> (variant, tag)."""
+    if target in VARIANTS:
+        return target, default_tag(target)
+    name = target.rsplit("/", 1)[-1].split(":", 1)[0].split("@", 1)[0]
+    variant = name.removeprefix("rlcrate-")
+    if variant not in VARIANTS or name == variant:
+        raise UserInputError(
+            f"unknown image {target!r}; expected cpu, cuda or a tag "
+            f"rlcrate-cpu:<version> / rlcrate-cuda:<version>"
+        )
+    return variant, target
+
+
+def detect_engine(engine: str | None = None) -> str:
+    """The engine asked for (argument, else $RLCRATE_ENGINE), else the first installed one."""
+    wanted = engine or os.environ.get(ENGINE_ENV)
+    if wanted:
+        if wanted not in ENGINES:
+            raise UserInputError(
+                f"unknown container engine {wanted!r}; expected one of {', '.join(ENGINES)}"
+            )
+        if shutil.which(wanted) is None:
+            raise UserInputError(f"container engine {wanted!r} is not installed on this machine")
+        return wanted
+    for name in ENGINES:
+        if shutil.which(name):
+            return name
+    raise UserInputError("no container engine found; install docker, podman or buildah")
+
+
+def _json(cmd: list[str], *, lines: bool = False) -> Any:
+    """An engine's JSON answer (one document, or one per line), or None when it says no."""
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise RunnerError(f"{cmd[0]} did not answer: {exc}") from None
+    if out.returncode != 0:
+        if re.search(r"no such|not known|not found|unable to find", out.stderr, re.IGNORECASE):
+            return None
+        first = (out.stderr.strip().splitlines() or [f"exit status {out.returncode}"])[0]
+        raise RunnerError(f"{cmd[0]} failed: {first}")
+    if lines:
+        return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+    return json.loads(out.stdout or "null")
+
+
+def inspect(engine: str, ref: str) -> ImageInfo | None:
+    """Labels, id and digest of a local image, or None when the engine does not have it."""
+    if engine == "buildah":
+        data = _json(["buildah", "inspect", "--type", "image", ref])
+        if not isinstance(data, dict):
+            return None
+        config = (data.get("Docker") or {}).get("config") or data.get("OCIv1", {}).get("config")
+        return ImageInfo(
+            ref,
+            data.get("FromImageID", ""),
+            data.get("FromImageDigest"),
+            None,
+            dict((config or {}).get("Labels") or {}),
+        )
+    data = _json([engine, "image", "inspect", ref])
+    if not isinstance(data, list) or not data:
+        return None
+    item = data[0]
+    labels = item.get("Labels") or (item.get("Config") or {}).get("Labels") or {}
+    repo_digests = item.get("RepoDigests") or []
+    digest = item.get("Digest") or (repo_digests[0].partition("@")[2] if repo_digests else None)
+    return ImageInfo(ref, item.get("Id", ""), digest, item.get("Size"), dict(labels))
+
+
+def list_images(engine: str | None = None) -> list[ImageInfo]:
+    """Local images named rlcrate-<variant>, with their labels."""
+    engine = detect_engine(engine)
+    if engine == "docker":
+        rows = _json(["docker", "images", "--format", "{{json .}}"], lines=True) or []
+        refs = [f"{r['Repository']}:{r['Tag']}" for r in rows]
+    else:
+        rows = (
+            _json(
+                [engine, "images", "--json"]
+                if engine == "buildah"
+                else [engine, "images", "--format", "json"]
+            )
+            or []
+        )
+        refs = [n for r in rows for n in (r.get("names") or r.get("Names") or [])]
+    wanted = [r for r in refs if r.rsplit("/", 1)[-1].startswith(("rlcrate-cpu:", "rlcrate-cuda:"))]
+    return [info for ref in sorted(set(wanted)) if (info := inspect(engine, ref))]

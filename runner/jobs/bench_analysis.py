@@ -1,0 +1,112 @@
+"""Analysing a bench: speed-ups, parallel efficiency, where the gain flattens, findings.
+
+Where the gain flattens: parallel efficiency at sweep value x is
+    (steps/s at x / steps/s at x0) / (x / x0)
+against the first (smallest) value x0; the gain "flattens" at the first point whose efficiency
+drops below FLATTEN_EFFICIENCY (0.5: doubling the envs no longer buys even half of the ideal
+speed-up). Categorical sweeps (modes, backends) report each point's ratio to the first.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+FLATTEN_EFFICIENCY = 0.5
+
+
+def _efficiencies(pts: list[dict[str, Any]], key: str, numeric: bool) -> None:
+    base = pts[0].get(key)
+    for p in pts:
+        cur = p.get(key)
+        if not (base and cur):
+            continue
+        speedup = cur["steps_per_s"]["median"] / base["steps_per_s"]["median"]
+        p.setdefault("speedup", {})[key] = speedup
+        if numeric:
+            p.setdefault("efficiency", {})[key] = speedup / (float(p["x"]) / float(pts[0]["x"]))
+
+
+def analyse(bench: dict[str, Any]) -> None:
+    """Speed-ups against each series' first point, efficiency, where the gain flattens, findings."""
+    numeric = bench["axis"]["numeric"]
+    series: dict[str, list[dict[str, Any]]] = {}
+    for p in bench["points"]:
+        if not p["error"]:
+            series.setdefault(p["variant"], []).append(p)
+    if not numeric:  # categorical: every point against the very first one
+        series = {"": [p for p in bench["points"] if not p["error"]]}
+    findings: list[str] = []
+    flatten: dict[str, dict[str, Any]] = {}
+    for variant, pts in series.items():
+        if numeric:
+            pts.sort(key=lambda p: float(p["x"]))
+        for key in ("env_only", "train"):
+            _efficiencies(pts, key, numeric)
+            if numeric and len(pts) > 1:
+                flatten.setdefault(variant, {})[key] = _flatten(pts, key)
+                findings += _flatten_text(bench, variant, key, pts, flatten[variant][key])
+            elif len(pts) > 1:
+                findings += [
+                    f"{name(key)} steps/s: {p['label']} is ×{p['speedup'][key]:.2f} "
+                    f"{pts[0]['label']}"
+                    for p in pts[1:]
+                    if key in p.get("speedup", {})
+                ]
+    for p in bench["points"]:
+        if p.get("train"):
+            findings.append(
+                f"{p['label']}: training spends "
+                f"{100 * p['train']['env_fraction']:.0f}% of its time stepping envs"
+            )
+    bench["flatten"] = flatten
+    bench["findings"] = findings
+
+
+def name(key: str) -> str:
+    return {"env_only": "env-only", "train": "training"}[key]
+
+
+def _flatten(pts: list[dict[str, Any]], key: str) -> dict[str, Any]:
+    for p in pts[1:]:
+        eff = p.get("efficiency", {}).get(key)
+        if eff is not None and eff < FLATTEN_EFFICIENCY:
+            return {"x": p["x"], "efficiency": eff, "threshold": FLATTEN_EFFICIENCY}
+    return {"x": None, "efficiency": None, "threshold": FLATTEN_EFFICIENCY}
+
+
+def _flatten_text(
+    bench: dict[str, Any], variant: str, key: str, pts: list[dict[str, Any]], flat: dict[str, Any]
+) -> list[str]:
+    path, last = bench["axis"]["label"], pts[-1]
+    who = f"{variant}, " if len(bench.get("variants", [])) > 1 else ""
+    if key not in last.get("speedup", {}):
+        return []
+    head = (
+        f"{who}{name(key)} steps/s: ×{last['speedup'][key]:.2f} from {path}={pts[0]['x']} "
+        f"to {last['x']} (efficiency {last['efficiency'][key]:.3g})"
+    )
+    if flat["x"] is None:
+        return [f"{head}; keeps scaling (efficiency ≥ {FLATTEN_EFFICIENCY} throughout)"]
+    return [
+        f"{head}; the gain flattens at {path}={flat['x']} (efficiency "
+        f"{flat['efficiency']:.3g} < {FLATTEN_EFFICIENCY})"
+    ]
+
+
+def add_overhead(bench: dict[str, Any], cost: dict[str, float]) -> None:
+    """The harness's cost as a fraction of each measured rate (per vector step)."""
+    fractions = {"env_only": 0.0, "train": 0.0}
+    per_step = {
+        "env_only": cost["loop_s_per_vector_step"],
+        "train": cost["timer_s_per_vector_step"],
+    }
+    for p in bench["points"]:
+        for key in fractions:
+            if p.get(key):
+                vec_rate = p[key]["steps_per_s"]["median"] / p["envs"]
+                fractions[key] = max(fractions[key], per_step[key] * vec_rate)
+    bench["overhead"] = {**cost, "max_fraction": fractions}
+    bench["findings"].append(
+        f"bench overhead (timing loop / step timer): at most {100 * fractions['env_only']:.2f}% "
+        f"of env-only and {100 * fractions['train']:.2f}% of training steps/s"
+    )

@@ -1,0 +1,153 @@
+"""Reading a run directory back: status.json, eval.json, TensorBoard curves, summary, bench.
+
+A run that is partial, failed or still going loads as far as its files go; unreadable files are
+recorded as problems on the unit they belong to.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from runner import plots
+from runner.errors import UserInputError
+from runner.plots import Curve
+
+REWARD_TAG = "rollout/ep_rew_mean"
+
+
+@dataclass
+class Unit:
+    variant: str
+    seed: int
+    state: str = "missing"
+    error: str | None = None
+    eval: dict[str, Any] | None = None
+    curve: Curve | None = None
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Run:
+    path: Path
+    name: str
+    run_id: str
+    seeds: list[int]
+    variants: dict[str, dict[str, Any]]  # name -> overrides, in matrix order
+    units: dict[tuple[str, int], Unit]
+    manifest: dict[str, Any]
+    summary: dict[str, Any]
+    bench: dict[str, Any] | None
+    labels: dict[str, str] = field(default_factory=dict)  # variant -> short display label
+
+
+def _read_json(path: Path, problems: list[str]) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        problems.append(f"{path}: unreadable JSON ({exc})")
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def read_curve(tb_dir: Path, tag: str = REWARD_TAG) -> tuple[Curve | None, str | None]:
+    """A unit's curve from its TensorBoard events (tensorboard's own reader), or a problem."""
+    from tensorboard.backend.event_processing import event_accumulator as ea
+
+    files = sorted(tb_dir.rglob("events.out.tfevents.*")) if tb_dir.is_dir() else []
+    if not files:
+        return None, f"no TensorBoard event files in {tb_dir}"
+    points: list[tuple[float, int, float]] = []
+    starts, bad = [], []
+    for folder in sorted({f.parent for f in files}):
+        acc = ea.EventAccumulator(str(folder), size_guidance={ea.SCALARS: 0})
+        acc.Reload()
+        try:
+            starts.append(acc.FirstEventTimestamp())
+        except ValueError:  # not a single event could be read from the folder's files
+            bad += [f.name for f in files if f.parent == folder]
+            continue
+        if tag in acc.Tags().get("scalars", []):
+            points += [(e.wall_time, e.step, e.value) for e in acc.Scalars(tag)]
+    kind = ""
+    if bad:
+        empty = all(f.stat().st_size == 0 for f in files if f.name in bad)
+        kind = "empty" if empty else "corrupt or unreadable"
+    if not points:
+        why = f"{kind} event file(s) {', '.join(bad)}" if bad else f"no '{tag}' scalars"
+        return None, f"{tb_dir}: {why}"
+    points.sort(key=lambda p: p[1])
+    wall, steps, values = (np.array(v, dtype=float) for v in zip(*points, strict=True))
+    curve = Curve(steps, values, wall - min(starts))
+    return curve, (f"{tb_dir}: skipped {kind} event file(s) {', '.join(bad)}" if bad else None)
+
+
+def _unit(run_dir: Path, variant: str, seed: int) -> Unit:
+    unit = Unit(variant, seed)
+    udir = run_dir / "units" / variant / f"seed-{seed}"
+    if not udir.is_dir():
+        return unit
+    status = _read_json(udir / "status.json", unit.problems) or {}
+    unit.state = str(status.get("state", "unknown"))
+    unit.error = status.get("error")
+    unit.eval = _read_json(udir / "eval.json", unit.problems)
+    if unit.eval is not None and not isinstance(unit.eval.get("mean"), (int, float)):
+        unit.problems.append(f"{udir / 'eval.json'}: no 'mean'")
+        unit.eval = None
+    unit.curve, problem = read_curve(udir / "tb")
+    if problem and (udir / "tb").exists():
+        unit.problems.append(problem)
+    return unit
+
+
+def load_run(run_dir: Path) -> Run:
+    """Everything the report needs from a run directory; raises UserInputError if it is none."""
+    run_dir = Path(run_dir)
+    markers = ("summary.json", "resolved.yaml", "manifest.yaml", "units", "bench.json")
+    if not run_dir.is_dir() or not any((run_dir / m).exists() for m in markers):
+        raise UserInputError(
+            f"{run_dir} is not a run directory (expected summary.json, resolved.yaml or units/)."
+        )
+    problems: list[str] = []
+    summary = _read_json(run_dir / "summary.json", problems) or {}
+    manifest = _read_manifest(run_dir)
+    listed = summary.get("variants") or manifest.get("variants") or {}
+    variants = {k: dict(v.get("overrides") or {}) for k, v in listed.items()}
+    units_dir = run_dir / "units"
+    for d in sorted(units_dir.iterdir()) if units_dir.is_dir() else []:
+        if d.is_dir():
+            variants.setdefault(d.name, {})
+    found = {int(p.name[5:]) for p in units_dir.glob("*/seed-*") if p.name[5:].isdigit()}
+    seeds = [int(s) for s in summary.get("seeds") or manifest.get("seeds") or sorted(found)]
+    units = {(v, s): _unit(run_dir, v, s) for v in variants for s in seeds}
+    return Run(
+        path=run_dir,
+        name=str(summary.get("name") or manifest.get("name") or run_dir.parent.name),
+        run_id=str(summary.get("run_id") or run_dir.name),
+        seeds=seeds,
+        variants=variants,
+        units=units,
+        manifest=manifest,
+        summary=summary,
+        bench=_read_json(run_dir / "bench.json", problems),
+        labels=plots.display_names(variants),
+    )
+
+
+def _read_manifest(run_dir: Path) -> dict[str, Any]:
+    import yaml
+
+    for name in ("resolved.yaml", "manifest.yaml"):
+        try:
+            data = yaml.safe_load((run_dir / name).read_text())
+        except (OSError, yaml.YAMLError):
+            continue
+        if isinstance(data, dict):
+            return data
+    return {}

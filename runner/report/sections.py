@@ -1,0 +1,187 @@
+"""The sections of report.md, each a list of markdown lines (empty when there is nothing to say)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runner import plots
+from runner.plots import Curve
+from runner.report.load import Run
+from runner.report.markdown import fmt, md_table, rel_path
+from runner.report.metrics import reward_levels, time_to_levels
+
+
+def eval_section(run: Run, rows: list[dict[str, Any]]) -> list[str]:
+    out = [
+        "## Evaluation",
+        "",
+        "Per seed: mean ± std over evaluation episodes. Across seeds: mean ± sample std of "
+        "the per-seed means; IQM (interquartile mean) with a 95% percentile bootstrap CI.",
+        "",
+    ]
+    body = []
+    for r in rows:
+        seeds = ", ".join(
+            f"{s}: {fmt(m)} ± {fmt(r['per_seed_std'][s])}" for s, m in r["per_seed"].items()
+        )
+        iqm = f"{fmt(r['iqm'])} [{fmt(r['iqm_ci95'][0])}, {fmt(r['iqm_ci95'][1])}]"
+        body.append(
+            [
+                r["variant"],
+                seeds or "–",
+                f"{fmt(r['mean'])} ± {fmt(r['std'])}",
+                iqm,
+                f"{r['n_seeds']}/{len(run.seeds)}",
+            ]
+        )
+    out += md_table(
+        ["variant", "per seed (seed: mean ± std)", "mean ± std", "IQM [95% CI]", "seeds"], body
+    )
+    return out
+
+
+def paired_section(title: str, base: str, rows: list[dict], best: dict[str, int]) -> list[str]:
+    out = [
+        f"## {title}",
+        "",
+        f"Per-seed differences against **{base}** (variant − {base}, evaluation return); "
+        "mean with a 95% bootstrap CI; wins = seeds on which the variant beat it.",
+        "",
+    ]
+    body = [
+        [
+            r["variant"],
+            ", ".join(f"{s}: {fmt(d)}" for s, d in zip(r["seeds"], r["differences"], strict=True))
+            or "–",
+            fmt(r["mean"]),
+            f"[{fmt(r['ci95'][0])}, {fmt(r['ci95'][1])}]",
+            f"{r['wins']}–{r['losses']}–{r['ties']}",
+        ]
+        for r in rows
+    ]
+    out += md_table(["variant", "per-seed difference", "mean", "95% CI", "wins–losses–ties"], body)
+    if best:
+        out += [
+            "Best return per seed (seeds every variant finished): "
+            + ", ".join(f"{v}: {n}" for v, n in best.items()),
+            "",
+        ]
+    return out
+
+
+def ttr_section(run: Run, groups: dict[str, list[Curve]]) -> list[str]:
+    levels, auto = reward_levels(run, groups)
+    if not levels:
+        return []
+    out = [
+        "## Time to reach reward levels",
+        "",
+        "Wall-clock seconds (and env steps) until `rollout/ep_rew_mean` first reached the "
+        "level: mean ± std over the seeds that reached it."
+        + (" Levels chosen automatically (set `eval.reward_levels` to fix them)." if auto else ""),
+        "",
+    ]
+    body = []
+    for v, curves in groups.items():
+        for level, t in time_to_levels(curves, levels).items():
+            body.append(
+                [
+                    v,
+                    fmt(level),
+                    f"{fmt(t['mean_s'][0])} ± {fmt(t['mean_s'][1])}",
+                    f"{fmt(t['mean_steps'][0])} ± {fmt(t['mean_steps'][1])}",
+                    f"{t['reached']}/{t['of']}",
+                ]
+            )
+    return out + md_table(["variant", "level", "seconds", "env steps", "seeds reached"], body)
+
+
+def expect_section(run: Run) -> list[str]:
+    body = [
+        [
+            run.labels.get(v, v),
+            e.get("metric"),
+            e.get("op"),
+            fmt(e.get("value")),
+            fmt(e.get("actual")),
+            "✅ met" if e.get("met") else "❌ not met",
+        ]
+        for v, data in run.summary.get("variants", {}).items()
+        for e in data.get("expect", [])
+    ]
+    if not body:
+        return []
+    met = run.summary.get("expectations_met")
+    return ["## Expectations", "", f"All met: **{'yes' if met else 'no'}**", ""] + md_table(
+        ["variant", "metric", "op", "value", "actual", "result"], body
+    )
+
+
+def _load(values: Any) -> str:
+    return " ".join(f"{v:.2f}" for v in values) if isinstance(values, list) else "?"
+
+
+def bench_lines(bench: dict[str, Any], plot: str | None) -> list[str]:
+    host = bench.get("host", {})
+    out = [
+        "## Benchmark",
+        "",
+        f"CPU: {host.get('cpu_model', '?')}, {host.get('cpu_count', '?')} cores, load average "
+        f"{_load(host.get('load_avg_before'))} before / {_load(host.get('load_avg_after'))} after. "
+        f"{bench.get('settings', {}).get('steps', '?')} steps per repeat, "
+        f"{bench.get('settings', {}).get('repeats', '?')} repeats (median [min–max]).",
+        "",
+    ]
+    body = []
+    for p in bench.get("points", []):
+        cells = [p.get("label")]
+        for key in ("env_only", "train"):
+            s = (p.get(key) or {}).get("steps_per_s")
+            cells.append(f"{fmt(s['median'])} [{fmt(s['min'])}–{fmt(s['max'])}]" if s else "–")
+        frac = (p.get("train") or {}).get("env_fraction")
+        cells.append(f"{100 * frac:.0f}%" if frac is not None else "–")
+        cells.append(
+            fmt(p.get("speedup", {}).get("env_only"))
+            + " / "
+            + fmt(p.get("speedup", {}).get("train"))
+        )
+        cells.append(p.get("error") or "")
+        body.append(cells)
+    out += md_table(
+        [
+            "point",
+            "env-only steps/s",
+            "training steps/s",
+            "training time stepping envs",
+            "× first point (env / train)",
+            "error",
+        ],
+        body,
+    )
+    out += [f"- {line}" for line in bench.get("findings", [])] + [""]
+    return out + ([f"![scaling]({plot})", ""] if plot else [])
+
+
+def units_section(run: Run) -> list[str]:
+    missing = [u for u in run.units.values() if u.eval is None]
+    if not missing:
+        return [f"All {len(run.units)} units finished and evaluated.", ""]
+    out = ["## Missing or incomplete units", ""]
+    for u in missing:
+        why = f": {u.error}" if u.error else ""
+        out.append(f"- `{run.labels.get(u.variant, u.variant)}` seed {u.seed}: {u.state}{why}")
+    return out + [""]
+
+
+def problems_section(run: Run) -> list[str]:
+    lines = [f"- {p}" for u in run.units.values() for p in u.problems]
+    return ["## Files that could not be read", ""] + lines + [""] if lines else []
+
+
+def bench_section(run: Run) -> list[str]:
+    if not run.bench:
+        return []
+    scaling = run.path / "plots/scaling.png"
+    if not scaling.is_file():
+        plots.scaling(run.bench, scaling)
+    return bench_lines(run.bench, rel_path(scaling, run.path) if scaling.is_file() else None)

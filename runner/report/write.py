@@ -1,0 +1,61 @@
+"""`write_report`: report.md, plots/*.png and eval_table.tex for one run directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from runner import plots
+from runner.report.latex import write_latex
+from runner.report.load import load_run
+from runner.report.markdown import rel_path, write_md
+from runner.report.metrics import best_counts, curve_groups, eval_rows, paired_rows, varied_field
+from runner.report.sections import (
+    bench_section,
+    eval_section,
+    expect_section,
+    paired_section,
+    problems_section,
+    ttr_section,
+    units_section,
+)
+
+
+def write_report(run_dir: Path) -> Path:
+    """Write report.md, plots/*.png and eval_table.tex into the run directory; return report.md."""
+    run = load_run(run_dir)
+    root, rows = run.path, eval_rows(run)
+    groups = {run.labels.get(v, v): cs for v, cs in curve_groups(run).items()}
+    lc = plots.learning_curves(groups, root / "plots/learning_curves.png", title=run.name)
+    ev = plots.eval_points(rows, root / "plots/eval.png", title=run.name)
+    write_latex(rows, root / "eval_table.tex", f"{run.name}: evaluation return across seeds")
+    lines = [
+        f"# {run.name} — run {run.run_id}",
+        "",
+        f"Seeds: {run.seeds}. Variants: {len(run.variants)}. "
+        "LaTeX table of the evaluation: `eval_table.tex`.",
+        "",
+    ]
+    if not any(u.state not in ("missing", "pending") or u.eval for u in run.units.values()):
+        lines += ["No unit has been trained or evaluated in this run (a bench-only run?).", ""]
+        return write_md(root / "report.md", lines + bench_section(run))
+    lines += units_section(run) + eval_section(run, rows)
+    lines += [f"![evaluation]({rel_path(ev, root)})", ""] if ev else []
+    field_ = varied_field(run)
+    per_seed = {r["variant"]: r["per_seed"] for r in rows}
+    if field_ and len(rows) > 1:
+        base, *others = per_seed
+        title = f"Paired comparison over `{field_}`"
+        lines += paired_section(
+            title,
+            base,
+            paired_rows(per_seed[base], {v: per_seed[v] for v in others}),
+            best_counts(per_seed, run.seeds),
+        )
+    lines += (
+        ["## Learning curves", "", f"![learning curves]({rel_path(lc, root)})", ""]
+        if lc
+        else ["## Learning curves", "", "No readable TensorBoard curves.", ""]
+    )
+    lines += ttr_section(run, groups) + expect_section(run)
+    lines += bench_section(run)
+    return write_md(root / "report.md", lines + problems_section(run))
