@@ -81,7 +81,9 @@ def _handled(fn: Callable[..., None]) -> Callable[..., None]:
 def _console():
     from rich.console import Console
 
-    return Console(stderr=False, highlight=False)
+    # logs and CI capture output without a terminal: give tables room instead of Rich's 80
+    width = None if sys.stdout.isatty() else 120
+    return Console(stderr=False, highlight=False, width=width)
 
 
 def _version(value: bool) -> None:

@@ -99,7 +99,7 @@ def _check_algo(cfg: Manifest, spaces: Any, source: str, lines: Lines, out: list
 def _sweep_problems(m: Manifest, source: str, lines: Lines) -> list[str]:
     """Every (variant, sweep point) checked exactly as the bench job will run it."""
     from runner.errors import ManifestError
-    from runner.jobs.bench import plan
+    from runner.jobs.bench_plan import plan
 
     try:
         plan(m)
