@@ -58,6 +58,7 @@ class GodotProcess:
             self._log.close()
             raise RunnerError(f"could not start Godot ({self.argv[0]}): {exc.strerror}") from None
         self.pid = self.proc.pid
+        self._owner = os.getpid()
         _LIVE.add(self)
         _install_sigterm_handler()
 
@@ -131,7 +132,8 @@ def _game_env() -> dict[str, str]:
 
 def kill_all() -> None:
     for proc in list(_LIVE):
-        proc.kill()
+        if proc._owner == os.getpid():  # not in a forked child that inherited the set
+            proc.kill()
 
 
 atexit.register(kill_all)

@@ -79,38 +79,35 @@ func set_action(a) -> void:
 			move = move.normalized()
 	else:
 		move = DIRS[clamp(int(a), 0, N_ACTIONS - 1)]
+	move *= ACCEL * DT
 
 
+# Hot path: one call per instance per physics tick; kept to few GDScript operations.
 func tick() -> void:
-	agent_vel += (move * ACCEL - agent_vel * DRAG) * DT
-	if agent_vel.length_squared() > MAX_SPEED * MAX_SPEED:
-		agent_vel = agent_vel.normalized() * MAX_SPEED
-	agent_pos += agent_vel * DT
+	var v := agent_vel * (1.0 - DRAG * DT) + move
+	if v.length_squared() > MAX_SPEED * MAX_SPEED:
+		v = v.normalized() * MAX_SPEED
+	var p := agent_pos + v * DT
 	var hit := false
-	if agent_pos.x < AGENT_R:
-		agent_pos.x = AGENT_R
-		agent_vel.x = 0.0
+	if p.x < AGENT_R or p.x > W - AGENT_R:
+		p.x = clamp(p.x, AGENT_R, W - AGENT_R)
+		v.x = 0.0
 		hit = true
-	elif agent_pos.x > W - AGENT_R:
-		agent_pos.x = W - AGENT_R
-		agent_vel.x = 0.0
+	if p.y < AGENT_R or p.y > H - AGENT_R:
+		p.y = clamp(p.y, AGENT_R, H - AGENT_R)
+		v.y = 0.0
 		hit = true
-	if agent_pos.y < AGENT_R:
-		agent_pos.y = AGENT_R
-		agent_vel.y = 0.0
-		hit = true
-	elif agent_pos.y > H - AGENT_R:
-		agent_pos.y = H - AGENT_R
-		agent_vel.y = 0.0
-		hit = true
-	ball_pos += ball_vel * DT
-	if ball_pos.x < BALL_R or ball_pos.x > W - BALL_R:
+	agent_vel = v
+	agent_pos = p
+	var b := ball_pos + ball_vel * DT
+	if b.x < BALL_R or b.x > W - BALL_R:
 		ball_vel.x = -ball_vel.x
-		ball_pos.x = clamp(ball_pos.x, BALL_R, W - BALL_R)
-	if ball_pos.y < BALL_R or ball_pos.y > H - BALL_R:
+		b.x = clamp(b.x, BALL_R, W - BALL_R)
+	if b.y < BALL_R or b.y > H - BALL_R:
 		ball_vel.y = -ball_vel.y
-		ball_pos.y = clamp(ball_pos.y, BALL_R, H - BALL_R)
-	var d := agent_pos.distance_to(ball_pos)
+		b.y = clamp(b.y, BALL_R, H - BALL_R)
+	ball_pos = b
+	var d := p.distance_to(b)
 	if d < AGENT_R + BALL_R:
 		reward_acc += CATCH_REWARD
 		catches += 1
@@ -132,30 +129,27 @@ var done := false
 var final_obs = null
 
 
+# The observation comes scaled by 1e6 for the step message's fixed-point numbers.
 func end_step() -> Array:
 	steps += 1
 	reward = reward_acc
 	reward_acc = 0.0
 	done = steps >= episode_steps
 	if not done:
-		return observe()
+		return observe(1e6)
 	final_obs = observe()
 	reset_episode()
-	return observe()
+	return observe(1e6)
 
 
 # Ball position and relative velocity from the agent's view, the agent's velocity, and its
 # distance to the four walls (0 touching, 1 across the arena).
-func observe() -> Array:
-	var left := (agent_pos.x - AGENT_R) / (W - 2.0 * AGENT_R)
-	var top := (agent_pos.y - AGENT_R) / (H - 2.0 * AGENT_R)
-	return [
-		(ball_pos.x - agent_pos.x) / W, (ball_pos.y - agent_pos.y) / H,
-		(ball_vel.x - agent_vel.x) / (MAX_SPEED + BALL_MAX_SPEED),
-		(ball_vel.y - agent_vel.y) / (MAX_SPEED + BALL_MAX_SPEED),
-		agent_vel.x / MAX_SPEED, agent_vel.y / MAX_SPEED,
-		left, 1.0 - left, top, 1.0 - top,
-	]
+func observe(scale := 1.0) -> Array:
+	var rel := (ball_pos - agent_pos) * (scale / W)  # W == H
+	var rel_v := (ball_vel - agent_vel) * (scale / (MAX_SPEED + BALL_MAX_SPEED))
+	var vel := agent_vel * (scale / MAX_SPEED)
+	var wall := (agent_pos - Vector2(AGENT_R, AGENT_R)) * (scale / (W - 2.0 * AGENT_R))
+	return [rel.x, rel.y, rel_v.x, rel_v.y, vel.x, vel.y, wall.x, scale - wall.x, wall.y, scale - wall.y]
 
 
 # Methods below answer the protocol's "call" messages.
