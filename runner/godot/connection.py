@@ -52,6 +52,8 @@ class GodotConnection(GodotEnv):
         self.observation_space = self.observation_spaces[0]
         self.tuple_action_spaces = [spaces.Tuple(list(a.values())) for a in self.action_spaces]
         self.action_space_processor = ActionSpaceProcessor(self.tuple_action_spaces[0], True)
+        keys = list(self.action_spaces[0].keys())
+        self._action_key = keys[0] if len(keys) == 1 else None
         self._phase = "a step"
 
     # -- receiving with a deadline -------------------------------------------------------------
@@ -117,12 +119,12 @@ class GodotConnection(GodotEnv):
 
     def from_numpy(self, action, order_ij=False):
         """godot-rl's conversion, without its per-agent Python loop for one action key."""
-        keys = list(self.action_spaces[0].keys())
-        if order_ij or len(keys) != 1:
+        if order_ij or self._action_key is None:
             return super().from_numpy(action, order_ij=order_ij)
         values = np.asarray(action[0])
         values = values.astype(np.int64) if values.ndim == 1 else values  # int(v), as godot-rl
-        return [{keys[0]: v} for v in values.tolist()]
+        key = self._action_key
+        return [{key: v} for v in values.tolist()]
 
     def recv_step(self) -> dict[str, Any]:
         """The raw step message, with obs processed as godot-rl does; may carry `final_obs`."""

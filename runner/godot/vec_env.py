@@ -106,25 +106,29 @@ class GodotVecEnv(VecEnv):
         except BaseException:  # timeouts, a dead game, Ctrl-C: end every game before raising
             self._fail()
             raise
-        obs: list[dict[str, Any]] = []
-        rewards: list[float] = []
-        dones: list[bool] = []
+        if len(responses) == 1:
+            obs, rewards, dones = responses[0]["obs"], responses[0]["reward"], responses[0]["done"]
+        else:
+            obs, rewards, dones = [], [], []
+            for resp in responses:
+                obs += resp["obs"]
+                rewards += resp["reward"]
+                dones += resp["done"]
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
+        if any(dones):
+            self._episode_ends(responses, obs, dones, infos)
+        return (self._obs_array(obs), np.asarray(rewards, dtype=np.float32),
+                np.asarray(dones, dtype=bool), infos)
+
+    def _episode_ends(self, responses, obs, dones, infos) -> None:
         for p, resp in enumerate(responses):
-            base = p * self.instances
             for key, final in resp.get("final_obs", {}).items():
-                info = infos[base + int(key)]
+                info = infos[p * self.instances + int(key)]
                 info["terminal_observation"] = self._obs_array([final["obs"]])[0]
                 info["TimeLimit.truncated"] = bool(final.get("truncated", False))
-            obs.extend(resp["obs"])
-            rewards.extend(resp["reward"])
-            dones.extend(resp["done"])
-        obs_arr = self._obs_array(obs)
-        done_arr = np.asarray(dones, dtype=bool)
-        for i in np.flatnonzero(done_arr):
-            # A godot-rl game without final_obs sends the last observation itself.
-            infos[i].setdefault("terminal_observation", self._obs_array([obs[i]])[0])
-        return obs_arr, np.asarray(rewards, dtype=np.float32), done_arr, infos
+        for i, done in enumerate(dones):
+            if done:  # a godot-rl game without final_obs sends the last observation itself
+                infos[i].setdefault("terminal_observation", self._obs_array([obs[i]])[0])
 
     # -- the rest of the VecEnv interface ------------------------------------------------------
 
