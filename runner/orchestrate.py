@@ -125,7 +125,7 @@ def run_units(
     at_once, per_unit = _parallelism(manifest, res)
     steps = {u: res["variants"][u.variant]["config"]["train"]["timesteps"] for u in units}
     view = ProgressView(run_dir, units, steps)
-    with Live(view, console=console, refresh_per_second=4, transient=True) as live:
+    with Live(view, console=console, auto_refresh=False, transient=True) as live:
         try:
             return launch(
                 opts.executor,

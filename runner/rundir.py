@@ -18,22 +18,26 @@ from typing import Any
 STATES = ("pending", "running", "done", "failed", "interrupted")
 
 
-def write_text_atomic(path: Path, text: str) -> None:
+def write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:
+    """Write via a temporary file and rename; `durable` also fsyncs (skip it for advisory files
+    such as progress.json, written every second during training)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def write_json_atomic(path: Path, obj: Any) -> None:
-    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
+def write_json_atomic(path: Path, obj: Any, *, durable: bool = True) -> None:
+    text = json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n"
+    write_text_atomic(path, text, durable=durable)
 
 
 def read_json(path: Path) -> Any | None:

@@ -83,7 +83,7 @@ def launch(
                     _kill_group(p)  # stragglers of a finished unit
                     del running[unit]
             on_tick()
-            time.sleep(0.25)
+            time.sleep(0.5)  # the runner idles beside the units it waits for
     except KeyboardInterrupt:
         stop_all(running)
         for unit, p in running.items():

@@ -62,6 +62,7 @@ def _callback(cfg: Manifest, unit_dir: Path, started: float, done_before: int):
                 write_json_atomic(
                     unit_dir / "progress.json",
                     {"steps": steps, "total": total, "steps_per_s": rate, "started": started},
+                    durable=False,
                 )
             return True
 

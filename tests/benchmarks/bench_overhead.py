@@ -86,7 +86,7 @@ def startup(args: list[str], n: int = 5) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--timesteps", type=int, default=30_000)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
     rows: dict[str, list[tuple[float, float]]] = {"plain": [], "runner": []}
     with tempfile.TemporaryDirectory() as tmp:
@@ -101,9 +101,11 @@ def main() -> None:
             f"wall s {[round(w, 1) for _, w in v]}"
         )
     print(
-        f"  runner/plain steps/s ratio: {med['runner'] / med['plain']:.3f} "
+        f"  runner/plain steps/s ratio of medians: {med['runner'] / med['plain']:.3f} "
         f"(overhead {100 * (1 - med['runner'] / med['plain']):+.1f}%)"
     )
+    pairs = [r / p for (r, _), (p, _) in zip(rows["runner"], rows["plain"], strict=True)]
+    print(f"  per interleaved pair: {[round(x, 3) for x in pairs]}")
     print(f"  rlcrate --help: {startup(['--help']):.3f} s (median of 5)")
     print(
         f"  rlcrate validate quickstart: {startup(['validate', str(QUICKSTART)]):.3f} s"
