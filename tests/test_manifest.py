@@ -122,3 +122,17 @@ def test_safe_loader_never_runs_code(write_manifest, tmp_path):
     with pytest.raises(ManifestError, match="tag not allowed"):
         load_manifest(path)
     assert not marker.exists()
+
+
+def test_relative_game_path_is_relative_to_the_manifest(tmp_path, monkeypatch):
+    import shutil
+
+    from tests.helpers import ROOT
+
+    game = tmp_path / "exp" / "my game"
+    shutil.copytree(ROOT / "runner/games/ballchase", game)
+    path = tmp_path / "exp" / "m.yaml"
+    path.write_text('rlcrate: 1\nname: g\nenv: {backend: godot, id: "./my game"}\n')
+    monkeypatch.chdir(tmp_path)  # elsewhere: the path must not depend on the shell's folder
+    m = load_manifest(path)
+    assert Path(m.env.id) == game.resolve()

@@ -178,6 +178,18 @@ def _without(data: Any, locs: list[tuple[Any, ...]]) -> Any:
     return data
 
 
+def _anchor_paths(manifest: Manifest, base: Path) -> Manifest:
+    """A relative game path in env.id means relative to the manifest's folder, not the shell's."""
+    env_id = manifest.env.id
+    if manifest.env.backend == "godot" and ("/" in env_id or env_id.startswith(".")):
+        candidate = base / env_id
+        if not Path(env_id).is_absolute() and candidate.exists():
+            return manifest.model_copy(
+                update={"env": manifest.env.model_copy(update={"id": str(candidate.resolve())})}
+            )
+    return manifest
+
+
 def _error_locs(data: Any) -> list[tuple[Any, ...]]:
     try:
         Manifest.model_validate(data)
@@ -206,6 +218,7 @@ def load_manifest(path: str | Path, *, check: bool = True) -> Manifest:
             manifest = Manifest.model_validate(_without(data, _error_locs(data)))
         except (ValidationError, TypeError):
             raise exc from None
+    manifest = _anchor_paths(manifest, path.resolve().parent)
     if check:
         problems += [p for p in check_manifest(manifest, source, lines) if p not in problems]
     if problems:
