@@ -7,6 +7,7 @@ import shutil
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from runner import __version__
@@ -62,8 +63,9 @@ def doctor(console: Console) -> None:
     table.add_column("status")
     table.add_column("detail", overflow="fold")
     for name, ok, reason in _backend_rows():
-        table.add_row(f"backend {name}", ok, reason)
-    table.add_row("godot binary", *_godot())
+        table.add_row(f"backend {name}", ok, escape(reason))
+    ok, detail = _godot()
+    table.add_row("godot binary", ok, escape(detail))
     table.add_row("container engines", "", _engines())
     table.add_row("GPU", "", _gpu())
     cpu = cpu_info()
@@ -78,7 +80,7 @@ def list_envs(console: Console, backend: str | None, all_ids: bool) -> None:
         module = get_backend(name)
         reason = module.available()
         if reason:
-            console.print(f"[bold]{name}[/]: unavailable ({reason})")
+            console.print(f"[bold]{name}[/]: unavailable ({escape(reason)})")
             continue
         ids = sorted(module.env_ids(), key=lambda i: ("/" in i, i))  # plain ids before namespaced
         namespaces: dict[str, int] = {}
@@ -88,4 +90,5 @@ def list_envs(console: Console, backend: str | None, all_ids: bool) -> None:
         shown = ids if all_ids else ids[:15]
         more = "" if all_ids or len(ids) <= 15 else f" ... and {len(ids) - 15} more (--all)"
         groups = "".join(f"; {ns}/* ({n})" for ns, n in namespaces.items())
-        console.print(f"[bold]{name}[/] ({len(ids)} ids{groups}): {', '.join(shown)}{more}")
+        listing = escape(f"{', '.join(shown)}{more}")
+        console.print(f"[bold]{name}[/] ({len(ids)} ids{groups}): {listing}")

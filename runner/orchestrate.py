@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape
 
 from runner import provenance
 from runner.errors import UnitFailed, UserInputError
@@ -149,13 +150,15 @@ def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
     manifest = load_manifest(manifest_path)
     signal.signal(signal.SIGTERM, _as_interrupt)  # SIGTERM stops as cleanly as Ctrl-C
     run_dir, res = prepare_run_dir(manifest_path, manifest, opts)
-    console.print(f"run directory: [bold]{run_dir}[/]")
+    console.print(f"run directory: [bold]{escape(str(run_dir))}[/]")
     try:
         results = run_units(run_dir, res, manifest, opts, console)
     except KeyboardInterrupt:
         write_summary(run_dir, res)
         console.print(
-            f"[yellow]stopped; resume with: rlcrate run {manifest_path} --resume {run_dir}[/]"
+            "[yellow]stopped; resume with: "
+            + escape(f"rlcrate run {run_dir / 'manifest.yaml'} --resume {run_dir}")
+            + "[/]"
         )
         raise
     summary = write_summary(run_dir, res)

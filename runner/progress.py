@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console, Group
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -109,4 +110,5 @@ def print_failures(console: Console, summary: dict[str, Any]) -> None:
     for name, v in summary["variants"].items():
         for seed, u in v["units"].items():
             if u["state"] in ("failed", "interrupted"):
-                console.print(f"[red]{name}/seed-{seed} {u['state']}[/]: {u.get('error')}")
+                error = escape(str(u.get("error")))
+                console.print(f"[red]{escape(name)}/seed-{seed} {u['state']}[/]: {error}")
