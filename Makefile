@@ -9,11 +9,17 @@ APT_PACKAGES := godot3-server buildah podman debootstrap uidmap tini
 
 .PHONY: venv system-deps quickstart test test-fast lint type all clean
 
-$(STAMP): pyproject.toml
+# Dev and CI install the exact versions the CPU image locks (hashes and torch's +cpu local
+# version stripped: pip takes no hashes in a constraints file, and TORCH pins torch).
+CONSTRAINTS := $(VENV)/constraints.txt
+
+$(STAMP): pyproject.toml images/cpu/requirements.lock
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	sed -e '/^ *--hash/d' -e '/^ *#/d' -e 's/ *\\$$//' -e '/^torch==/d' -e '/^$$/d' \
+	    images/cpu/requirements.lock > $(CONSTRAINTS)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q $(TORCH)
-	$(BIN)/pip install -q -e '.[all,dev]' $(TORCH)
+	$(BIN)/pip install -q -c $(CONSTRAINTS) -e '.[all,dev]' $(TORCH)
 	touch $@
 
 venv: $(STAMP)

@@ -212,6 +212,7 @@ def test_image_ls_without_engine(monkeypatch, tmp_path):
     from runner.cli_image import app
 
     monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("RLCRATE_ENGINE", raising=False)  # `make test` exports one
     result = CliRunner().invoke(app, ["ls"])
     assert result.exit_code == 2 and "no container engine" in result.output
 
