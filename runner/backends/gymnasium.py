@@ -104,11 +104,10 @@ def make_vec_env(
 
     check_env(env)
     fns = [_maker(env.id, dict(env.kwargs), seed + i) for i in range(n_envs)]
-    venv: Any
-    if mode == "subproc" and n_envs > 1:
-        # forkserver: workers do not inherit the parent's torch threads or signal handlers
-        venv = SubprocVecEnv(fns, start_method="forkserver")
-    else:
-        venv = DummyVecEnv(fns)
+    # subproc even for one env (a benchmark of subproc must measure subproc); forkserver, so
+    # workers do not inherit the parent's torch threads or signal handlers
+    venv: Any = (
+        SubprocVecEnv(fns, start_method="forkserver") if mode == "subproc" else DummyVecEnv(fns)
+    )
     venv.seed(seed)  # env i gets seed + i on its next reset
     return venv

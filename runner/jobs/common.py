@@ -23,15 +23,17 @@ def make_env(
     seed: int,
     log_dir: Path | None = None,
     n_envs: int | None = None,
+    mode: str | None = None,
     monitor: bool = True,
 ) -> Any:
-    """The manifest's VecEnv (wrapped in VecMonitor for episode statistics)."""
+    """The manifest's VecEnv (wrapped in VecMonitor for episode statistics); `n_envs` and `mode`
+    override the manifest's (evaluation runs one in-process env)."""
     from stable_baselines3.common.vec_env import VecMonitor
 
     backend = get_backend(cfg.env.backend)
     n = n_envs or cfg.parallel.envs
     workers = min(cfg.parallel.workers, n)
-    mode = cfg.parallel.mode if n > 1 else "dummy"
+    mode = mode or cfg.parallel.mode
     if cfg.env.backend == "gymnasium" and mode == "subproc":
         workers = n
     venv = backend.make_vec_env(

@@ -18,7 +18,9 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
     model_path = unit_dir / "model.zip"
     if not model_path.exists():
         raise FileNotFoundError(f"{model_path} is missing; run the train job first")
-    venv = make_env(cfg, seed=seeds["eval_env"], n_envs=1, log_dir=unit_dir / "eval-logs")
+    venv = make_env(
+        cfg, seed=seeds["eval_env"], n_envs=1, mode="dummy", log_dir=unit_dir / "eval-logs"
+    )
     try:
         model = load_model(cfg, model_path, venv)
         returns, lengths = evaluate_policy(
