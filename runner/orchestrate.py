@@ -116,12 +116,14 @@ def run_units(
     from runner.progress import ProgressView
 
     unit_jobs = [j for j in opts.jobs if j in ("train", "eval")]
+    if not unit_jobs:
+        return {}
     units = [UnitRef(v, s) for v in res["variants"] for s in res["seeds"]]
     todo = [u for u in units if read_status(u.dir(run_dir)).get("state") != "done"]
     for u in todo:
         if not (u.dir(run_dir) / "status.json").exists():
             write_status(u.dir(run_dir), "pending", variant=u.variant, seed=u.seed)
-    if not unit_jobs or not todo:
+    if not todo:
         return {}
     at_once, per_unit = _parallelism(manifest, res)
     steps = {u: res["variants"][u.variant]["config"]["train"]["timesteps"] for u in units}
@@ -161,13 +163,15 @@ def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
             + "[/]"
         )
         raise
-    summary = write_summary(run_dir, res)
+    units_ran = any(j in opts.jobs for j in ("train", "eval"))
+    summary = write_summary(run_dir, res) if units_ran else None
     if "bench" in opts.jobs:
         from runner.jobs.bench import run_bench
 
         run_bench(manifest, run_dir, console=console)
-    console.print(summary_table(summary))
-    print_failures(console, summary)
+    if summary is not None:  # a bench-only run has no per-seed results to summarise
+        console.print(summary_table(summary))
+        print_failures(console, summary)
     if opts.report:
         _report(run_dir, console)
     failed = [u for u, rc in results.items() if rc != 0]

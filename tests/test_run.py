@@ -197,3 +197,22 @@ def test_killed_run_resumes_to_the_same_summary(write_manifest, tmp_path):
     b = json.loads((run / "summary.json").read_text())
     assert a["variants"]["default"]["eval"] == b["variants"]["default"]["eval"]
     assert b["complete"] is True
+
+
+@pytest.mark.gymnasium
+def test_bench_only_run_leaves_no_empty_units(write_manifest, tmp_path):
+    m = tiny_manifest(
+        bench={
+            "steps": 256,
+            "warmup": 64,
+            "repeats": 1,
+            "train": False,
+            "sweep": {"parallel.envs": [1, 2]},
+        }
+    )
+    out = rlcrate("bench", str(write_manifest(m)), "--out", str(tmp_path / "runs"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    run = run_dir_of(tmp_path / "runs", "tiny")
+    bench = json.loads((run / "bench.json").read_text())
+    assert len(bench["points"]) == 2
+    assert not (run / "units").exists() and not (run / "summary.json").exists()

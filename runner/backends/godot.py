@@ -67,8 +67,8 @@ def godot_binary() -> tuple[str, str]:
             raise BackendUnavailable(f"{GODOT_ENV_VAR}={override} did not report a Godot "
                                      "version with --version")
         return path, version
-    found = [(p, _probe_version(p)) for p in filter(None, map(shutil.which, GODOT_NAMES))]
-    found = [(p, v) for p, v in found if v]
+    probed = [(p, _probe_version(p)) for p in filter(None, map(shutil.which, GODOT_NAMES))]
+    found = [(p, v) for p, v in probed if v]
     for path, version in found:  # prefer Godot 3: the bundled games are Godot 3 projects
         if version.startswith("3."):
             return path, version
@@ -212,6 +212,6 @@ def make_vec_env(env: EnvSpec, *, n_envs: int, workers: int, mode: str, seed: in
     from runner.godot.vec_env import GodotVecEnv
 
     own = log_dir is None
-    logs = Path(tempfile.mkdtemp(prefix="rlcrate-godot-")) if own else Path(log_dir)
+    logs = Path(tempfile.mkdtemp(prefix="rlcrate-godot-")) if log_dir is None else Path(log_dir)
     return GodotVecEnv(argvs, instances=instances, timeout=env.timeout, log_dir=logs,
                        own_log_dir=own)

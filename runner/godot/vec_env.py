@@ -45,9 +45,9 @@ class GodotVecEnv(VecEnv):
         first = self.conns[0]
         keys = list(first.observation_space.spaces)
         self._obs_key = keys[0] if len(keys) == 1 else None
-        obs_space = first.observation_space
+        obs_space: spaces.Space = first.observation_space
         if self._obs_key:
-            obs_space = obs_space[self._obs_key]
+            obs_space = first.observation_space[self._obs_key]
         act_space = first.action_space
         self._discrete = isinstance(act_space, spaces.MultiDiscrete) and len(act_space.nvec) == 1
         if self._discrete:
