@@ -16,7 +16,6 @@ import math
 import os
 import platform
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -147,15 +146,11 @@ def harness_overhead(iterations: int = 20_000) -> dict[str, float]:
 
 
 def host_info() -> dict[str, Any]:
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    from runner.provenance import cpu_info
+
+    cpu = cpu_info()
+    model = cpu["model"] or platform.machine()
+    usable = cpu["usable"] or os.cpu_count()
     return {
         "cpu_model": model,
         "cpu_count": os.cpu_count(),
