@@ -216,3 +216,27 @@ def test_bench_only_run_leaves_no_empty_units(write_manifest, tmp_path):
     bench = json.loads((run / "bench.json").read_text())
     assert len(bench["points"]) == 2
     assert not (run / "units").exists() and not (run / "summary.json").exists()
+
+
+@pytest.mark.gymnasium
+def test_archive_and_reproduce(write_manifest, tmp_path):
+    m = tiny_manifest(expect={"eval.mean_reward": {">=": 0}})
+    assert rlcrate("run", str(write_manifest(m)), "--out", str(tmp_path / "runs")).returncode == 0
+    run = run_dir_of(tmp_path / "runs", "tiny")
+    bundle = tmp_path / "paper" / "tiny.tar.gz"
+    out = rlcrate("archive", str(run), "-o", str(bundle), "--no-models")
+    assert out.returncode == 0, out.stderr
+    import tarfile
+
+    with tarfile.open(bundle) as tar:
+        names = tar.getnames()
+    assert f"{run.name}/summary.json" in names and not any(n.endswith("model.zip") for n in names)
+    again = rlcrate("reproduce", str(bundle), "--out", str(tmp_path / "rerun"))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "yes" in again.stdout  # per-seed eval identical to the archived run
+    new = run_dir_of(tmp_path / "rerun", "tiny")
+    old_eval = json.loads((run / "summary.json").read_text())["variants"]["default"]["eval"]
+    new_eval = json.loads((new / "summary.json").read_text())["variants"]["default"]["eval"]
+    assert old_eval == new_eval
+    bad = rlcrate("reproduce", str(write_manifest("not a tarball", "x.tar.gz")))
+    assert bad.returncode == 2 and "not an rlcrate archive" in bad.stderr
