@@ -15,18 +15,13 @@ REWARD_TAG = "rollout/ep_rew_mean"
 
 
 def _time_to_reward(unit_dir: Path, levels: list[float], started: float | None) -> dict[str, Any]:
-    from runner.tb import TBReadError, read_scalars
+    from runner.tb import TBReadError, read_scalars, time_to_reach
 
     try:
         series = read_scalars(unit_dir / "tb", REWARD_TAG)
     except TBReadError as exc:
         return {"error": str(exc)}
-    out: dict[str, Any] = {}
-    for level in levels:
-        t0 = started if started is not None else (series[0][0] if series else 0.0)
-        hit = next((w - t0 for w, _, v in series if v >= level), None)
-        out[str(level)] = hit
-    return out
+    return {str(level): time_to_reach(series, level, started) for level in levels}
 
 
 def _metric_values(variant: dict[str, Any]) -> dict[str, float | None]:

@@ -29,11 +29,13 @@ def read_scalars(tb_dir: Path, tag: str) -> list[Scalar]:
     return sorted(out, key=lambda s: (s[1], s[0]))
 
 
-def time_to_reach(series: list[Scalar], level: float) -> float | None:
-    """Seconds from the first logged point until the value first reaches `level` (None: never)."""
+def time_to_reach(series: list[Scalar], level: float, start: float | None = None) -> float | None:
+    """Seconds from `start` (default: the first logged point) until the value first reaches
+    `level` (None: never)."""
     if not series:
         return None
-    start = min(w for w, _, _ in series)
+    if start is None:
+        start = min(w for w, _, _ in series)
     for wall, _, value in series:
         if value >= level:
             return wall - start

@@ -10,17 +10,16 @@ import pytest
 from runner.errors import ManifestError
 from runner.jobs import bench
 from runner.manifest.schema import Manifest
+from tests.helpers import tiny_manifest
 
 
 def _manifest(**over) -> Manifest:
-    data = {
-        "rlcrate": 1,
-        "name": "tiny-bench",
-        "env": {"backend": "gymnasium", "id": "CartPole-v1"},
-        "parallel": {"envs": 1, "workers": 1, "mode": "dummy"},
-        "algo": {"name": "PPO", "params": {"n_steps": 32, "batch_size": 32, "n_epochs": 1}},
-        "bench": {"steps": 256, "warmup": 64, "repeats": 2, "sweep": {"parallel.envs": [1, 2]}},
-    }
+    data = tiny_manifest(
+        name="tiny-bench",
+        parallel={"envs": 1, "workers": 1, "mode": "dummy"},
+        algo={"name": "PPO", "params": {"n_steps": 32, "batch_size": 32, "n_epochs": 1}},
+        bench={"steps": 256, "warmup": 64, "repeats": 2, "sweep": {"parallel.envs": [1, 2]}},
+    )
     data.update(over)
     return Manifest.model_validate(data)
 

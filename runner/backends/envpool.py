@@ -7,6 +7,7 @@ by id right away, which keeps SB3's bootstrapping of truncated episodes correct.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import importlib.util
 import json
@@ -17,6 +18,7 @@ from typing import Any
 from runner.backends.base import unknown_id
 from runner.errors import BackendUnavailable, UserInputError
 from runner.manifest.schema import EnvSpec
+from runner.rundir import write_text_atomic
 
 
 def available() -> str | None:
@@ -28,11 +30,11 @@ def available() -> str | None:
 def _cache_file() -> Path:
     version = importlib.metadata.version("envpool")
     root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "rlcrate"
-    return root / f"envpool-{version}.json"
+    return root / f"envpool-{version}-ids.json"
 
 
-def _catalogue() -> dict[str, dict[str, str]]:
-    """id -> {"action": kind}; importing envpool costs over a second, so it is cached on disk."""
+def _catalogue() -> list[str]:
+    """EnvPool's env ids; importing envpool costs over a second, so they are cached on disk."""
     reason = available()
     if reason:
         raise BackendUnavailable(reason)
@@ -43,19 +45,14 @@ def _catalogue() -> dict[str, dict[str, str]]:
         pass
     import envpool
 
-    data: dict[str, dict[str, str]] = {i: {} for i in envpool.list_all_envs()}
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps(data))
-        tmp.replace(path)
-    except OSError:
-        pass  # a read-only home only costs speed
+    data = sorted(envpool.list_all_envs())
+    with contextlib.suppress(OSError):  # a read-only home only costs speed
+        write_text_atomic(path, json.dumps(data), durable=False)
     return data
 
 
 def env_ids() -> list[str]:
-    return sorted(_catalogue())
+    return _catalogue()
 
 
 def check_env(env: EnvSpec) -> None:

@@ -114,15 +114,10 @@ def check_manifest(m: Manifest, source: str, lines: Lines) -> list[str]:
     out: list[str] = []
     configs = _variant_configs(m, source, lines, out) or [m]
     env_seen: set[Any] = set()
-    algo_seen: set[str] = set()
-    for cfg in configs:
+    for cfg in configs:  # the same problem in several variants is reported once (below)
         spaces = _check_env(cfg, source, lines, out, env_seen)
         _check_parallel(cfg, source, lines, out)
-        before = len(out)
         _check_algo(cfg, spaces, source, lines, out)
-        new = out[before:]
-        out[before:] = [p for p in new if p not in algo_seen]
-        algo_seen.update(new)
     sweep_ok = True
     for path in m.bench.sweep:
         problem = path_problem(path)

@@ -137,13 +137,22 @@ def validation_problems(
     return problems
 
 
+class SchemaError(ManifestError):
+    """The schema rejected some fields; `locs` says which, so the checks can run on the rest."""
+
+    def __init__(self, problems: list[str], locs: list[tuple[Any, ...]]):
+        super().__init__(problems)
+        self.locs = locs
+
+
 def validate_data(data: Any, source: str, lines: dict[tuple[Any, ...], int]) -> Manifest:
     if not isinstance(data, dict):
         raise ManifestError([f"{source}:1: expected a mapping of manifest fields at the top level"])
     try:
         return Manifest.model_validate(data)
     except ValidationError as exc:
-        raise ManifestError(validation_problems(exc, source, lines)) from None
+        locs = [tuple(e["loc"]) for e in exc.errors()]
+        raise SchemaError(validation_problems(exc, source, lines), locs) from None
 
 
 # ---------------------------------------------------------------- the whole pipeline
@@ -190,14 +199,6 @@ def _anchor_paths(manifest: Manifest, base: Path) -> Manifest:
     return manifest
 
 
-def _error_locs(data: Any) -> list[tuple[Any, ...]]:
-    try:
-        Manifest.model_validate(data)
-    except ValidationError as exc:
-        return [tuple(e["loc"]) for e in exc.errors()]
-    return []
-
-
 def load_manifest(path: str | Path, *, check: bool = True) -> Manifest:
     """Parse, validate and (by default) check a manifest; raise ManifestError listing every problem.
 
@@ -212,10 +213,10 @@ def load_manifest(path: str | Path, *, check: bool = True) -> Manifest:
     try:
         manifest = validate_data(data, source, lines)
         problems: list[str] = []
-    except ManifestError as exc:
+    except SchemaError as exc:
         problems = exc.problems
         try:
-            manifest = Manifest.model_validate(_without(data, _error_locs(data)))
+            manifest = Manifest.model_validate(_without(data, exc.locs))
         except (ValidationError, TypeError):
             raise exc from None
     manifest = _anchor_paths(manifest, path.resolve().parent)
