@@ -43,3 +43,9 @@ class Unported:
         self, env: Any, *, n_envs: int, workers: int, mode: str, seed: int, log_dir: Any = None
     ) -> Any:
         raise not_runnable(self.name)
+
+
+def contract(name: str, module: str, extra: str) -> tuple[Any, ...]:
+    """(available, env_ids, check_env, spaces, make_vec_env) of an Unported backend."""
+    b = Unported(name, module, extra)
+    return b.available, b.env_ids, b.check_env, b.spaces, b.make_vec_env

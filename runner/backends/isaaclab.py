@@ -1,10 +1,5 @@
 """Isaac Lab tasks: reported by `doctor`; running them is not implemented here yet."""
 
-from runner.backends._unported import Unported
+from runner.backends._unported import contract
 
-_backend = Unported("isaaclab", module="isaaclab", extra="isaaclab")
-available = _backend.available
-env_ids = _backend.env_ids
-check_env = _backend.check_env
-spaces = _backend.spaces
-make_vec_env = _backend.make_vec_env
+available, env_ids, check_env, spaces, make_vec_env = contract("isaaclab", "isaaclab", "isaaclab")
