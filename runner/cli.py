@@ -46,7 +46,12 @@ ResumeOpt = Annotated[
 ]
 ExecutorOpt = Annotated[str, typer.Option("--executor", "-x", help="local | ray")]
 ImageOpt = Annotated[
-    str | None, typer.Option("--image", help="Run inside this image: cpu | cuda | a full tag.")
+    str | None,
+    typer.Option(
+        "--image",
+        help="Where the units run: local (here), cpu, cuda or a full image tag. "
+        "Default: the manifest's `image:` (itself local by default).",
+    ),
 ]
 RayAddressOpt = Annotated[
     str | None,
@@ -106,7 +111,7 @@ def _root(
 
 def _run(
     manifest: Path,
-    jobs: str,
+    jobs: str | None,
     executor: str,
     image: str | None,
     out: Path,
@@ -115,22 +120,30 @@ def _run(
 ) -> None:
     from runner.orchestrate import RunOptions, parse_jobs, run
 
-    job_list = parse_jobs(jobs)
+    job_list = parse_jobs(jobs) if jobs else None  # None: the jobs the manifest declares
     if executor not in ("local", "ray"):
         raise typer.BadParameter(
             f"expected local or ray, got {executor!r}", param_hint="--executor"
         )
-    if image:
+    where = image or _manifest_image(manifest)
+    if where != "local":
         from runner.images import run_in_image
 
         if resume is not None:
             raise typer.BadParameter(
-                "resuming inside an image is not supported yet; resume without --image",
+                "resuming inside an image is not supported yet; resume with --image local",
                 param_hint="--resume",
             )
-        args = ["--jobs", jobs, "--executor", executor]
-        raise typer.Exit(run_in_image(manifest, image, out, args))
+        args = (["--jobs", jobs] if jobs else []) + ["--executor", executor]
+        raise typer.Exit(run_in_image(manifest, where, out, args))
     run(manifest, RunOptions(job_list, executor, out, resume, ray_address), _console())
+
+
+def _manifest_image(manifest: Path) -> str:
+    """The manifest's `image:` (schema only: the backend need not be installed here)."""
+    from runner.manifest import load_manifest
+
+    return load_manifest(manifest, check=False).image
 
 
 @app.command("run")
@@ -138,15 +151,25 @@ def _run(
 def run_cmd(
     manifest: ManifestArg,
     jobs: Annotated[
-        str, typer.Option("--jobs", "-j", help="Comma-separated: train,eval,bench.")
-    ] = "train,eval",
+        str | None,
+        typer.Option(
+            "--jobs",
+            "-j",
+            help="Comma-separated: train,eval,bench. Default: train,eval, plus bench when the "
+            "manifest has a `bench:` section.",
+        ),
+    ] = None,
     executor: ExecutorOpt = "local",
     image: ImageOpt = None,
     out: OutOpt = Path("runs"),
     resume: ResumeOpt = None,
     ray_address: RayAddressOpt = None,
 ) -> None:
-    """Run the manifest's jobs for every (variant, seed) unit; print progress and a summary."""
+    """Run the manifest's jobs for every (variant, seed) unit; print progress and a summary.
+
+    The units run where the manifest's `image:` says (local by default); `--image` overrides it:
+    `--image local` runs here, `--image cpu|cuda|TAG` inside that image.
+    """
     _run(manifest, jobs, executor, image, out, resume, ray_address)
 
 

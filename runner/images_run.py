@@ -130,7 +130,9 @@ def run_command(
     cuda = image.labels.get(LABEL_VARIANT) == "cuda" or LABEL_MIN_DRIVER in image.labels
     mounts = [f"{manifest.parent}:{IN_DIR}:ro", f"{out_dir}:{OUT_DIR}"]
     env = {"RLCRATE_IMAGE": image.ref, "RLCRATE_IMAGE_DIGEST": image.digest or image.id}
-    inner = ["rlcrate", "run", f"{IN_DIR}/{manifest.name}", "--out", OUT_DIR, *rlcrate_args]
+    # `--image local`: inside, the units run right there, whatever the manifest's `image:` says
+    inner = ["rlcrate", "run", f"{IN_DIR}/{manifest.name}", "--out", OUT_DIR, "--image", "local"]
+    inner += rlcrate_args
     cmd = _run_options(engine, uid=uid, gid=gid, cuda=cuda, tty=tty)
     for vol in mounts:
         cmd += ["--volume", vol]

@@ -33,7 +33,7 @@ JOBS = ("train", "eval", "bench")
 
 @dataclass
 class RunOptions:
-    jobs: list[str]
+    jobs: list[str] | None  # None: the jobs the manifest declares (manifest_jobs)
     executor: str = "local"
     out: Path = Path("runs")
     resume: Path | None = None
@@ -49,6 +49,12 @@ def parse_jobs(text: str) -> list[str]:
             f"--jobs: expected a comma-separated subset of {', '.join(JOBS)}, got {text!r}"
         )
     return jobs
+
+
+def manifest_jobs(manifest: Manifest) -> list[str]:
+    """What `rlcrate run` does without `--jobs`: train and eval every unit, and bench when the
+    manifest has a `bench:` section of its own (not just the defaults)."""
+    return ["train", "eval", *(["bench"] if "bench" in manifest.model_fields_set else [])]
 
 
 def prepare_run_dir(
@@ -115,7 +121,7 @@ def run_units(
     from runner.executors import launch
     from runner.progress import ProgressView
 
-    unit_jobs = [j for j in opts.jobs if j in ("train", "eval")]
+    unit_jobs = [j for j in opts.jobs or [] if j in ("train", "eval")]
     if not unit_jobs:
         return {}
     units = [UnitRef(v, s) for v in res["variants"] for s in res["seeds"]]
@@ -150,6 +156,8 @@ def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
     from runner.summary import write_summary
 
     manifest = load_manifest(manifest_path)
+    if opts.jobs is None:
+        opts.jobs = manifest_jobs(manifest)
     signal.signal(signal.SIGTERM, _as_interrupt)  # SIGTERM stops as cleanly as Ctrl-C
     run_dir, res = prepare_run_dir(manifest_path, manifest, opts)
     console.print(f"run directory: [bold]{escape(str(run_dir))}[/]")
@@ -157,15 +165,15 @@ def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
         results = run_units(run_dir, res, manifest, opts, console)
     except KeyboardInterrupt:
         write_summary(run_dir, res)
-        console.print(
-            "[yellow]stopped; resume with: "
-            + escape(f"rlcrate run {run_dir / 'manifest.yaml'} --resume {run_dir}")
-            + "[/]"
-        )
+        # never wrapped: the command must paste as one line, terminal or log file
+        command = f"rlcrate run {run_dir / 'manifest.yaml'} --resume {run_dir}"
+        console.print("[yellow]stopped; resume with:[/]")
+        console.print(escape(command), soft_wrap=True, highlight=False)
         raise
-    units_ran = any(j in opts.jobs for j in ("train", "eval"))
+    jobs = opts.jobs or []
+    units_ran = any(j in jobs for j in ("train", "eval"))
     summary = write_summary(run_dir, res) if units_ran else None
-    if "bench" in opts.jobs:
+    if "bench" in jobs:
         from runner.jobs.bench import run_bench
 
         run_bench(manifest, run_dir, console=console)

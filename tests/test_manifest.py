@@ -64,12 +64,12 @@ def test_matrix_cross_product_is_paired(write_manifest):
     )
     variants = expand(m)
     assert [v.name for v in variants] == [
-        "name-PPO_envs-1",
-        "name-PPO_envs-2",
-        "name-PPO_envs-4",
-        "name-A2C_envs-1",
-        "name-A2C_envs-2",
-        "name-A2C_envs-4",
+        "PPO_envs-1",
+        "PPO_envs-2",
+        "PPO_envs-4",
+        "A2C_envs-1",
+        "A2C_envs-2",
+        "A2C_envs-4",
     ]
     assert {v.config.algo.name for v in variants} == {"PPO", "A2C"}
     assert variants[4].config.parallel.envs == 2

@@ -90,14 +90,22 @@ def _slug(value: Any) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "x"
 
 
+# Leaves that only say "which one": their value alone names the variant (`PPO`, not `name-PPO`).
+NAMING_LEAVES = ("name", "id")
+
+
 def variant_name(overrides: dict[str, Any], all_paths: list[str]) -> str:
-    """A short folder-safe name: `workers-4`, `envs-8_workers-8`; full paths if leaves collide."""
+    """A short folder-safe name: `workers-4`, `envs-8_workers-8`, `PPO` for `algo.name: PPO`;
+    full paths if leaves collide."""
     if not overrides:
         return "default"
     leaves = [p.split(".")[-1] for p in all_paths]
     use_full = len(set(leaves)) != len(leaves)
     parts = []
     for path, value in overrides.items():
+        if path.split(".")[-1] in NAMING_LEAVES and not isinstance(value, (dict, list)):
+            parts.append(_slug(value))
+            continue
         key = path.replace(".", "-") if use_full else path.split(".")[-1]
         parts.append(f"{key}-{_slug(value)}")
     return "_".join(parts)

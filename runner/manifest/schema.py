@@ -117,7 +117,12 @@ class Manifest(_Strict):
         pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$",
         description="Run name; also the folder under the output directory.",
     )
-    image: str = Field("cpu", description="Image the manifest is meant for: cpu, cuda or a tag.")
+    image: str = Field(
+        "local",
+        min_length=1,
+        description="Where `rlcrate run` runs the units: 'local' (this Python environment), "
+        "'cpu' or 'cuda' (the versioned images) or a full image tag; `--image` overrides it.",
+    )
     env: EnvSpec
     parallel: ParallelSpec = Field(default_factory=lambda: ParallelSpec())
     algo: AlgoSpec = Field(default_factory=lambda: AlgoSpec())
