@@ -3,27 +3,52 @@
 from __future__ import annotations
 
 import os
-import shutil
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from runner import __version__
+from runner import __version__, installed
 from runner.backends import BACKENDS, get_backend
 from runner.errors import RunnerError
 
+YES, NO = "yes", "no"
 
-def _backend_rows() -> list[tuple[str, str, str]]:
-    rows = []
-    for name in BACKENDS:
-        try:
-            reason = get_backend(name).available()
-        except Exception as exc:  # a broken install is reported, not raised
-            reason = f"{type(exc).__name__}: {exc}"
-        rows.append((name, "[green]ok[/]" if reason is None else "[red]no[/]", reason or ""))
-    return rows
+
+def _unported(module: Any) -> bool:
+    from runner.backends._unported import Unported
+
+    return isinstance(getattr(module.available, "__self__", None), Unported)
+
+
+def _blocker(name: str, module: Any, gpus: bool) -> str | None:
+    """What keeps a backend from running here even once its packages are installed."""
+    if _unported(module):
+        return "running it is not implemented in this version of rlcrate"
+    if name == "isaaclab" and not gpus:
+        return "needs an NVIDIA GPU (none here): use the cuda image on a GPU machine"
+    return None
+
+
+def _backend_row(name: str, gpus: bool) -> tuple[str, str, str]:
+    """(installed, usable, detail): an install hint only for what could then run here."""
+    try:
+        module = get_backend(name)
+        reason = module.available()
+    except Exception as exc:  # a broken install is reported, not raised
+        return "?", NO, f"{type(exc).__name__}: {exc}"
+    missing = installed.missing_packages(name)
+    blocker = _blocker(name, module, gpus)
+    if reason is None and not missing:
+        return YES, YES, ""
+    if blocker:
+        return (NO if missing else YES), NO, blocker
+    if missing:
+        no_binary = name == "godot" and _godot()[0] == NO
+        extra = " (and apt-get install godot3-server)" if no_binary else ""
+        return NO, NO, f"{', '.join(missing)} missing: {installed.install_hint(name)}{extra}"
+    return YES, NO, reason or ""
 
 
 def _godot() -> tuple[str, str]:
@@ -31,46 +56,55 @@ def _godot() -> tuple[str, str]:
         from runner.backends.godot import godot_binary
 
         path, version = godot_binary()
-        return "[green]ok[/]", f"{path} ({version})"
+        return YES, f"{path} ({version})"
     except (ImportError, AttributeError):
-        return "[red]no[/]", "the godot backend module is not available"
+        return NO, "the godot backend module is not available"
     except RunnerError as exc:
-        return "[red]no[/]", str(exc)
+        return NO, str(exc)
 
 
-def _engines() -> str:
-    found = [e for e in ("docker", "podman", "buildah") if shutil.which(e)]
-    return ", ".join(found) or "none (install docker, podman or buildah to build images)"
+def _engine_rows() -> list[tuple[str, str, str, str]]:
+    """One row per engine on PATH: usable only when it answers (docker: its daemon)."""
+    rows = []
+    for engine in installed.ENGINE_PROBES:
+        problem = installed.engine_problem(engine)
+        if problem == "not installed":
+            continue
+        rows.append((f"engine {engine}", YES, NO if problem else YES, problem or ""))
+    return rows or [("container engine", NO, NO, "install docker, podman or buildah for images")]
 
 
-def _gpu() -> str:
+def _gpu() -> tuple[bool, str]:
     from runner.provenance import gpu_info
 
     info: dict[str, Any] = gpu_info()
     if not info["gpus"]:
-        return "none (no nvidia-smi or no GPU)"
-    return (
-        "; ".join(f"{g['name']} {g.get('memory', '')}" for g in info["gpus"])
-        + f", driver {info['driver']}"
-    )
+        return False, "none (no nvidia-smi or no GPU)"
+    names = "; ".join(f"{g['name']} {g.get('memory', '')}" for g in info["gpus"])
+    return True, f"{names}, driver {info['driver']}"
 
 
 def doctor(console: Console) -> None:
+    """Installed (its packages or binary are here) versus usable (it works on this machine)."""
     from runner.provenance import cpu_info
 
+    gpus, gpu_text = _gpu()
     table = Table(title=f"rlcrate {__version__} doctor", show_lines=False)
-    table.add_column("what")
-    table.add_column("status")
-    table.add_column("detail", overflow="fold")
-    for name, ok, reason in _backend_rows():
-        table.add_row(f"backend {name}", ok, escape(reason))
+    for col in ("what", "installed", "usable", "detail"):
+        table.add_column(col, overflow="fold" if col == "detail" else None)
+    train = [m for m in installed.TRAIN_MODULES if not installed.has_module(m)]
+    hint = f"{', '.join(train)} missing: pip install 'rlcrate[train]'" if train else ""
+    table.add_row("training (SB3, torch)", NO if train else YES, NO if train else YES, hint)
+    for name in BACKENDS:
+        table.add_row(f"backend {name}", *(escape(c) for c in _backend_row(name, gpus)))
     ok, detail = _godot()
-    table.add_row("godot binary", ok, escape(detail))
-    table.add_row("container engines", "", _engines())
-    table.add_row("GPU", "", _gpu())
+    table.add_row("godot binary", ok, ok, escape(detail))
+    for row in _engine_rows():
+        table.add_row(*(escape(c) for c in row))
+    table.add_row("GPU", YES if gpus else NO, YES if gpus else NO, escape(gpu_text))
     cpu = cpu_info()
-    table.add_row("CPU", "", f"{cpu['model']}, {cpu['count']} cores ({cpu['usable']} usable)")
-    table.add_row("image", "", os.environ.get("RLCRATE_IMAGE") or "not running in an rlcrate image")
+    table.add_row("CPU", "", "", f"{cpu['model']}, {cpu['count']} cores ({cpu['usable']} usable)")
+    table.add_row("image", "", "", os.environ.get("RLCRATE_IMAGE") or "not in an rlcrate image")
     console.print(table)
 
 

@@ -61,9 +61,15 @@ def detect_engine(engine: str | None = None) -> str:
         if shutil.which(wanted) is None:
             raise UserInputError(f"container engine {wanted!r} is not installed on this machine")
         return wanted
-    for name in ENGINES:
-        if shutil.which(name):
+    from runner.installed import engine_problem
+
+    problems = {name: engine_problem(name) for name in ENGINES if shutil.which(name)}
+    for name, problem in problems.items():
+        if problem is None:  # the first engine that answers, not merely the first installed
             return name
+    if problems:
+        found = "; ".join(f"{name}: {why}" for name, why in problems.items())
+        raise UserInputError(f"no container engine works here ({found})")
     raise UserInputError("no container engine found; install docker, podman or buildah")
 
 

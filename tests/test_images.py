@@ -121,6 +121,8 @@ def test_run_command_docker_cuda(tmp_path):
         "/in/m.yaml",
         "--out",
         "/out",
+        "--image",
+        "local",
         "--jobs",
         "train",
     ]

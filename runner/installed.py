@@ -1,0 +1,65 @@
+"""Installed versus usable: what this Python environment has, and what this machine can run.
+
+A light install (`pip install rlcrate`, no extras) drives images and reads manifests; training
+needs the `train` extra and a backend's own packages. A container engine counts only when it
+answers (docker without a daemon is installed, not usable). Nothing heavy is imported here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+
+# backend -> (the Python module it needs, the extra that installs it)
+BACKEND_PACKAGES = {
+    "gymnasium": ("gymnasium", "gymnasium"),
+    "envpool": ("envpool", "envpool"),
+    "godot": ("godot_rl", "godot"),
+    "isaaclab": ("isaaclab", "isaaclab"),
+    "brax": ("brax", "jax"),
+}
+TRAIN_MODULES = ("stable_baselines3", "torch", "tensorboard")
+# engine -> a command that succeeds only when the engine can actually run containers here
+ENGINE_PROBES = {
+    "docker": ["docker", "version", "--format", "{{.Server.Version}}"],
+    "podman": ["podman", "info", "--format", "{{.Host.OCIRuntime.Name}}"],
+    "buildah": ["buildah", "info"],
+}
+
+
+def has_module(name: str) -> bool:
+    return importlib.util.find_spec(name) is not None
+
+
+def missing_packages(backend: str) -> list[str]:
+    """Python modules a local run of this backend needs that are not installed here."""
+    module = BACKEND_PACKAGES.get(backend, (backend, backend))[0]
+    needed = (module,) if backend == "brax" else (module, *TRAIN_MODULES)
+    return [m for m in needed if not has_module(m)]
+
+
+def install_hint(backend: str) -> str:
+    return f"pip install 'rlcrate[{BACKEND_PACKAGES.get(backend, (backend, backend))[1]}]'"
+
+
+def engine_problem(engine: str, timeout: float = 10) -> str | None:
+    """None when `engine` is installed and answers; else why not, in a few words."""
+    if shutil.which(engine) is None:
+        return "not installed"
+    try:
+        out = subprocess.run(ENGINE_PROBES[engine], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"`{' '.join(ENGINE_PROBES[engine][:2])}` did not answer"
+    except OSError as exc:
+        return f"cannot be started ({exc.strerror})"
+    if out.returncode != 0:
+        lines = (out.stderr or out.stdout).strip().splitlines()
+        why = lines[-1][:160] if lines else f"exit status {out.returncode}"
+        what = "no daemon answers" if engine == "docker" else "it does not work here"
+        return f"{what}: {why}"
+    return None
+
+
+def usable_engines() -> list[str]:
+    return [e for e in ENGINE_PROBES if engine_problem(e) is None]
