@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from runner import __version__
-from runner.errors import ManifestError, RunnerError
+from runner.errors import BackendUnavailable, ManifestError, RunnerError
 
 app = typer.Typer(
     name="rlcrate",
@@ -227,6 +227,7 @@ def bench_cmd(manifest: ManifestArg, image: ImageOpt = None, out: OutOpt = Path(
 @_handled
 def validate_cmd(manifest: ManifestArg) -> None:
     """Check a manifest; every problem names the file, line and field."""
+    from runner.installed import not_checked_here
     from runner.manifest import expand, load_manifest
 
     m = load_manifest(manifest)
@@ -235,6 +236,9 @@ def validate_cmd(manifest: ManifestArg) -> None:
         f"{manifest}: ok ({len(variants)} variant(s) x {len(m.seeds)} seed(s) = "
         f"{len(variants) * len(m.seeds)} units)"
     )
+    note = not_checked_here({v.config.env.backend for v in variants if v.config})
+    if note:
+        typer.echo(f"note: {note}")
 
 
 @app.command("schema")
@@ -258,7 +262,13 @@ def report_cmd(
     ] = None,
 ) -> None:
     """Tables, learning curves, scaling curves, paired comparisons: report.md + PNGs."""
-    from runner import report
+    try:
+        from runner import report
+    except ImportError as exc:
+        raise BackendUnavailable(
+            f"reports need {exc.name or 'numpy, scipy and matplotlib'}, not installed here: "
+            "pip install 'rlcrate[report]'"
+        ) from None
 
     path = report.compare_runs(run_dir, other, None) if other else report.write_report(run_dir)
     typer.echo(f"report: {path}")

@@ -94,7 +94,7 @@ def doctor(console: Console) -> None:
         table.add_column(col, overflow="fold" if col == "detail" else None)
     train = [m for m in installed.TRAIN_MODULES if not installed.has_module(m)]
     hint = f"{', '.join(train)} missing: pip install 'rlcrate[train]'" if train else ""
-    table.add_row("training (SB3, torch)", NO if train else YES, NO if train else YES, hint)
+    table.add_row("training (SB3, torch)", NO if train else YES, NO if train else YES, escape(hint))
     for name in BACKENDS:
         table.add_row(f"backend {name}", *(escape(c) for c in _backend_row(name, gpus)))
     ok, detail = _godot()

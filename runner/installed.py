@@ -24,7 +24,7 @@ TRAIN_MODULES = ("stable_baselines3", "torch", "tensorboard")
 ENGINE_PROBES = {
     "docker": ["docker", "version", "--format", "{{.Server.Version}}"],
     "podman": ["podman", "info", "--format", "{{.Host.OCIRuntime.Name}}"],
-    "buildah": ["buildah", "info"],
+    "buildah": ["buildah", "version"],
 }
 
 
@@ -43,7 +43,7 @@ def install_hint(backend: str) -> str:
     return f"pip install 'rlcrate[{BACKEND_PACKAGES.get(backend, (backend, backend))[1]}]'"
 
 
-def engine_problem(engine: str, timeout: float = 10) -> str | None:
+def engine_problem(engine: str, timeout: float = 30) -> str | None:
     """None when `engine` is installed and answers; else why not, in a few words."""
     if shutil.which(engine) is None:
         return "not installed"
@@ -63,3 +63,28 @@ def engine_problem(engine: str, timeout: float = 10) -> str | None:
 
 def usable_engines() -> list[str]:
     return [e for e in ENGINE_PROBES if engine_problem(e) is None]
+
+
+def not_checked_here(backends: set[str]) -> str | None:
+    """A note for `validate` when the packages that check env ids and algorithms are missing here
+    (a light install that runs its units in an image); None when everything was checked."""
+    missing = sorted({m for b in backends for m in missing_packages(b)})
+    if not missing:
+        return None
+    return (
+        f"env ids and algorithm arguments were not checked: {', '.join(missing)} not installed "
+        "here (they are checked where the units run: in the image, or after installing the "
+        "backend's extra)"
+    )
+
+
+def local_run_problem(backends: set[str]) -> str | None:
+    """Why the units cannot run in this Python environment, or None."""
+    for backend in sorted(backends):
+        missing = missing_packages(backend)
+        if missing:
+            return (
+                f"the {backend} backend needs {', '.join(missing)}, not installed here: "
+                f"{install_hint(backend)}, or run in an image (--image cpu)"
+            )
+    return None

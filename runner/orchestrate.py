@@ -16,7 +16,7 @@ from rich.live import Live
 from rich.markup import escape
 
 from runner import provenance
-from runner.errors import UnitFailed, UserInputError
+from runner.errors import BackendUnavailable, UnitFailed, UserInputError
 from runner.manifest import Manifest, load_manifest, resolved
 from runner.rundir import (
     UnitRef,
@@ -152,12 +152,13 @@ def run_units(
 
 def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
     """Run the manifest; returns the run directory. Raises UnitFailed if any unit failed."""
-    from runner.progress import print_failures, summary_table
-    from runner.summary import write_summary
-
     manifest = load_manifest(manifest_path)
     if opts.jobs is None:
         opts.jobs = manifest_jobs(manifest)
+    _check_installed(manifest)
+    from runner.progress import print_failures, summary_table
+    from runner.summary import write_summary
+
     signal.signal(signal.SIGTERM, _as_interrupt)  # SIGTERM stops as cleanly as Ctrl-C
     run_dir, res = prepare_run_dir(manifest_path, manifest, opts)
     console.print(f"run directory: [bold]{escape(str(run_dir))}[/]")
@@ -188,6 +189,16 @@ def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
             f"{len(failed)} of {len(results)} units failed; see their status.json and unit.log"
         )
     return run_dir
+
+
+def _check_installed(manifest: Manifest) -> None:
+    """Refuse before creating a run directory when this environment cannot run the units."""
+    from runner.installed import local_run_problem
+    from runner.manifest import expand
+
+    problem = local_run_problem({v.config.env.backend for v in expand(manifest) if v.config})
+    if problem:
+        raise BackendUnavailable(problem)
 
 
 def _as_interrupt(signum: int, frame: Any) -> None:
