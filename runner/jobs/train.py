@@ -14,7 +14,7 @@ from typing import Any
 
 from runner.jobs.common import load_model, make_env, make_model
 from runner.manifest.schema import Manifest
-from runner.rundir import write_json_atomic
+from runner.rundir import read_status, write_json_atomic
 
 CKPT = re.compile(r"^step-(\d+)\.zip$")
 
@@ -79,7 +79,9 @@ def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any
             model = load_model(cfg, path, venv)
             from stable_baselines3.common.logger import configure
 
-            model.set_logger(configure(str(unit_dir / "tb"), ["tensorboard"]))
+            # one folder per segment: the report joins them at the step this one resumed from
+            segment = unit_dir / "tb" / f"resumed-{done_before}"
+            model.set_logger(configure(str(segment), ["tensorboard"]))
         else:
             done_before = 0
             model = make_model(cfg, venv, seed=seeds["model"], tb_dir=unit_dir / "tb")
@@ -100,12 +102,19 @@ def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any
         wall = time.perf_counter() - t0
         save_atomic(model, unit_dir / "model.zip")
         steps = model.num_timesteps - done_before
+        final = {"steps": model.num_timesteps, "total": cfg.train.timesteps, "finished": True}
+        write_json_atomic(  # the last word, not the last one-second tick
+            unit_dir / "progress.json",
+            {**final, "steps_per_s": steps / wall if wall > 0 else 0.0, "started": started},
+        )
         return {
             "timesteps_done": model.num_timesteps,
             "train_wall_time_s": wall,
             "train_started": started,
             "train_steps_per_s": steps / wall if wall > 0 else 0.0,
             "resumed_from": done_before or None,
+            # every checkpoint step this unit was continued from, oldest first
+            "resumes": read_status(unit_dir).get("resumes", []) + ([done_before] if resume else []),
         }
     finally:
         venv.close()

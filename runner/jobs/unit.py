@@ -86,6 +86,9 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
+    from runner.jobs.plainlog import plain_output
+
+    plain_output()
     signal.signal(signal.SIGTERM, _sigterm)
     run_dir, variant, seed, jobs = Path(argv[0]), argv[1], int(argv[2]), argv[3].split(",")
     if read_status(UnitRef(variant, seed).dir(run_dir)).get("state") == "done" and "train" in jobs:
