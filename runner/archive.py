@@ -61,12 +61,16 @@ def compare(old: dict[str, Any], new: dict[str, Any]) -> tuple[Table, bool]:
         all_ok &= met
         table.add_row(
             name,
-            f"{v['eval']['mean']}",
-            f"{nv.get('eval', {}).get('mean')}",
+            _round(v["eval"]["mean"]),
+            _round(nv.get("eval", {}).get("mean")),
             "yes" if same else "no",
             "met" if met else "NOT met",
         )
     return table, all_ok
+
+
+def _round(x: Any) -> str:
+    return "-" if x is None else f"{x:,.2f}"
 
 
 def reproduce(archive_file: Path, out: Path, executor: str, console: Console) -> bool:

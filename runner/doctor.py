@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from rich.console import Console
@@ -109,20 +110,27 @@ def doctor(console: Console) -> None:
 
 
 def list_envs(console: Console, backend: str | None, all_ids: bool) -> None:
+    """A sample of each backend's ids; with `all_ids`, every id on its own line (plain text, for
+    grep): `ID` for one backend, `BACKEND ID` for all of them."""
     names = [backend] if backend else list(BACKENDS)
     for name in names:
         module = get_backend(name)
         reason = module.available()
         if reason:
-            console.print(f"[bold]{name}[/]: unavailable ({escape(reason)})")
+            if all_ids:  # stderr: the listing itself stays ids only
+                print(f"{name}: unavailable ({reason})", file=sys.stderr)
+            else:
+                console.print(f"[bold]{name}[/]: unavailable ({escape(reason)})")
             continue
         ids = sorted(module.env_ids(), key=lambda i: ("/" in i, i))  # plain ids before namespaced
+        if all_ids:
+            print("\n".join(i if backend else f"{name} {i}" for i in ids))
+            continue
         namespaces: dict[str, int] = {}
         for i in ids:
             if "/" in i:
                 namespaces[i.split("/")[0]] = namespaces.get(i.split("/")[0], 0) + 1
-        shown = ids if all_ids else ids[:15]
-        more = "" if all_ids or len(ids) <= 15 else f" ... and {len(ids) - 15} more (--all)"
+        more = f" ... and {len(ids) - 15} more (--all)" if len(ids) > 15 else ""
         groups = "".join(f"; {ns}/* ({n})" for ns, n in namespaces.items())
-        listing = escape(f"{', '.join(shown)}{more}")
+        listing = escape(f"{', '.join(ids[:15])}{more}")
         console.print(f"[bold]{name}[/] ({len(ids)} ids{groups}): {listing}")

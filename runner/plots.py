@@ -14,11 +14,13 @@ import numpy as np
 
 
 class Curve(NamedTuple):
-    """One unit's learning curve: env steps, values, seconds since training started."""
+    """One unit's learning curve: env steps, values, seconds of training (resumed segments
+    joined, the time it was stopped left out); `segments` > 1 for a resumed unit."""
 
     steps: np.ndarray
     values: np.ndarray
     wall_s: np.ndarray
+    segments: int = 1
 
 
 def _plt() -> Any:

@@ -69,11 +69,18 @@ class ProgressView:
 
 
 def _fmt(x: Any, digits: int = 2) -> str:
-    return "-" if x is None else f"{x:,.{digits}f}"
+    return "-" if x is None or x != x else f"{x:,.{digits}f}"
+
+
+def _caption(summary: dict[str, Any]) -> str | None:
+    counts = {v["eval"]["n_seeds"] for v in summary["variants"].values()}
+    if counts == {1}:
+        return "one seed: no spread across seeds and no confidence interval to show"
+    return None
 
 
 def summary_table(summary: dict[str, Any]) -> Table:
-    table = Table(title=f"{summary['name']} · {summary['run_id']}")
+    table = Table(title=f"{summary['name']} · {summary['run_id']}", caption=_caption(summary))
     for col in (
         "variant",
         "seeds",
@@ -93,12 +100,14 @@ def summary_table(summary: dict[str, Any]) -> Table:
             if expects
             else "-"
         )
-        seeds = f"{ev['n_seeds']}/{len(v['units'])}"
+        n = ev["n_seeds"]
+        seeds = f"{n}/{len(v['units'])}"
+        one = n == 1 or ev["mean"] is None
         table.add_row(
-            name,
+            escape(name),
             seeds,
-            f"{_fmt(ev['mean'])} ± {_fmt(ev['std'])}",
-            f"{_fmt(ev['iqm'])} [{_fmt(ci[0])}, {_fmt(ci[1])}]",
+            _fmt(ev["mean"]) if one else f"{_fmt(ev['mean'])} ± {_fmt(ev['std'])}",
+            _fmt(ev["iqm"]) if one else f"{_fmt(ev['iqm'])} [{_fmt(ci[0])}, {_fmt(ci[1])}]",
             _fmt(v["train_steps_per_s"]["mean"], 0),
             _fmt(v["wall_time_s"]["mean"], 1),
             exp,

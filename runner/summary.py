@@ -21,7 +21,8 @@ def _time_to_reward(unit_dir: Path, levels: list[float], started: float | None) 
         series = read_scalars(unit_dir / "tb", REWARD_TAG)
     except TBReadError as exc:
         return {"error": str(exc)}
-    return {str(level): time_to_reach(series, level, started) for level in levels}
+    # series' wall times are training seconds (segments joined), so they count from 0
+    return {str(level): time_to_reach(series, level, 0.0) for level in levels}
 
 
 def _metric_values(variant: dict[str, Any]) -> dict[str, float | None]:

@@ -16,6 +16,7 @@ import numpy as np
 from runner import plots
 from runner.errors import UserInputError
 from runner.plots import Curve
+from runner.segments import Segment, join
 
 REWARD_TAG = "rollout/ep_rew_mean"
 
@@ -29,6 +30,12 @@ class Unit:
     eval: dict[str, Any] | None = None
     curve: Curve | None = None
     problems: list[str] = field(default_factory=list)
+    resumes: list[int] = field(default_factory=list)  # checkpoint steps it was continued from
+
+    @property
+    def resumed(self) -> bool:
+        """Stopped and continued (from a checkpoint, or restarted from scratch)."""
+        return bool(self.resumes) or (self.curve is not None and self.curve.segments > 1)
 
 
 @dataclass
@@ -63,18 +70,19 @@ def read_curve(tb_dir: Path, tag: str = REWARD_TAG) -> tuple[Curve | None, str |
     files = sorted(tb_dir.rglob("events.out.tfevents.*")) if tb_dir.is_dir() else []
     if not files:
         return None, f"no TensorBoard event files in {tb_dir}"
-    points: list[tuple[float, int, float]] = []
-    starts, bad = [], []
+    segments, bad = [], []
     for folder in sorted({f.parent for f in files}):
         acc = ea.EventAccumulator(str(folder), size_guidance={ea.SCALARS: 0})
         acc.Reload()
         try:
-            starts.append(acc.FirstEventTimestamp())
+            start = acc.FirstEventTimestamp()
         except ValueError:  # not a single event could be read from the folder's files
             bad += [f.name for f in files if f.parent == folder]
             continue
         if tag in acc.Tags().get("scalars", []):
-            points += [(e.wall_time, e.step, e.value) for e in acc.Scalars(tag)]
+            points = [(e.wall_time, e.step, e.value) for e in acc.Scalars(tag)]
+            segments.append(Segment(folder.name, start, points))
+    points, used = join(segments)  # resumed segments: no repeated steps, no stopped time
     kind = ""
     if bad:
         empty = all(f.stat().st_size == 0 for f in files if f.name in bad)
@@ -82,9 +90,8 @@ def read_curve(tb_dir: Path, tag: str = REWARD_TAG) -> tuple[Curve | None, str |
     if not points:
         why = f"{kind} event file(s) {', '.join(bad)}" if bad else f"no '{tag}' scalars"
         return None, f"{tb_dir}: {why}"
-    points.sort(key=lambda p: p[1])
     wall, steps, values = (np.array(v, dtype=float) for v in zip(*points, strict=True))
-    curve = Curve(steps, values, wall - min(starts))
+    curve = Curve(steps, values, wall, segments=used)
     return curve, (f"{tb_dir}: skipped {kind} event file(s) {', '.join(bad)}" if bad else None)
 
 
@@ -96,6 +103,7 @@ def _unit(run_dir: Path, variant: str, seed: int) -> Unit:
     status = _read_json(udir / "status.json", unit.problems) or {}
     unit.state = str(status.get("state", "unknown"))
     unit.error = status.get("error")
+    unit.resumes = [int(r) for r in status.get("resumes") or []]
     unit.eval = _read_json(udir / "eval.json", unit.problems)
     if unit.eval is not None and not isinstance(unit.eval.get("mean"), (int, float)):
         unit.problems.append(f"{udir / 'eval.json'}: no 'mean'")

@@ -7,7 +7,7 @@ from typing import Any
 from runner import plots
 from runner.plots import Curve
 from runner.report.load import Run
-from runner.report.markdown import fmt, md_table, rel_path
+from runner.report.markdown import fmt, md_table, mean_pm, rel_path, with_ci
 from runner.report.metrics import reward_levels, time_to_levels
 
 
@@ -21,17 +21,20 @@ def eval_section(run: Run, rows: list[dict[str, Any]]) -> list[str]:
     ]
     body = []
     for r in rows:
+        units = {s: run.units.get((r["name"], s)) for s in r["per_seed"]}
+        mark = {s: "*" if u is not None and u.resumed else "" for s, u in units.items()}
         seeds = ", ".join(
-            f"{s}: {fmt(m)} ± {fmt(r['per_seed_std'][s])}" for s, m in r["per_seed"].items()
+            f"{s}{mark[s]}: {fmt(m)} ± {fmt(r['per_seed_std'][s])}"
+            for s, m in r["per_seed"].items()
         )
-        iqm = f"{fmt(r['iqm'])} [{fmt(r['iqm_ci95'][0])}, {fmt(r['iqm_ci95'][1])}]"
+        n = r["n_seeds"]
         body.append(
             [
                 r["variant"],
                 seeds or "–",
-                f"{fmt(r['mean'])} ± {fmt(r['std'])}",
-                iqm,
-                f"{r['n_seeds']}/{len(run.seeds)}",
+                mean_pm(r["mean"], r["std"], n),
+                with_ci(r["iqm"], *r["iqm_ci95"], n),
+                f"{n}/{len(run.seeds)}",
             ]
         )
     out += md_table(
@@ -84,13 +87,14 @@ def ttr_section(run: Run, groups: dict[str, list[Curve]]) -> list[str]:
     body = []
     for v, curves in groups.items():
         for level, t in time_to_levels(curves, levels).items():
+            n = t["reached"]
             body.append(
                 [
                     v,
                     fmt(level),
-                    f"{fmt(t['mean_s'][0])} ± {fmt(t['mean_s'][1])}",
-                    f"{fmt(t['mean_steps'][0])} ± {fmt(t['mean_steps'][1])}",
-                    f"{t['reached']}/{t['of']}",
+                    mean_pm(*t["mean_s"], n) if n else "not reached",
+                    mean_pm(*t["mean_steps"], n) if n else "not reached",
+                    f"{n}/{t['of']}",
                 ]
             )
     return out + md_table(["variant", "level", "seconds", "env steps", "seeds reached"], body)
@@ -164,12 +168,38 @@ def bench_lines(bench: dict[str, Any], plot: str | None) -> list[str]:
 
 def units_section(run: Run) -> list[str]:
     missing = [u for u in run.units.values() if u.eval is None]
-    if not missing:
-        return [f"All {len(run.units)} units finished and evaluated.", ""]
-    out = ["## Missing or incomplete units", ""]
+    out = (
+        [f"All {len(run.units)} units finished and evaluated.", ""]
+        if not missing
+        else ["## Missing or incomplete units", ""]
+    )
     for u in missing:
         why = f": {u.error}" if u.error else ""
         out.append(f"- `{run.labels.get(u.variant, u.variant)}` seed {u.seed}: {u.state}{why}")
+    return out + ([""] if missing else []) + resumed_section(run)
+
+
+def resumed_section(run: Run) -> list[str]:
+    """Units that were stopped and continued: marked (*) in the tables, listed here."""
+    resumed = [u for u in run.units.values() if u.resumed]
+    if not resumed:
+        return []
+    out = [
+        "## Resumed units (*)",
+        "",
+        "Stopped and continued with `--resume`. Their learning curves are joined: a resumed "
+        "segment replaces the steps it repeats, and wall time counts training only. A unit "
+        "continued from a checkpoint keeps its weights but not its env and random streams, so "
+        "its numbers are close to, not identical with, an uninterrupted run.",
+        "",
+    ]
+    for u in resumed:
+        how = (
+            "continued from the checkpoint(s) at step " + ", ".join(f"{r:,}" for r in u.resumes)
+            if u.resumes
+            else "restarted from scratch"
+        )
+        out.append(f"- `{run.labels.get(u.variant, u.variant)}` seed {u.seed}: {how}")
     return out + [""]
 
 
