@@ -260,8 +260,22 @@ def report_cmd(
             help="A second run directory to compare with.", exists=True, file_okay=False
         ),
     ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="With two run directories: where compare.md goes "
+            "(default: <runs>/comparisons/<A>--vs--<B>, beside A's runs).",
+            file_okay=False,
+        ),
+    ] = None,
 ) -> None:
-    """Tables, learning curves, scaling curves, paired comparisons: report.md + PNGs."""
+    """Tables, learning curves, scaling curves, paired comparisons: report.md + PNGs.
+
+    With two run directories A B: a seed-by-seed comparison (B − A) and how their manifests
+    differ, in a folder of its own; neither run directory is written to.
+    """
     try:
         from runner import report
     except ImportError as exc:
@@ -270,7 +284,7 @@ def report_cmd(
             "pip install 'rlcrate[report]'"
         ) from None
 
-    path = report.compare_runs(run_dir, other, None) if other else report.write_report(run_dir)
+    path = report.compare_runs(run_dir, other, out) if other else report.write_report(run_dir)
     typer.echo(f"report: {path}")
 
 

@@ -166,10 +166,7 @@ def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
         results = run_units(run_dir, res, manifest, opts, console)
     except KeyboardInterrupt:
         write_summary(run_dir, res)
-        # never wrapped: the command must paste as one line, terminal or log file
-        command = f"rlcrate run {run_dir / 'manifest.yaml'} --resume {run_dir}"
-        console.print("[yellow]stopped; resume with:[/]")
-        console.print(escape(command), soft_wrap=True, highlight=False)
+        resume_hint(console, run_dir)
         raise
     jobs = opts.jobs or []
     units_ran = any(j in jobs for j in ("train", "eval"))
@@ -189,6 +186,14 @@ def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
             f"{len(failed)} of {len(results)} units failed; see their status.json and unit.log"
         )
     return run_dir
+
+
+def resume_hint(console: Console, run_dir: Path) -> None:
+    """The command that continues the run, on a line of its own that is never wrapped, so it
+    pastes as it is from a terminal or a log file."""
+    command = f"rlcrate run {run_dir / 'manifest.yaml'} --resume {run_dir}"
+    console.print("[yellow]stopped; resume with:[/]")
+    console.print(escape(command), soft_wrap=True, highlight=False)
 
 
 def _check_installed(manifest: Manifest) -> None:

@@ -240,3 +240,21 @@ def test_bench_only_run_reports_the_bench(tmp_path):
     _write(run / "bench.json", bench)
     text = report.write_report(run).read_text()
     assert "No unit has been trained" in text and "| subproc | 10 [9–11] | – |" in text
+
+
+def test_compare_cli_writes_a_folder_of_its_own_with_manifest_differences(run_dir, tmp_path):
+    from tests.helpers import rlcrate
+
+    other = _make_run(tmp_path / "b", "tiny", "r5", SEEDS, run_dir)
+    resolved = yaml.safe_load((other / "resolved.yaml").read_text())
+    resolved["eval"]["reward_levels"] = [100]
+    (other / "resolved.yaml").write_text(yaml.safe_dump(resolved))
+    before_a, before_b = sorted(run_dir.rglob("*")), sorted(other.rglob("*"))
+    out = rlcrate("report", str(run_dir), str(other))
+    assert out.returncode == 0, out.stderr
+    md = run_dir.parent.parent / "comparisons" / "tiny-r1--vs--tiny-r5" / "compare.md"
+    assert out.stdout.strip() == f"report: {md}"
+    text = md.read_text()
+    assert "## How the manifests differ" in text
+    assert "| eval.reward_levels | `[]` | `[100]` |" in text
+    assert sorted(run_dir.rglob("*")) == before_a and sorted(other.rglob("*")) == before_b

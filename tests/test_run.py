@@ -171,6 +171,25 @@ def test_ctrl_c_marks_interrupted_and_resume_finishes(write_manifest, tmp_path):
     assert res.returncode == 0, res.stderr
     status = json.loads((run / "units/default/seed-0/status.json").read_text())
     assert status["state"] == "done" and status["resumed_from"] >= 1024
+    assert status["resumes"] == [status["resumed_from"]]
+    # the hint is one line that pastes as it is, though stdout was a pipe, not a terminal
+    hint = f"rlcrate run {run / 'manifest.yaml'} --resume {run}"
+    assert hint in proc.stdout.read().splitlines()
+    # finished: progress.json says so; unit.log has no colour codes
+    progress = json.loads((run / "units/default/seed-0/progress.json").read_text())
+    assert progress["finished"] is True and progress["steps"] == 20_000
+    assert "\x1b[" not in (run / "units/default/seed-0/unit.log").read_text()
+    # the report marks the resumed unit and joins its two segments into one curve
+    text = (run / "report.md").read_text()
+    assert "## Resumed units (*)" in text and "0*: " in text
+    assert f"continued from the checkpoint(s) at step {status['resumed_from']:,}" in text
+    from runner.report import read_curve
+
+    curve, _ = read_curve(run / "units/default/seed-0/tb")
+    assert curve is not None and curve.segments == 2
+    assert (curve.steps[1:] > curve.steps[:-1]).all() and (
+        curve.wall_s[1:] >= curve.wall_s[:-1]
+    ).all()
 
 
 @pytest.mark.gymnasium
@@ -197,6 +216,12 @@ def test_killed_run_resumes_to_the_same_summary(write_manifest, tmp_path):
     b = json.loads((run / "summary.json").read_text())
     assert a["variants"]["default"]["eval"] == b["variants"]["default"]["eval"]
     assert b["complete"] is True
+    # units restarted from scratch: the abandoned segment's steps are not plotted twice
+    from runner.report import read_curve
+
+    for seed in (0, 1, 2):
+        curve, _ = read_curve(run / f"units/default/seed-{seed}/tb")
+        assert curve is not None and (curve.steps[1:] > curve.steps[:-1]).all()
 
 
 @pytest.mark.gymnasium

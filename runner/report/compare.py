@@ -1,4 +1,5 @@
-"""`compare_runs`: a paired comparison of two run directories (B − A) in compare.md."""
+"""`compare_runs`: a paired comparison of two run directories (B − A) in compare.md, written into
+a folder of its own, with the manifests' differences listed first."""
 
 from __future__ import annotations
 
@@ -6,10 +7,18 @@ from pathlib import Path
 
 from runner import plots, stats
 from runner.errors import UserInputError
-from runner.report.load import load_run
+from runner.report.diff import diff_section
+from runner.report.load import Run, load_run
 from runner.report.markdown import rel_path, write_md
 from runner.report.metrics import curve_groups, eval_rows
 from runner.report.sections import eval_section, paired_section, problems_section
+
+
+def default_compare_dir(run_a: Run, run_b: Run) -> Path:
+    """`<runs>/comparisons/<A>--vs--<B>` beside A's run folders, never inside either run."""
+    runs_root = run_a.path.resolve().parent.parent
+    name = f"{run_a.name}-{run_a.run_id}--vs--{run_b.name}-{run_b.run_id}"
+    return runs_root / "comparisons" / name
 
 
 def compare_runs(a: Path, b: Path, out: Path | None = None) -> Path:
@@ -28,7 +37,9 @@ def compare_runs(a: Path, b: Path, out: Path | None = None) -> Path:
             f"Cannot compare {a} and {b}: they share no variant "
             f"({', '.join(run_a.variants)} vs {', '.join(run_b.variants)})."
         )
-    out = Path(out) if out else run_b.path / f"compare-{run_a.name}-{run_a.run_id}"
+    out = Path(out) if out else default_compare_dir(run_a, run_b)
+    if out.resolve() in (run_a.path.resolve(), run_b.path.resolve()):
+        raise UserInputError(f"--out {out}: a comparison is not written into a run directory")
     rows_a = {r["name"]: r for r in eval_rows(run_a)}
     rows_b = {r["name"]: r for r in eval_rows(run_b)}
     lines = [
@@ -37,6 +48,7 @@ def compare_runs(a: Path, b: Path, out: Path | None = None) -> Path:
         f"A = `{run_a.path}`, B = `{run_b.path}`; seeds {sorted(run_a.seeds)}.",
         "",
     ]
+    lines += diff_section(run_a.manifest, run_b.manifest, run_a.path, run_b.path)
     renamed = [dict(rows_a[va], variant=f"A: {rows_a[va]['variant']}") for va, _ in pairs]
     renamed += [dict(rows_b[vb], variant=f"B: {rows_b[vb]['variant']}") for _, vb in pairs]
     lines += eval_section(run_a, renamed)
