@@ -7,7 +7,7 @@ TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 APT_PACKAGES := godot3-server buildah podman debootstrap uidmap tini
 
-.PHONY: venv system-deps quickstart test test-fast lint type all clean
+.PHONY: venv system-deps quickstart test test-fast test-latest lint type all clean
 
 # Dev and CI install the exact versions the CPU image locks (hashes and torch's +cpu local
 # version stripped: pip takes no hashes in a constraints file, and TORCH pins torch).
@@ -43,6 +43,17 @@ test: venv system-deps
 test-fast: venv
 	$(BIN)/pytest -q -m "not slow"
 
+# The fast tests again, in a second venv with the newest versions pyproject.toml's ranges allow
+# (no constraints; torch stays at the CPU pin, as the newest default build is the multi-GB CUDA
+# one), so an upstream release that breaks rlcrate fails CI rather than a user's install.
+LATEST ?= .venv-latest
+test-latest:
+	test -x $(LATEST)/bin/python || $(PY) -m venv $(LATEST)
+	$(LATEST)/bin/pip install -q --upgrade pip
+	$(LATEST)/bin/pip install -q --upgrade --upgrade-strategy eager $(TORCH) -e '.[all,dev]'
+	$(LATEST)/bin/pip list --format=freeze > $(LATEST)/versions.txt
+	$(LATEST)/bin/pytest -q -m "not slow" -p no:cacheprovider
+
 lint: venv
 	$(BIN)/ruff check runner tests
 
@@ -52,6 +63,6 @@ type: venv
 all: lint type test
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) $(LATEST) .pytest_cache .ruff_cache .mypy_cache
 
 -include images/images.mk
