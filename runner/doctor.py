@@ -91,8 +91,9 @@ def doctor(console: Console) -> None:
 
     gpus, gpu_text = _gpu()
     table = Table(title=f"rlcrate {__version__} doctor", show_lines=False)
-    for col in ("what", "installed", "usable", "detail"):
-        table.add_column(col, overflow="fold" if col == "detail" else None)
+    for col in ("what", "installed", "usable"):
+        table.add_column(col)
+    table.add_column("detail", overflow="fold")
     train = [m for m in installed.TRAIN_MODULES if not installed.has_module(m)]
     hint = f"{', '.join(train)} missing: pip install 'rlcrate[train]'" if train else ""
     table.add_row("training (SB3, torch)", NO if train else YES, NO if train else YES, escape(hint))

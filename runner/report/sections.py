@@ -33,7 +33,7 @@ def eval_section(run: Run, rows: list[dict[str, Any]]) -> list[str]:
                 r["variant"],
                 seeds or "–",
                 mean_pm(r["mean"], r["std"], n),
-                with_ci(r["iqm"], *r["iqm_ci95"], n),
+                with_ci(r["iqm"], r["iqm_ci95"][0], r["iqm_ci95"][1], n),
                 f"{n}/{len(run.seeds)}",
             ]
         )
@@ -92,8 +92,8 @@ def ttr_section(run: Run, groups: dict[str, list[Curve]]) -> list[str]:
                 [
                     v,
                     fmt(level),
-                    mean_pm(*t["mean_s"], n) if n else "not reached",
-                    mean_pm(*t["mean_steps"], n) if n else "not reached",
+                    mean_pm(t["mean_s"][0], t["mean_s"][1], n) if n else "not reached",
+                    mean_pm(t["mean_steps"][0], t["mean_steps"][1], n) if n else "not reached",
                     f"{n}/{t['of']}",
                 ]
             )
