@@ -98,6 +98,8 @@ def eval_points(rows: list[dict[str, Any]], path: Path, *, title: str) -> Path |
             s=22,
             label="per-seed mean return" if i == 0 else None,
         )
+        if len(vals) < 2:  # one seed: no interval to draw
+            continue
         lo, hi = row["iqm_ci95"]
         ax.errorbar(
             [i + 0.3],

@@ -36,9 +36,12 @@ def write_latex(rows: list[dict[str, Any]], path: Path, caption: str) -> Path:
     ]
     for r in rows:
         lo, hi = r["iqm_ci95"]
+        one = r["n_seeds"] < 2  # a single seed has no spread and no interval: print none
+        spread = "" if one else rf" $\pm$ {fmt(r['std'])}"
+        ci = "" if one else f" [{fmt(lo)}, {fmt(hi)}]"
         lines.append(
-            rf"{esc(r['variant'])} & {fmt(r['mean'])} $\pm$ {fmt(r['std'])} & "
-            rf"{fmt(r['iqm'])} [{fmt(lo)}, {fmt(hi)}] & {r['n_seeds']} \\"
+            rf"{esc(r['variant'])} & {fmt(r['mean'])}{spread} & "
+            rf"{fmt(r['iqm'])}{ci} & {r['n_seeds']} \\"
         )
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
     path.write_text("\n".join(lines))

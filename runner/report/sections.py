@@ -169,7 +169,12 @@ def bench_lines(bench: dict[str, Any], plot: str | None) -> list[str]:
 def units_section(run: Run) -> list[str]:
     missing = [u for u in run.units.values() if u.eval is None]
     out = (
-        [f"All {len(run.units)} units finished and evaluated.", ""]
+        [
+            "The unit finished and was evaluated."
+            if len(run.units) == 1
+            else f"All {len(run.units)} units finished and evaluated.",
+            "",
+        ]
         if not missing
         else ["## Missing or incomplete units", ""]
     )
