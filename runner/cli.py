@@ -135,7 +135,9 @@ def _run(
                 param_hint="--resume",
             )
         args = (["--jobs", jobs] if jobs else []) + ["--executor", executor]
-        raise typer.Exit(run_in_image(manifest, where, out, args))
+        code = run_in_image(manifest, where, out, args)
+        typer.echo(f"(paths under /out above are under {out.resolve()} on this host)")
+        raise typer.Exit(code)
     run(manifest, RunOptions(job_list, executor, out, resume, ray_address), _console())
 
 
