@@ -256,5 +256,6 @@ def test_compare_cli_writes_a_folder_of_its_own_with_manifest_differences(run_di
     assert out.stdout.strip() == f"report: {md}"
     text = md.read_text()
     assert "## How the manifests differ" in text
+    assert "A ran somewhere unrecorded (no readable provenance.json)" in text
     assert "| eval.reward_levels | `[]` | `[100]` |" in text
     assert sorted(run_dir.rglob("*")) == before_a and sorted(other.rglob("*")) == before_b

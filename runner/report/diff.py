@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +37,18 @@ def _cell(value: Any) -> str:
     return value if value == MISSING else f"`{value}`"
 
 
+def where_ran(run_dir: Path) -> str:
+    """'in image TAG' or 'outside any image', from provenance.json."""
+    try:
+        image = json.loads((run_dir / "provenance.json").read_text()).get("image") or {}
+    except (OSError, ValueError, AttributeError):
+        return "somewhere unrecorded (no readable provenance.json)"
+    return f"in image `{image['tag']}`" if image.get("tag") else "outside any image"
+
+
 def diff_section(a: dict[str, Any], b: dict[str, Any], a_path: Path, b_path: Path) -> list[str]:
     out = ["## How the manifests differ", ""]
+    out += [f"A ran {where_ran(a_path)}; B ran {where_ran(b_path)}.", ""]
     if not a or not b:
         missing = a_path if not a else b_path
         return out + [f"Not compared: {missing} has no readable resolved.yaml.", ""]
