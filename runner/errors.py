@@ -15,6 +15,18 @@ class UserInputError(RunnerError):
     exit_code = 2
 
 
+class FieldError(UserInputError):
+    """Bad input at one manifest field: its key path and what was expected, apart, so a check can
+    place it (file and line of that field) without parsing text. str(): `env.kwargs.x: message`.
+    """
+
+    def __init__(self, path: tuple[str | int, ...], message: str):
+        from runner.manifest.problems import dotted
+
+        self.path, self.message = tuple(path), message
+        super().__init__(f"{dotted(self.path)}: {message}")
+
+
 class ManifestError(UserInputError):
     """One or more problems in a manifest, each a line `file:line: field: message`."""
 

@@ -23,7 +23,7 @@ import pytest
 
 from runner.backends import godot
 from runner.errors import BackendUnavailable, EnvTimeout, RunnerError, UserInputError
-from runner.manifest.schema import EnvSpec
+from runner.manifest.schema import EnvSpec, ParallelSpec
 
 try:
     godot.godot_binary()
@@ -39,9 +39,10 @@ def spec(**kw) -> EnvSpec:
     return EnvSpec(**{"backend": "godot", "id": "ballchase", "timeout": 20.0, **kw})
 
 
-def make(env: EnvSpec | None = None, envs: int = 2, workers: int = 1, seed: int = 0, **kw):
-    return godot.make_vec_env(env or spec(), n_envs=envs, workers=workers, mode="dummy",
-                              seed=seed, **kw)
+def make(env: EnvSpec | None = None, envs: int = 2, workers: int = 1, seed: int = 0,
+         log_dir: Path | None = None):
+    return godot.make_vec_env(env or spec(), ParallelSpec(envs=envs, workers=workers),
+                              seed=seed, log_dir=log_dir)
 
 
 def group_members(pids: list[int]) -> list[int]:
@@ -114,8 +115,6 @@ def test_bad_ids_and_kwargs(tmp_path):
         godot.check_env(spec(kwargs={"speed": 3}))
     with pytest.raises(UserInputError, match="multiple"):
         make(envs=5, workers=2)
-    from runner.manifest.schema import ParallelSpec
-
     assert "multiple" in godot.check_parallel(ParallelSpec(envs=6, workers=4))
     assert godot.check_parallel(ParallelSpec(envs=8, workers=4)) is None
     assert godot.action_kind(spec()) == "Discrete"
@@ -316,9 +315,10 @@ def test_preoccupied_ports_still_work():
 SCRIPT = textwrap.dedent("""
     import sys, time, numpy as np
     from runner.backends import godot
-    from runner.manifest.schema import EnvSpec
+    from runner.manifest.schema import EnvSpec, ParallelSpec
     venv = godot.make_vec_env(EnvSpec(backend="godot", id="ballchase", timeout=20),
-                              n_envs=4, workers=2, mode="dummy", seed=int(sys.argv[1]))
+                              ParallelSpec(envs=4, workers=2), seed=int(sys.argv[1]),
+                              log_dir=None)
     print(" ".join(map(str, venv.pids)), flush=True)
     venv.reset()
     n = int(sys.argv[2])

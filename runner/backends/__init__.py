@@ -1,33 +1,32 @@
 """Backend registry: name -> module, imported only when asked for.
 
-Each backend module provides (see `base.py` for the contract):
-    available() -> str | None          None when usable, else a one-line reason
-    env_ids() -> list[str]             ids it offers (may be a representative list)
-    check_env(env) -> None             raises UserInputError for an unknown id (with suggestion)
-    spaces(env) -> (obs, act) | None   gymnasium spaces, when cheap to know without launching
-    make_vec_env(env, *, n_envs, workers, mode, seed, log_dir=None) -> VecEnv
+Each backend module implements the `Backend` protocol (`base.py`). The names are the manifest's
+`env.backend` values (`BACKEND_NAMES`, one list); backend `x` lives in `runner.backends.x`.
 """
 
 from __future__ import annotations
 
 import importlib
 from functools import cache
-from types import ModuleType
-from typing import Final
+from typing import TYPE_CHECKING, Final, cast
 
 from runner.errors import UserInputError
+from runner.manifest.schema import BACKEND_NAMES
 
-BACKENDS: Final[dict[str, str]] = {
-    "gymnasium": "runner.backends.gymnasium",
-    "envpool": "runner.backends.envpool",
-    "godot": "runner.backends.godot",
-    "isaaclab": "runner.backends.isaaclab",
-    "brax": "runner.backends.brax",
-}
+if TYPE_CHECKING:
+    from runner.backends.base import Backend
+
+BACKENDS: Final[dict[str, str]] = {name: f"runner.backends.{name}" for name in BACKEND_NAMES}
 
 
 @cache
-def get_backend(name: str) -> ModuleType:
+def get_backend(name: str) -> Backend:
     if name not in BACKENDS:
         raise UserInputError(f"Unknown backend '{name}'. Valid backends: {', '.join(BACKENDS)}.")
-    return importlib.import_module(BACKENDS[name])
+    return cast("Backend", importlib.import_module(BACKENDS[name]))
+
+
+if TYPE_CHECKING:  # mypy checks every registered module against the protocol
+    from runner.backends import brax, envpool, godot, gymnasium, isaaclab
+
+    _CONFORMING: tuple[Backend, ...] = (brax, envpool, godot, gymnasium, isaaclab)

@@ -74,8 +74,7 @@ def _parallel_problem(cfg: Manifest) -> str | None:
     if reason:
         return reason
     backend.check_env(cfg.env)
-    check = getattr(backend, "check_parallel", None)
-    return check(cfg.parallel) if check else None
+    return backend.check_parallel(cfg.parallel)
 
 
 def _point_problems(exc: Exception, where: str) -> list[str]:

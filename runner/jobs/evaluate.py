@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from runner.jobs.common import load_model, make_env
-from runner.manifest.schema import Manifest
+from runner.manifest.schema import Manifest, ParallelSpec
 from runner.rundir import write_json_atomic
 
 
@@ -18,9 +18,8 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
     model_path = unit_dir / "model.zip"
     if not model_path.exists():
         raise FileNotFoundError(f"{model_path} is missing; run the train job first")
-    venv = make_env(
-        cfg, seed=seeds["eval_env"], n_envs=1, mode="dummy", log_dir=unit_dir / "eval-logs"
-    )
+    one = ParallelSpec(envs=1, workers=1, mode="dummy")
+    venv = make_env(cfg, seed=seeds["eval_env"], parallel=one, log_dir=unit_dir / "eval-logs")
     try:
         model = load_model(cfg, model_path, venv)
         returns, lengths = evaluate_policy(

@@ -69,10 +69,7 @@ def _check_env(cfg: Manifest, source: str, lines: Lines, out: list[str], seen: s
     backend = get_backend(cfg.env.backend)
     try:
         backend.check_env(cfg.env)
-        if hasattr(backend, "action_kind"):
-            return backend.action_kind(cfg.env)
-        spaces = backend.spaces(cfg.env)
-        return type(spaces[1]).__name__ if spaces is not None else None
+        return backend.action_kind(cfg.env)
     except RunnerError as exc:
         if key not in seen:
             out.append(_at(source, lines, ("env", "id"), str(exc).removeprefix("env.id: ")))
@@ -83,8 +80,7 @@ def _check_env(cfg: Manifest, source: str, lines: Lines, out: list[str], seen: s
 def _check_parallel(cfg: Manifest, source: str, lines: Lines, out: list[str]) -> None:
     from runner.backends import get_backend
 
-    check = getattr(get_backend(cfg.env.backend), "check_parallel", None)
-    problem = check(cfg.parallel) if check else None
+    problem = get_backend(cfg.env.backend).check_parallel(cfg.parallel)
     if problem:
         out.append(_at(source, lines, ("parallel", "workers"), problem))
 
