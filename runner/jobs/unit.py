@@ -18,6 +18,7 @@ import yaml
 from runner.manifest.schema import Manifest
 from runner.rundir import UnitRef, read_status, write_status
 from runner.seeding import derive, seed_everything
+from runner.trainers import get_trainer, trainer_for
 
 
 def unit_config(run_dir: Path, variant: str) -> Manifest:
@@ -51,15 +52,12 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
     try:
         cfg = unit_config(run_dir, variant)
         seed_everything(seeds, torch_threads=cfg.algo.torch_threads)
+        trainer = get_trainer(trainer_for(cfg.algo.name))
         if "train" in jobs:
-            from runner.jobs.train import train
-
-            fields.update(train(cfg, unit_dir, seeds))
+            fields.update(trainer.train(cfg, unit_dir, seeds))
             write_status(unit_dir, "running", **fields)
         if "eval" in jobs:
-            from runner.jobs.evaluate import evaluate
-
-            fields.update(evaluate(cfg, unit_dir, seeds))
+            fields.update(trainer.evaluate(cfg, unit_dir, seeds))
     except KeyboardInterrupt:
         write_status(
             unit_dir,
