@@ -121,7 +121,7 @@ def _run(
             f"expected local or ray, got {executor!r}", param_hint="--executor"
         )
     if image:
-        from runner.images import run_in_image
+        from runner.images.run import run_in_image
 
         if resume is not None:
             raise typer.BadParameter(
@@ -296,7 +296,7 @@ def envs_cmd(
 
 def _add_image_app() -> None:
     try:
-        from runner.cli_image import app as image_app
+        from runner.images.cli import app as image_app
     except ImportError:
         return
     app.add_typer(image_app, name="image", help="Build and list the versioned images.")
