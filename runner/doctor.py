@@ -43,7 +43,9 @@ def _program_rows() -> list[tuple[str, str, str]]:
 
 
 def _engines() -> str:
-    found = [e for e in ("docker", "podman", "buildah") if shutil.which(e)]
+    from runner.images.engine import ENGINES
+
+    found = [e for e in ENGINES if shutil.which(e)]
     return ", ".join(found) or "none (install docker, podman or buildah to build images)"
 
 

@@ -211,9 +211,7 @@ def _as_interrupt(signum: int, frame: Any) -> None:
 
 
 def _report(run_dir: Path, console: Console) -> None:
-    try:
-        from runner.report import write_report
-    except ImportError:
-        return
+    from runner.report import write_report
+
     path = write_report(run_dir)
     console.print(f"report: {path}")

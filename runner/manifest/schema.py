@@ -13,7 +13,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 # The one list of backend names: the registry (`runner.backends`) maps each to its module.
 BackendName = Literal["godot", "envpool", "gymnasium", "isaaclab", "brax"]
 BACKEND_NAMES: tuple[str, ...] = get_args(BackendName)
-COMPARISONS = (">=", ">", "<=", "<", "==")
 
 
 class _Strict(BaseModel):
