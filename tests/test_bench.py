@@ -26,6 +26,7 @@ def _manifest(**over) -> Manifest:
 
 
 @pytest.mark.gymnasium
+@pytest.mark.slow  # measures real training
 def test_tiny_sweep_writes_bench_json_and_plot(tmp_path: Path):
     from rich.console import Console
 

@@ -30,7 +30,12 @@ try:
     HAVE_GODOT = godot.available() is None
 except BackendUnavailable:
     HAVE_GODOT = False
-needs_godot = pytest.mark.skipif(not HAVE_GODOT, reason="needs godot3-server and godot-rl")
+_have_godot = pytest.mark.skipif(not HAVE_GODOT, reason="needs godot3-server and godot-rl")
+
+
+def needs_godot(test):
+    """Starts real Godot processes: skipped without Godot, and slow (not in `make test-fast`)."""
+    return pytest.mark.slow(_have_godot(test))
 pytestmark = [pytest.mark.godot]
 GAME = godot.GAMES_DIR / "ballchase"
 
@@ -427,7 +432,6 @@ def test_kill9_during_training_is_a_clear_error():
 
 
 @needs_godot
-@pytest.mark.slow
 def test_short_training_beats_random():
     import torch
     from stable_baselines3 import PPO
