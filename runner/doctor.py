@@ -37,8 +37,13 @@ def _program_rows() -> list[tuple[str, str, str]]:
             if "error" in info:
                 rows.append((f"{program} binary", "[red]no[/]", str(info["error"])))
             else:
-                rows.append((f"{program} binary", "[green]ok[/]",
-                             f"{info.get('path')} ({info.get('version')})"))
+                rows.append(
+                    (
+                        f"{program} binary",
+                        "[green]ok[/]",
+                        f"{info.get('path')} ({info.get('version')})",
+                    )
+                )
     return rows
 
 
