@@ -21,7 +21,6 @@ import yaml
 
 from runner.backends import python_env_var
 from tests.helpers import ROOT, rlcrate, run_dir_of, tiny_manifest
-from tests.test_ray import ray_cluster  # noqa: F401  (the fixture)
 
 VENV = ROOT / ".cache" / "venv312"
 LIGHT = ("pyyaml", "pydantic", "numpy")  # what a unit imports before its trainer's packages
@@ -81,7 +80,7 @@ def test_ray_tasks_start_units_with_that_interpreter(
     venv312,
     ray_cluster,
     write_manifest,
-    tmp_path,  # noqa: F811
+    tmp_path,
 ):
     path = write_manifest(tiny_manifest())
     res = rlcrate(
