@@ -56,6 +56,7 @@ test-latest:
 
 lint: venv
 	$(BIN)/ruff check runner tests
+	$(BIN)/ruff format --check runner tests
 
 type: venv
 	$(BIN)/mypy

@@ -12,15 +12,15 @@ from rich.table import Table
 
 from runner import __version__, installed
 from runner.backends import BACKENDS, get_backend
-from runner.errors import RunnerError
 
 YES, NO = "yes", "no"
 
 
 def _unported(module: Any) -> bool:
-    from runner.backends._unported import Unported
+    """A backend this version detects but cannot run (built on `_unported.not_runnable`)."""
+    from runner.backends import _unported
 
-    return isinstance(getattr(module.available, "__self__", None), Unported)
+    return getattr(module, "not_runnable", None) is _unported.not_runnable
 
 
 def _blocker(name: str, module: Any, gpus: bool) -> str | None:
@@ -46,28 +46,35 @@ def _backend_row(name: str, gpus: bool) -> tuple[str, str, str]:
     if blocker:
         return (NO if missing else YES), NO, blocker
     if missing:
-        no_binary = name == "godot" and _godot()[0] == NO
+        no_binary = name == "godot" and any(r[2] == NO for r in _program_rows() if "godot" in r[0])
         extra = " (and apt-get install godot3-server)" if no_binary else ""
         return NO, NO, f"{', '.join(missing)} missing: {installed.install_hint(name)}{extra}"
     return YES, NO, reason or ""
 
 
-def _godot() -> tuple[str, str]:
-    try:
-        from runner.backends.godot import godot_binary
-
-        path, version = godot_binary()
-        return YES, f"{path} ({version})"
-    except (ImportError, AttributeError):
-        return NO, "the godot backend module is not available"
-    except RunnerError as exc:
-        return NO, str(exc)
+def _program_rows() -> list[tuple[str, str, str, str]]:
+    """One row per external program a backend runs (its `versions()`), e.g. the Godot binary."""
+    rows = []
+    for name in BACKENDS:
+        try:
+            programs = get_backend(name).versions()
+        except Exception as exc:  # a broken install is reported, not raised
+            programs = {name: {"error": f"{type(exc).__name__}: {exc}"}}
+        for program, info in programs.items():
+            if "error" in info:
+                rows.append((f"{program} binary", NO, NO, str(info["error"])))
+            else:
+                detail = f"{info.get('path')} ({info.get('version')})"
+                rows.append((f"{program} binary", YES, YES, detail))
+    return rows
 
 
 def _engine_rows() -> list[tuple[str, str, str, str]]:
     """One row per engine on PATH: usable only when it answers (docker: its daemon)."""
     rows = []
-    for engine in installed.ENGINE_PROBES:
+    from runner.images.engine import ENGINES
+
+    for engine in ENGINES:
         problem = installed.engine_problem(engine)
         if problem == "not installed":
             continue
@@ -99,8 +106,8 @@ def doctor(console: Console) -> None:
     table.add_row("training (SB3, torch)", NO if train else YES, NO if train else YES, escape(hint))
     for name in BACKENDS:
         table.add_row(f"backend {name}", *(escape(c) for c in _backend_row(name, gpus)))
-    ok, detail = _godot()
-    table.add_row("godot binary", ok, ok, escape(detail))
+    for row in _program_rows():
+        table.add_row(*(escape(c) for c in row))
     for row in _engine_rows():
         table.add_row(*(escape(c) for c in row))
     table.add_row("GPU", YES if gpus else NO, YES if gpus else NO, escape(gpu_text))

@@ -8,6 +8,7 @@ answers (docker without a daemon is installed, not usable). Nothing heavy is imp
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 import subprocess
 
@@ -32,8 +33,18 @@ def has_module(name: str) -> bool:
     return importlib.util.find_spec(name) is not None
 
 
+def own_interpreter(backend: str) -> bool:
+    """Units of this backend run under another Python (RLCRATE_PYTHON_<NAME>, or the backend's
+    own interpreter), whose packages are not this environment's business."""
+    from runner.backends import get_backend, python_env_var
+
+    return bool(os.environ.get(python_env_var(backend)) or get_backend(backend).interpreter())
+
+
 def missing_packages(backend: str) -> list[str]:
     """Python modules a local run of this backend needs that are not installed here."""
+    if own_interpreter(backend):
+        return []
     module = BACKEND_PACKAGES.get(backend, (backend, backend))[0]
     needed = (module,) if backend == "brax" else (module, *TRAIN_MODULES)
     return [m for m in needed if not has_module(m)]

@@ -11,14 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from runner import plots
 from runner.errors import UserInputError
-from runner.plots import Curve
-from runner.segments import Segment, join
-
-REWARD_TAG = "rollout/ep_rew_mean"
+from runner.summary import train_origin
+from runner.tb import Curve, read_curve
+from runner.trainers.base import EVAL_FILE, TB_DIR
 
 
 @dataclass
@@ -63,38 +60,6 @@ def _read_json(path: Path, problems: list[str]) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def read_curve(tb_dir: Path, tag: str = REWARD_TAG) -> tuple[Curve | None, str | None]:
-    """A unit's curve from its TensorBoard events (tensorboard's own reader), or a problem."""
-    from tensorboard.backend.event_processing import event_accumulator as ea
-
-    files = sorted(tb_dir.rglob("events.out.tfevents.*")) if tb_dir.is_dir() else []
-    if not files:
-        return None, f"no TensorBoard event files in {tb_dir}"
-    segments, bad = [], []
-    for folder in sorted({f.parent for f in files}):
-        acc = ea.EventAccumulator(str(folder), size_guidance={ea.SCALARS: 0})
-        acc.Reload()
-        try:
-            start = acc.FirstEventTimestamp()
-        except ValueError:  # not a single event could be read from the folder's files
-            bad += [f.name for f in files if f.parent == folder]
-            continue
-        if tag in acc.Tags().get("scalars", []):
-            points = [(e.wall_time, e.step, e.value) for e in acc.Scalars(tag)]
-            segments.append(Segment(folder.name, start, points))
-    points, used = join(segments)  # resumed segments: no repeated steps, no stopped time
-    kind = ""
-    if bad:
-        empty = all(f.stat().st_size == 0 for f in files if f.name in bad)
-        kind = "empty" if empty else "corrupt or unreadable"
-    if not points:
-        why = f"{kind} event file(s) {', '.join(bad)}" if bad else f"no '{tag}' scalars"
-        return None, f"{tb_dir}: {why}"
-    wall, steps, values = (np.array(v, dtype=float) for v in zip(*points, strict=True))
-    curve = Curve(steps, values, wall, segments=used)
-    return curve, (f"{tb_dir}: skipped {kind} event file(s) {', '.join(bad)}" if bad else None)
-
-
 def _unit(run_dir: Path, variant: str, seed: int) -> Unit:
     unit = Unit(variant, seed)
     udir = run_dir / "units" / variant / f"seed-{seed}"
@@ -104,12 +69,12 @@ def _unit(run_dir: Path, variant: str, seed: int) -> Unit:
     unit.state = str(status.get("state", "unknown"))
     unit.error = status.get("error")
     unit.resumes = [int(r) for r in status.get("resumes") or []]
-    unit.eval = _read_json(udir / "eval.json", unit.problems)
+    unit.eval = _read_json(udir / EVAL_FILE, unit.problems)
     if unit.eval is not None and not isinstance(unit.eval.get("mean"), (int, float)):
-        unit.problems.append(f"{udir / 'eval.json'}: no 'mean'")
+        unit.problems.append(f"{udir / EVAL_FILE}: no 'mean'")
         unit.eval = None
-    unit.curve, problem = read_curve(udir / "tb")
-    if problem and (udir / "tb").exists():
+    unit.curve, problem = read_curve(udir / TB_DIR, train_origin(status))
+    if problem and (udir / TB_DIR).exists():
         unit.problems.append(problem)
     return unit
 
