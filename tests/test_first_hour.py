@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner import __version__, images
+from runner import __version__
+from runner.images import engine
 from runner.manifest import load_manifest
 from runner.orchestrate import manifest_jobs
 from runner.report.diff import manifest_differences
@@ -33,7 +34,7 @@ def fake_docker(tmp_path, monkeypatch):
     """A docker whose daemon answers, that has the CPU image and logs every `run`."""
     folder, log = tmp_path / "bin", tmp_path / "docker.log"
     folder.mkdir()
-    labels = {images.LABEL_VARIANT: "cpu"}
+    labels = {engine.LABEL_VARIANT: "cpu"}
     inspect = json.dumps([{"Id": "sha256:" + "c" * 64, "Config": {"Labels": labels}}])
     _fake(
         folder,
@@ -115,7 +116,7 @@ def test_doctor_lists_docker_without_daemon_as_not_usable(tmp_path, monkeypatch)
     cells = [c.strip() for c in row.split("│")]
     assert cells[2:5] == ["yes", "no", "no daemon answers: Cannot connect to the Docker daemon"]
     # image commands take the first engine that answers, not the first one installed
-    assert images.detect_engine() == "podman"
+    assert engine.detect_engine() == "podman"
 
 
 def test_doctor_suggests_installs_only_for_what_could_run():

@@ -183,9 +183,9 @@ def test_ctrl_c_marks_interrupted_and_resume_finishes(write_manifest, tmp_path):
     text = (run / "report.md").read_text()
     assert "## Resumed units (*)" in text and "0*: " in text
     assert f"continued from the checkpoint(s) at step {status['resumed_from']:,}" in text
-    from runner.report import read_curve
+    from runner.tb import read_curve
 
-    curve, _ = read_curve(run / "units/default/seed-0/tb")
+    curve, _ = read_curve(run / "units/default/seed-0/tb", None)
     assert curve is not None and curve.segments == 2
     assert (curve.steps[1:] > curve.steps[:-1]).all() and (
         curve.wall_s[1:] >= curve.wall_s[:-1]
@@ -217,10 +217,10 @@ def test_killed_run_resumes_to_the_same_summary(write_manifest, tmp_path):
     assert a["variants"]["default"]["eval"] == b["variants"]["default"]["eval"]
     assert b["complete"] is True
     # units restarted from scratch: the abandoned segment's steps are not plotted twice
-    from runner.report import read_curve
+    from runner.tb import read_curve
 
     for seed in (0, 1, 2):
-        curve, _ = read_curve(run / f"units/default/seed-{seed}/tb")
+        curve, _ = read_curve(run / f"units/default/seed-{seed}/tb", None)
         assert curve is not None and (curve.steps[1:] > curve.steps[:-1]).all()
 
 
