@@ -7,7 +7,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from runner import stats
 from runner.rundir import UnitRef, read_json, read_status, write_json_atomic
 from runner.trainers.base import EVAL_FILE, TB_DIR
 
@@ -73,6 +72,8 @@ def check_expectations(
 def _mean_std(values: list[float]) -> dict[str, float | None]:
     if not values:
         return {"mean": None, "std": None}
+    from runner import stats  # NumPy/SciPy: not needed by `validate` (EXPECT_METRICS)
+
     m, s = stats.mean_std(values)
     return {"mean": m, "std": s}
 
@@ -109,6 +110,8 @@ def summarize_variant(
         if levels and (unit_dir / TB_DIR).exists():
             ttr[str(seed)] = _time_to_reward(unit_dir, levels, train_origin(status))
     means = list(per_seed.values())
+    from runner import stats
+
     m, s = stats.mean_std(means) if means else (None, None)
     iqm, lo, hi = stats.iqm_ci(means) if means else (None, None, None)
     variant = {
