@@ -65,8 +65,11 @@ def spaces(env: EnvSpec) -> tuple[Any, Any]:
     import envpool
 
     check_env(env)
+    from runner.backends.atari import envpool_kwargs
+
+    extra = envpool_kwargs(env.atari) if env.atari else {}
     try:
-        spec = envpool.make_spec(env.id, **env.kwargs)
+        spec = envpool.make_spec(env.id, **extra, **env.kwargs)
     except (TypeError, ValueError, RuntimeError) as exc:
         raise UserInputError(f"env.kwargs: EnvPool's {env.id} rejected them ({exc})") from None
     return spec.observation_space, spec.action_space
@@ -108,7 +111,10 @@ def make_vec_env(
 ):
     import envpool
 
+    from runner.backends.atari import envpool_kwargs
+
     check_env(env)
+    preprocessing = envpool_kwargs(env.atari) if env.atari else {}
     pool = envpool.make(
         env.id,
         env_type="gymnasium",
@@ -116,6 +122,7 @@ def make_vec_env(
         batch_size=n_envs,
         num_threads=workers,
         seed=seed,
+        **preprocessing,
         **env.kwargs,
     )
     from runner.backends._envpool_vec import EnvPoolVecEnv

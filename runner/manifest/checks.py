@@ -13,6 +13,7 @@ from runner.errors import RunnerError
 from runner.manifest import algos
 from runner.manifest.load import dotted, line_of, validation_problems
 from runner.manifest.matrix import apply_overrides, override_sets, path_problem
+from runner.manifest.problems import Problem
 from runner.manifest.schema import Manifest
 
 EXPECT_METRICS = {
@@ -89,6 +90,15 @@ def _check_parallel(cfg: Manifest, source: str, lines: Lines, out: list[str]) ->
         out.append(_at(source, lines, ("parallel", "workers"), problem))
 
 
+def _check_atari(cfg: Manifest, source: str, lines: Lines, out: list[str]) -> None:
+    from runner.backends.atari import problem
+
+    found = problem(cfg.env)
+    if found:
+        loc, msg = found
+        out.append(str(Problem(source, line_of(loc, lines), loc, msg)))
+
+
 def _check_algo(cfg: Manifest, spaces: Any, source: str, lines: Lines, out: list[str]) -> None:
     problem = algos.check(cfg.algo.name, cfg.algo.params, spaces, backend=cfg.env.backend)
     if problem:
@@ -117,6 +127,7 @@ def check_manifest(m: Manifest, source: str, lines: Lines) -> list[str]:
     for cfg in configs:  # the same problem in several variants is reported once (below)
         spaces = _check_env(cfg, source, lines, out, env_seen)
         _check_parallel(cfg, source, lines, out)
+        _check_atari(cfg, source, lines, out)
         _check_algo(cfg, spaces, source, lines, out)
     sweep_ok = True
     for path in m.bench.sweep:

@@ -1,0 +1,179 @@
+"""Rollout profile (`bench.profile: true`): where the time of a training step goes.
+
+The manifest's algorithm trains for `bench.steps` with its own methods timed in place (instance
+attributes that shadow the class's, removed afterwards): the env step (the VecEnv the model
+steps), policy inference during rollouts (`policy.forward` / `policy._predict`), the gradient
+update (`model.train`); what is left of the wall time is rollout bookkeeping (buffers, tensors,
+callbacks). On the Godot backend the env step is split further (`runner/godot/profile.py`).
+
+The profile's own cost is measured, not assumed: each repeat times one plain and one profiled
+`learn` of the same length on the same model, in alternating order, and the overhead is one
+minus the median ratio of profiled to plain steps/s.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from runner.manifest.schema import Manifest
+
+# Stacking order, bottom to top, and how each part is named in tables and plots.
+PARTS = {
+    "env": "env step",
+    "encode": "encode actions (Python)",
+    "engine_tick": "engine tick (Godot-reported)",
+    "engine_codec": "engine JSON (Godot-reported)",
+    "wait_other": "socket wait beyond the engine",
+    "decode": "decode messages (Python)",
+    "inference": "policy inference",
+    "update": "gradient update",
+    "other": "rollout bookkeeping",
+}
+# What a part's dominance says about the course question (CPU, GPU or socket throughput?).
+RESOURCE = {
+    "env": "the env's CPU work",
+    "encode": "the trainer's CPU (message encoding)",
+    "engine_tick": "the game's CPU (simulation)",
+    "engine_codec": "the game's CPU (message encoding)",
+    "wait_other": "the socket and the engine's frame loop (or pacing), not compute",
+    "decode": "the trainer's CPU (message decoding)",
+    "inference": "the policy device ({device})",
+    "update": "the policy device ({device})",
+    "other": "the trainer's CPU (rollout bookkeeping)",
+}
+
+
+class _Timers:
+    """Timed stand-ins for the model's and the env's methods, removable with `detach`."""
+
+    def __init__(self, model: Any, venv: Any, device: str) -> None:
+        self.seconds = {"env": 0.0, "inference": 0.0, "update": 0.0, "collect": 0.0}
+        self._patched: list[tuple[Any, str]] = []
+        self._busy = False
+        self._sync = _cuda_sync if device.startswith("cuda") else (lambda: None)
+        for obj, name, key in (
+            (model, "train", "update"),
+            (model, "collect_rollouts", "collect"),
+            (venv, "step_async", "env"),
+            (venv, "step_wait", "env"),
+            (model.policy, "forward", "inference"),
+            (model.policy, "_predict", "inference"),
+        ):
+            self._wrap(obj, name, key)
+        self.godot = _godot_split(venv)
+
+    def _wrap(self, obj: Any, name: str, key: str) -> None:
+        inner = getattr(obj, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if self._busy and key == "inference":  # SAC's forward calls _predict
+                return inner(*args, **kwargs)
+            self._busy = key == "inference"
+            t0 = time.perf_counter()
+            try:
+                out = inner(*args, **kwargs)
+                if key in ("inference", "update"):
+                    self._sync()
+                return out
+            finally:
+                self.seconds[key] += time.perf_counter() - t0
+                self._busy = False
+
+        object.__setattr__(obj, name, timed)  # torch modules route setattr through __setattr__
+        self._patched.append((obj, name))
+
+    def detach(self) -> None:
+        for obj, name in self._patched:
+            object.__delattr__(obj, name)
+        self._patched.clear()
+        if self.godot is not None:
+            self.godot.detach()
+
+
+def _cuda_sync() -> None:
+    import torch
+
+    torch.cuda.synchronize()
+
+
+def _godot_split(venv: Any) -> Any:
+    inner = venv.unwrapped
+    if type(inner).__name__ != "GodotVecEnv":
+        return None
+    from runner.godot.profile import GodotSplit
+
+    return GodotSplit(inner)
+
+
+def _parts(timers: _Timers, wall: float) -> dict[str, float]:
+    """Seconds per part; they add up to `wall`."""
+    s = timers.seconds
+    parts = {"env": s["env"]}
+    if timers.godot is not None:
+        parts = dict(timers.godot.seconds)
+        parts["decode"] += max(s["env"] - sum(parts.values()), 0.0)  # the VecEnv wrappers
+    parts["inference"] = s["inference"]
+    parts["update"] = s["update"]
+    parts["other"] = max(wall - sum(parts.values()), 0.0)
+    return parts
+
+
+def _learn(model: Any, steps: int) -> tuple[int, float]:
+    before = model.num_timesteps
+    t0 = time.perf_counter()
+    model.learn(steps, reset_num_timesteps=False)
+    return model.num_timesteps - before, time.perf_counter() - t0
+
+
+def profile_train(cfg: Manifest, venv: Any, seeds: dict[str, int]) -> dict[str, Any]:
+    """Per part: seconds per training step (env step), its share; the profile's overhead."""
+    from runner.jobs.common import make_model
+
+    spec = cfg.bench
+    model = make_model(cfg, venv, seed=seeds["model"], tb_dir=None)
+    model.learn(max(spec.warmup, 1))
+    totals: dict[str, float] = {}
+    steps_done, wall_done, ratios, reported = 0, 0.0, [], True
+    for r in range(spec.repeats):
+        rates = {}
+        for profiled in (False, True) if r % 2 == 0 else (True, False):
+            timers = _Timers(model, venv, cfg.algo.device) if profiled else None
+            try:
+                steps, wall = _learn(model, spec.steps)
+            finally:
+                if timers is not None:
+                    timers.detach()
+            rates[profiled] = steps / wall
+            if timers is not None:
+                for k, v in _parts(timers, wall).items():
+                    totals[k] = totals.get(k, 0.0) + v
+                reported = reported and (timers.godot is None or timers.godot.reported)
+                steps_done, wall_done = steps_done + steps, wall_done + wall
+        ratios.append(rates[True] / rates[False])
+    per_step = {k: v / steps_done for k, v in totals.items()}
+    return {
+        "seconds_per_step": per_step,
+        "share": {k: v / wall_done for k, v in totals.items()},
+        "steps": steps_done,
+        "steps_per_s": steps_done / wall_done,
+        "overhead": float(1.0 - np.median(ratios)),
+        "overhead_ratios": [float(x) for x in ratios],
+        "engine_reported": reported,
+        "device": cfg.algo.device,
+    }
+
+
+def bottleneck(point: dict[str, Any]) -> str:
+    """One sentence naming the largest part of a point's training step."""
+    prof = point["profile"]
+    share = prof["share"]
+    top = max(share, key=lambda k: share[k])
+    what = RESOURCE[top].format(device=prof["device"])
+    env = sum(v for k, v in share.items() if k not in ("inference", "update", "other"))
+    return (
+        f"{point['label']}: the bottleneck is {PARTS[top]} ({100 * share[top]:.0f}% of a "
+        f"training step; env stepping {100 * env:.0f}% in all), i.e. {what}"
+    )
