@@ -45,18 +45,45 @@ def test_batch_scaling_ties_envs_and_batch_size_with_envs_only_controls():
 @pytest.mark.parametrize(
     ("over", "where", "expect"),
     [
-        ({"env": {"backend": "gymnasium", "id": "CartPole-v1", "atari": {}}},
-         "env.atari", "Atari games only"),
-        ({"env": {"backend": "gymnasium", "id": "ALE/Pong-v5", "atari": {},
-                  "kwargs": {"frameskip": 4}}},
-         "env.kwargs.frameskip", "env.atari sets this already"),
-        ({"env": {"backend": "envpool", "id": "Pong-v5", "atari": {},
-                  "kwargs": {"stack_num": 1}}},
-         "env.kwargs.stack_num", "env.atari sets this already"),
-        ({"env": {"backend": "gymnasium", "id": "ALE/Pong-v5", "atari": {"frame_skip": 0}}},
-         "env.atari.frame_skip", "greater than or equal to 1"),
-        ({"env": {"backend": "gymnasium", "id": "ALE/Pong-v5", "atari": {"grayscale": True}}},
-         "env.atari.grayscale", "unknown key"),
+        (
+            {"env": {"backend": "gymnasium", "id": "CartPole-v1", "atari": {}}},
+            "env.atari",
+            "Atari games only",
+        ),
+        (
+            {
+                "env": {
+                    "backend": "gymnasium",
+                    "id": "ALE/Pong-v5",
+                    "atari": {},
+                    "kwargs": {"frameskip": 4},
+                }
+            },
+            "env.kwargs.frameskip",
+            "env.atari sets this already",
+        ),
+        (
+            {
+                "env": {
+                    "backend": "envpool",
+                    "id": "Pong-v5",
+                    "atari": {},
+                    "kwargs": {"stack_num": 1},
+                }
+            },
+            "env.kwargs.stack_num",
+            "env.atari sets this already",
+        ),
+        (
+            {"env": {"backend": "gymnasium", "id": "ALE/Pong-v5", "atari": {"frame_skip": 0}}},
+            "env.atari.frame_skip",
+            "greater than or equal to 1",
+        ),
+        (
+            {"env": {"backend": "gymnasium", "id": "ALE/Pong-v5", "atari": {"grayscale": True}}},
+            "env.atari.grayscale",
+            "unknown key",
+        ),
     ],
 )
 def test_atari_problems_name_file_line_and_field(write_manifest, over, where, expect):
@@ -74,8 +101,11 @@ def _pong(backend: str, envs: int = 2) -> tuple[Manifest, dict]:
     env_id = "ALE/Pong-v5" if backend == "gymnasium" else "Pong-v5"
     data = tiny_manifest(
         env={"backend": backend, "id": env_id, "atari": {}},
-        parallel={"envs": envs, "workers": envs if backend == "gymnasium" else 1,
-                  "mode": "subproc" if backend == "gymnasium" else "dummy"},
+        parallel={
+            "envs": envs,
+            "workers": envs if backend == "gymnasium" else 1,
+            "mode": "subproc" if backend == "gymnasium" else "dummy",
+        },
     )
     return Manifest.model_validate(data), data
 
@@ -109,8 +139,11 @@ def test_both_backends_give_the_same_preprocessed_pong():
 def test_envpool_settings_mirror_the_sb3_wrapper_point_for_point():
     from runner.backends.atari import ENVPOOL_OWNED, envpool_kwargs
 
-    spec = EnvSpec(backend="envpool", id="Pong-v5", atari={"frame_skip": 3, "noop_max": 7,
-                                                           "clip_reward": False})
+    spec = EnvSpec(
+        backend="envpool",
+        id="Pong-v5",
+        atari={"frame_skip": 3, "noop_max": 7, "clip_reward": False},
+    )
     kw = envpool_kwargs(spec.atari)
     assert set(kw) == set(ENVPOOL_OWNED)
     assert (kw["frame_skip"], kw["noop_max"], kw["reward_clip"]) == (3, 7, False)

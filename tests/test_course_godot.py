@@ -40,11 +40,18 @@ def shrunk(name: str, tmp_path: Path, **over) -> Path:
 
 
 def test_profile_splits_the_socket_wait_with_the_engine_tick(tmp_path: Path):
-    path = shrunk("ballchase-profile.yaml", tmp_path, **{
-        "bench.steps": 1024, "bench.warmup": 256, "bench.repeats": 2,
-        "matrix": {"parallel.workers": [1, 2]}, "parallel.envs": 8,
-        "algo.params": {"n_steps": 32, "batch_size": 128, "n_epochs": 1},
-    })
+    path = shrunk(
+        "ballchase-profile.yaml",
+        tmp_path,
+        **{
+            "bench.steps": 1024,
+            "bench.warmup": 256,
+            "bench.repeats": 2,
+            "matrix": {"parallel.workers": [1, 2]},
+            "parallel.envs": 8,
+            "algo.params": {"n_steps": 32, "batch_size": 128, "n_epochs": 1},
+        },
+    )
     proc = rlcrate("bench", str(path), "--out", str(tmp_path / "runs"), timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     run = run_dir_of(tmp_path / "runs", "ballchase-profile")
@@ -52,8 +59,17 @@ def test_profile_splits_the_socket_wait_with_the_engine_tick(tmp_path: Path):
     for point in bench["points"]:
         prof = point["profile"]
         assert prof["engine_reported"]
-        assert set(prof["share"]) == {"encode", "engine_tick", "engine_codec", "wait_other",
-                                      "decode", "inference", "update", "other"}
+        assert set(prof["share"]) == {
+            "encode",
+            "send",
+            "engine_tick",
+            "engine_codec",
+            "wait_other",
+            "decode",
+            "inference",
+            "update",
+            "other",
+        }
         assert sum(prof["share"].values()) == pytest.approx(1.0, abs=1e-6)
         assert prof["seconds_per_step"]["engine_tick"] > 0
         assert prof["seconds_per_step"]["engine_codec"] > 0
@@ -62,26 +78,39 @@ def test_profile_splits_the_socket_wait_with_the_engine_tick(tmp_path: Path):
 
 
 def test_ppo_vs_sac_on_continuous_ballchase_runs_paired(tmp_path: Path):
-    path = shrunk("ballchase-ppo-vs-sac.yaml", tmp_path, **{
-        "train.timesteps": 1024, "eval.episodes": 2, "seeds": [0, 1],
-        "env.kwargs": {"action_space": "continuous", "episode_steps": 100},
-    })
+    path = shrunk(
+        "ballchase-ppo-vs-sac.yaml",
+        tmp_path,
+        **{
+            "train.timesteps": 1024,
+            "eval.episodes": 2,
+            "seeds": [0, 1],
+            "env.kwargs": {"action_space": "continuous", "episode_steps": 100},
+        },
+    )
     data = yaml.safe_load(path.read_text())
     data["matrix"][0]["algo.params"].update(n_steps=64, n_epochs=1)
     data["matrix"][1]["algo.params"].update(learning_starts=256)
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     proc = rlcrate("run", str(path), "--out", str(tmp_path / "runs"), timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    summary = json.loads((run_dir_of(tmp_path / "runs", "ballchase-ppo-vs-sac")
-                          / "summary.json").read_text())
+    summary = json.loads(
+        (run_dir_of(tmp_path / "runs", "ballchase-ppo-vs-sac") / "summary.json").read_text()
+    )
     assert "SAC" in json.dumps(summary) and "PPO" in json.dumps(summary)
 
 
 def test_batch_scaling_runs_its_first_variants(tmp_path: Path):
-    path = shrunk("ballchase-batch-scaling.yaml", tmp_path, **{
-        "train.timesteps": 1024, "eval.episodes": 1, "seeds": [0],
-        "env.kwargs": {"episode_steps": 100},
-    })
+    path = shrunk(
+        "ballchase-batch-scaling.yaml",
+        tmp_path,
+        **{
+            "train.timesteps": 1024,
+            "eval.episodes": 1,
+            "seeds": [0],
+            "env.kwargs": {"episode_steps": 100},
+        },
+    )
     data = yaml.safe_load(path.read_text())
     data["matrix"] = data["matrix"][:3]  # the baseline, its envs-only control, both doubled
     path.write_text(yaml.safe_dump(data, sort_keys=False))
@@ -92,13 +121,20 @@ def test_batch_scaling_runs_its_first_variants(tmp_path: Path):
 
 
 def test_scaling_curve_over_instances_benches(tmp_path: Path):
-    path = shrunk("ballchase-scaling.yaml", tmp_path, **{
-        "bench.steps": 512, "bench.warmup": 128, "bench.repeats": 1,
-        "bench.sweep": {"parallel.envs": [1, 4]},
-        "algo.params": {"n_steps": 32, "batch_size": 32, "n_epochs": 1},
-    })
+    path = shrunk(
+        "ballchase-scaling.yaml",
+        tmp_path,
+        **{
+            "bench.steps": 512,
+            "bench.warmup": 128,
+            "bench.repeats": 1,
+            "bench.sweep": {"parallel.envs": [1, 4]},
+            "algo.params": {"n_steps": 32, "batch_size": 32, "n_epochs": 1},
+        },
+    )
     proc = rlcrate("bench", str(path), "--out", str(tmp_path / "runs"), timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    bench = json.loads((run_dir_of(tmp_path / "runs", "ballchase-scaling")
-                        / "bench.json").read_text())
+    bench = json.loads(
+        (run_dir_of(tmp_path / "runs", "ballchase-scaling") / "bench.json").read_text()
+    )
     assert [p["envs"] for p in bench["points"]] == [1, 4]

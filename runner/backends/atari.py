@@ -34,9 +34,18 @@ ALE_FRAMES_PER_EPISODE = 108_000  # ALE v5's max_num_frames_per_episode
 # env.kwargs that env.atari decides; setting them as well would contradict it.
 GYM_OWNED = {"frameskip": 1, "repeat_action_probability": 0.0}
 ENVPOOL_OWNED = (
-    "noop_max", "frame_skip", "img_height", "img_width", "gray_scale", "episodic_life",
-    "reward_clip", "repeat_action_probability", "stack_num", "use_fire_reset",
-    "use_inter_area_resize", "max_episode_steps",
+    "noop_max",
+    "frame_skip",
+    "img_height",
+    "img_width",
+    "gray_scale",
+    "episodic_life",
+    "reward_clip",
+    "repeat_action_probability",
+    "stack_num",
+    "use_fire_reset",
+    "use_inter_area_resize",
+    "max_episode_steps",
 )
 
 

@@ -6,9 +6,11 @@ steps), policy inference during rollouts (`policy.forward` / `policy._predict`),
 update (`model.train`); what is left of the wall time is rollout bookkeeping (buffers, tensors,
 callbacks). On the Godot backend the env step is split further (`runner/godot/profile.py`).
 
-The profile's own cost is measured, not assumed: each repeat times one plain and one profiled
-`learn` of the same length on the same model, in alternating order, and the overhead is one
-minus the median ratio of profiled to plain steps/s.
+The profile's own cost is measured two ways. Interleaved: each repeat times one plain and one
+profiled `learn` of the same length on the same model, in alternating order; `overhead` is one
+minus the median ratio of profiled to plain steps/s (as noisy as the host). Counted:
+`overhead_bound` is the number of timed calls per step times the cost of one timed call
+(measured on a no-op), as a fraction of the step time: what the instrumentation itself adds.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from runner.manifest.schema import Manifest
 PARTS = {
     "env": "env step",
     "encode": "encode actions (Python)",
+    "send": "send actions (Python)",
     "engine_tick": "engine tick (Godot-reported)",
     "engine_codec": "engine JSON (Godot-reported)",
     "wait_other": "socket wait beyond the engine",
@@ -36,12 +39,13 @@ PARTS = {
 RESOURCE = {
     "env": "the env's CPU work",
     "encode": "the trainer's CPU (message encoding)",
+    "send": "the socket send, or the host's CPUs (the woken game takes the trainer's core)",
     "engine_tick": "the game's CPU (simulation)",
     "engine_codec": "the game's CPU (message encoding)",
     "wait_other": "the socket and the engine's frame loop (or pacing), not compute",
     "decode": "the trainer's CPU (message decoding)",
-    "inference": "the policy device ({device})",
-    "update": "the policy device ({device})",
+    "inference": "compute on the policy's device ({device})",
+    "update": "compute on the policy's device ({device})",
     "other": "the trainer's CPU (rollout bookkeeping)",
 }
 
@@ -51,6 +55,7 @@ class _Timers:
 
     def __init__(self, model: Any, venv: Any, device: str) -> None:
         self.seconds = {"env": 0.0, "inference": 0.0, "update": 0.0, "collect": 0.0}
+        self.calls = 0
         self._patched: list[tuple[Any, str]] = []
         self._busy = False
         self._sync = _cuda_sync if device.startswith("cuda") else (lambda: None)
@@ -81,6 +86,7 @@ class _Timers:
             finally:
                 self.seconds[key] += time.perf_counter() - t0
                 self._busy = False
+                self.calls += 1
 
         object.__setattr__(obj, name, timed)  # torch modules route setattr through __setattr__
         self._patched.append((obj, name))
@@ -121,6 +127,29 @@ def _parts(timers: _Timers, wall: float) -> dict[str, float]:
     return parts
 
 
+def call_cost(iterations: int = 20_000) -> float:
+    """Seconds one timed call adds over a plain call (a no-op wrapped as the model's are)."""
+
+    class Probe:
+        def train(self) -> None:
+            return None
+
+    plain, probe = Probe(), Probe()
+    timers = _Timers.__new__(_Timers)
+    timers.seconds, timers.calls, timers._patched, timers._busy = {"update": 0.0}, 0, [], False
+    timers._sync = lambda: None
+    timers._wrap(probe, "train", "update")
+
+    def run(obj: Any) -> float:
+        fn = obj.train
+        t0 = time.perf_counter()
+        for _ in range(iterations):
+            fn()
+        return time.perf_counter() - t0
+
+    return max(min(run(probe) - run(plain) for _ in range(5)) / iterations, 0.0)
+
+
 def _learn(model: Any, steps: int) -> tuple[int, float]:
     before = model.num_timesteps
     t0 = time.perf_counter()
@@ -136,7 +165,7 @@ def profile_train(cfg: Manifest, venv: Any, seeds: dict[str, int]) -> dict[str, 
     model = make_model(cfg, venv, seed=seeds["model"], tb_dir=None)
     model.learn(max(spec.warmup, 1))
     totals: dict[str, float] = {}
-    steps_done, wall_done, ratios, reported = 0, 0.0, [], True
+    steps_done, wall_done, ratios, reported, calls = 0, 0.0, [], True, 0
     for r in range(spec.repeats):
         rates = {}
         for profiled in (False, True) if r % 2 == 0 else (True, False):
@@ -151,6 +180,7 @@ def profile_train(cfg: Manifest, venv: Any, seeds: dict[str, int]) -> dict[str, 
                 for k, v in _parts(timers, wall).items():
                     totals[k] = totals.get(k, 0.0) + v
                 reported = reported and (timers.godot is None or timers.godot.reported)
+                calls += timers.calls + (timers.godot.calls if timers.godot else 0)
                 steps_done, wall_done = steps_done + steps, wall_done + wall
         ratios.append(rates[True] / rates[False])
     per_step = {k: v / steps_done for k, v in totals.items()}
@@ -161,6 +191,8 @@ def profile_train(cfg: Manifest, venv: Any, seeds: dict[str, int]) -> dict[str, 
         "steps_per_s": steps_done / wall_done,
         "overhead": float(1.0 - np.median(ratios)),
         "overhead_ratios": [float(x) for x in ratios],
+        "overhead_bound": calls * call_cost() / wall_done,
+        "timed_calls_per_step": calls / steps_done,
         "engine_reported": reported,
         "device": cfg.algo.device,
     }
