@@ -8,7 +8,9 @@ callbacks). On the Godot backend the env step is split further (`runner/godot/pr
 
 The profile's own cost is measured two ways. Interleaved: each repeat times one plain and one
 profiled `learn` of the same length on the same model, in alternating order; `overhead` is one
-minus the median ratio of profiled to plain steps/s (as noisy as the host). Counted:
+minus the median ratio of profiled to plain steps/s (as noisy as the host), `overhead_cpu` the
+median extra CPU time per step of the training process (the timers run there; far less noisy
+on a shared host, since other processes' load barely moves it). Counted:
 `overhead_bound` is the number of timed calls per step times the cost of one timed call
 (measured on a no-op), as a fraction of the step time: what the instrumentation itself adds.
 """
@@ -39,10 +41,11 @@ PARTS = {
 RESOURCE = {
     "env": "the env's CPU work",
     "encode": "the trainer's CPU (message encoding)",
-    "send": "the socket send, or the host's CPUs (the woken game takes the trainer's core)",
+    "send": "the socket send, or a busy host (the woken game takes the trainer's core)",
     "engine_tick": "the game's CPU (simulation)",
     "engine_codec": "the game's CPU (message encoding)",
-    "wait_other": "the socket and the engine's frame loop (or pacing), not compute",
+    "wait_other": "not the game's simulation but the time around it: transport, the engine's "
+    "frame loop, pacing, or the game waiting for a free core",
     "decode": "the trainer's CPU (message decoding)",
     "inference": "compute on the policy's device ({device})",
     "update": "compute on the policy's device ({device})",
@@ -150,11 +153,17 @@ def call_cost(iterations: int = 20_000) -> float:
     return max(min(run(probe) - run(plain) for _ in range(5)) / iterations, 0.0)
 
 
-def _learn(model: Any, steps: int) -> tuple[int, float]:
+def _learn(model: Any, steps: int, timers: _Timers | None) -> tuple[int, float, float]:
+    """(steps done, wall seconds, this process's CPU seconds); the timers detached after."""
     before = model.num_timesteps
-    t0 = time.perf_counter()
-    model.learn(steps, reset_num_timesteps=False)
-    return model.num_timesteps - before, time.perf_counter() - t0
+    c0, t0 = time.process_time(), time.perf_counter()
+    try:
+        model.learn(steps, reset_num_timesteps=False)
+    finally:
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        if timers is not None:
+            timers.detach()
+    return model.num_timesteps - before, wall, cpu
 
 
 def profile_train(cfg: Manifest, venv: Any, seeds: dict[str, int]) -> dict[str, Any]:
@@ -165,32 +174,31 @@ def profile_train(cfg: Manifest, venv: Any, seeds: dict[str, int]) -> dict[str, 
     model = make_model(cfg, venv, seed=seeds["model"], tb_dir=None)
     model.learn(max(spec.warmup, 1))
     totals: dict[str, float] = {}
-    steps_done, wall_done, ratios, reported, calls = 0, 0.0, [], True, 0
+    steps_done, wall_done, reported, calls = 0, 0.0, True, 0
+    ratios: dict[str, list[float]] = {"wall": [], "cpu": []}
     for r in range(spec.repeats):
-        rates = {}
+        per: dict[bool, tuple[int, float, float]] = {}
         for profiled in (False, True) if r % 2 == 0 else (True, False):
             timers = _Timers(model, venv, cfg.algo.device) if profiled else None
-            try:
-                steps, wall = _learn(model, spec.steps)
-            finally:
-                if timers is not None:
-                    timers.detach()
-            rates[profiled] = steps / wall
+            per[profiled] = steps, wall, _ = _learn(model, spec.steps, timers)
             if timers is not None:
                 for k, v in _parts(timers, wall).items():
                     totals[k] = totals.get(k, 0.0) + v
                 reported = reported and (timers.godot is None or timers.godot.reported)
                 calls += timers.calls + (timers.godot.calls if timers.godot else 0)
                 steps_done, wall_done = steps_done + steps, wall_done + wall
-        ratios.append(rates[True] / rates[False])
-    per_step = {k: v / steps_done for k, v in totals.items()}
+        (n0, w0, c0), (n1, w1, c1) = per[False], per[True]
+        ratios["wall"].append((n1 / w1) / (n0 / w0))
+        ratios["cpu"].append((c1 / n1) / (c0 / n0))  # CPU seconds per step, profiled / plain
     return {
-        "seconds_per_step": per_step,
+        "seconds_per_step": {k: v / steps_done for k, v in totals.items()},
         "share": {k: v / wall_done for k, v in totals.items()},
         "steps": steps_done,
         "steps_per_s": steps_done / wall_done,
-        "overhead": float(1.0 - np.median(ratios)),
-        "overhead_ratios": [float(x) for x in ratios],
+        "overhead": float(1.0 - np.median(ratios["wall"])),
+        "overhead_ratios": [float(x) for x in ratios["wall"]],
+        "overhead_cpu": float(np.median(ratios["cpu"]) - 1.0),
+        "overhead_cpu_ratios": [float(x) for x in ratios["cpu"]],
         "overhead_bound": calls * call_cost() / wall_done,
         "timed_calls_per_step": calls / steps_done,
         "engine_reported": reported,
@@ -199,13 +207,27 @@ def profile_train(cfg: Manifest, venv: Any, seeds: dict[str, int]) -> dict[str, 
 
 
 def bottleneck(point: dict[str, Any]) -> str:
-    """One sentence naming the largest part of a point's training step."""
+    """One sentence naming the largest part of a point's training step.
+
+    Env stepping counts as one part (its pieces run one after another on the same step), and
+    when it is the largest, its own largest piece says where the env time goes.
+    """
     prof = point["profile"]
     share = prof["share"]
-    top = max(share, key=lambda k: share[k])
-    what = RESOURCE[top].format(device=prof["device"])
-    env = sum(v for k, v in share.items() if k not in ("inference", "update", "other"))
+    env_keys = [k for k in share if k not in ("inference", "update", "other")]
+    groups = {"env": sum(share[k] for k in env_keys)}
+    groups.update({k: share[k] for k in ("inference", "update", "other") if k in share})
+    top = max(groups, key=lambda k: groups[k])
+    head = f"{point['label']}: the bottleneck is "
+    if top != "env":
+        what = RESOURCE[top].format(device=prof["device"])
+        return (
+            f"{head}{PARTS[top]} ({100 * groups[top]:.0f}% of a training step; env stepping "
+            f"{100 * groups['env']:.0f}%), i.e. {what}"
+        )
+    piece = max(env_keys, key=lambda k: share[k])
+    detail = "" if piece == "env" else f", mostly {PARTS[piece]} ({100 * share[piece]:.0f}%)"
     return (
-        f"{point['label']}: the bottleneck is {PARTS[top]} ({100 * share[top]:.0f}% of a "
-        f"training step; env stepping {100 * env:.0f}% in all), i.e. {what}"
+        f"{head}env stepping ({100 * groups['env']:.0f}% of a training step{detail}), i.e. "
+        f"{RESOURCE[piece]}"
     )

@@ -34,11 +34,13 @@ def add_findings(bench: dict[str, Any]) -> None:
     bench["findings"] += [bottleneck(p) for p in points]
     worst = max(points, key=lambda p: p["profile"]["overhead"])
     bound = max(p["profile"]["overhead_bound"] for p in points)
+    cpu = max(p["profile"]["overhead_cpu"] for p in points)
     bench["findings"].append(
         f"profile overhead on training steps/s: its timed calls cost at most "
         f"{100 * bound:.2f}% of a step; interleaved plain/profiled runs measured at most "
-        f"{100 * worst['profile']['overhead']:.1f}% ({worst['label']}; median of "
-        f"{len(worst['profile']['overhead_ratios'])} pairs, as noisy as the host)"
+        f"{100 * cpu:.1f}% more trainer CPU time per step and at most "
+        f"{100 * worst['profile']['overhead']:.1f}% fewer steps/s ({worst['label']}; medians of "
+        f"{len(worst['profile']['overhead_ratios'])} pairs; steps/s is as noisy as the host)"
     )
     if any(not p["profile"]["engine_reported"] for p in points):
         bench["findings"].append(
@@ -65,7 +67,7 @@ def print_table(bench: dict[str, Any], console: Any) -> None:
     for k in cols:
         table.add_column(SHORT[k], justify="right")
     table.add_column("steps/s", justify="right")
-    table.add_column("overhead (bound)", justify="right")
+    table.add_column("overhead: steps/s, CPU (bound)", justify="right")
     for p in points:
         prof = p["profile"]
         cells = [
@@ -74,7 +76,10 @@ def print_table(bench: dict[str, Any], console: Any) -> None:
             else "–"
             for k in cols
         ]
-        over = f"{100 * prof['overhead']:.1f}% ({100 * prof['overhead_bound']:.2f}%)"
+        over = (
+            f"{100 * prof['overhead']:.1f}%, {100 * prof['overhead_cpu']:.1f}% "
+            f"({100 * prof['overhead_bound']:.2f}%)"
+        )
         table.add_row(p["label"], *cells, f"{prof['steps_per_s']:,.0f}", over)
     console.print(table)
 
