@@ -56,22 +56,25 @@ RESOURCE = {
 class _Timers:
     """Timed stand-ins for the model's and the env's methods, removable with `detach`."""
 
-    def __init__(self, model: Any, venv: Any, device: str) -> None:
-        self.seconds = {"env": 0.0, "inference": 0.0, "update": 0.0, "collect": 0.0}
+    def __init__(self, model: Any, venv: Any, cfg: Manifest) -> None:
+        self.seconds = {"env": 0.0, "inference": 0.0, "update": 0.0}
         self.calls = 0
         self._patched: list[tuple[Any, str]] = []
         self._busy = False
-        self._sync = _cuda_sync if device.startswith("cuda") else (lambda: None)
+        self._sync = _cuda_sync if cfg.algo.device.startswith("cuda") else (lambda: None)
         for obj, name, key in (
             (model, "train", "update"),
-            (model, "collect_rollouts", "collect"),
             (venv, "step_async", "env"),
             (venv, "step_wait", "env"),
             (model.policy, "forward", "inference"),
             (model.policy, "_predict", "inference"),
         ):
             self._wrap(obj, name, key)
-        self.godot = _godot_split(venv)
+        self.godot = None
+        if cfg.env.backend == "godot":
+            from runner.godot.profile import GodotSplit
+
+            self.godot = GodotSplit(venv.unwrapped)
 
     def _wrap(self, obj: Any, name: str, key: str) -> None:
         inner = getattr(obj, name)
@@ -106,15 +109,6 @@ def _cuda_sync() -> None:
     import torch
 
     torch.cuda.synchronize()
-
-
-def _godot_split(venv: Any) -> Any:
-    inner = venv.unwrapped
-    if type(inner).__name__ != "GodotVecEnv":
-        return None
-    from runner.godot.profile import GodotSplit
-
-    return GodotSplit(inner)
 
 
 def _parts(timers: _Timers, wall: float) -> dict[str, float]:
@@ -179,7 +173,7 @@ def profile_train(cfg: Manifest, venv: Any, seeds: dict[str, int]) -> dict[str, 
     for r in range(spec.repeats):
         per: dict[bool, tuple[int, float, float]] = {}
         for profiled in (False, True) if r % 2 == 0 else (True, False):
-            timers = _Timers(model, venv, cfg.algo.device) if profiled else None
+            timers = _Timers(model, venv, cfg) if profiled else None
             per[profiled] = steps, wall, _ = _learn(model, spec.steps, timers)
             if timers is not None:
                 for k, v in _parts(timers, wall).items():
