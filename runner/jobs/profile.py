@@ -144,7 +144,10 @@ def call_cost(iterations: int = 20_000) -> float:
             fn()
         return time.perf_counter() - t0
 
-    return max(min(run(probe) - run(plain) for _ in range(5)) / iterations, 0.0)
+    # the fastest of several runs each: the least disturbed by other processes
+    probe_s = min(run(probe) for _ in range(7))
+    plain_s = min(run(plain) for _ in range(7))
+    return max(probe_s - plain_s, 0.0) / iterations
 
 
 def _learn(model: Any, steps: int, timers: _Timers | None) -> tuple[int, float, float]:
