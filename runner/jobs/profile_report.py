@@ -38,8 +38,8 @@ def add_findings(bench: dict[str, Any]) -> None:
     bench["findings"].append(
         f"profile overhead on training steps/s: its timed calls cost at most "
         f"{100 * bound:.2f}% of a step; interleaved plain/profiled runs measured at most "
-        f"{100 * cpu:.1f}% more trainer CPU time per step and at most "
-        f"{100 * worst['profile']['overhead']:.1f}% fewer steps/s ({worst['label']}; medians of "
+        f"{100 * cpu:+.1f}% trainer CPU time per step and at most "
+        f"{-100 * worst['profile']['overhead']:+.1f}% steps/s ({worst['label']}; medians of "
         f"{len(worst['profile']['overhead_ratios'])} pairs; steps/s is as noisy as the host)"
     )
     if any(not p["profile"]["engine_reported"] for p in points):
