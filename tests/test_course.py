@@ -154,7 +154,7 @@ def test_envpool_settings_mirror_the_sb3_wrapper_point_for_point():
 def test_profile_parts_add_up_and_name_a_bottleneck(tmp_path: Path):
     from rich.console import Console
 
-    from runner.jobs import bench
+    from runner.jobs.bench import run as bench
 
     data = tiny_manifest(
         name="tiny-profile",

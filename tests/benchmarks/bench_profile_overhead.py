@@ -16,8 +16,8 @@ import os
 import numpy as np
 import yaml
 
+from runner.jobs.bench.profile import profile_train
 from runner.jobs.common import make_env
-from runner.jobs.profile import profile_train
 from runner.manifest.schema import Manifest
 from runner.seeding import derive, seed_everything
 from tests.helpers import ROOT

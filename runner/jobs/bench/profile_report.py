@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from runner.jobs.profile import PARTS, bottleneck
+from runner.jobs.bench.profile import PARTS, bottleneck
 
 # Table headers (the plot's legend has the long names).
 SHORT = {
