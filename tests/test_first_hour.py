@@ -209,3 +209,9 @@ def test_light_install_validates_doctors_and_drives_an_image(fake_docker, tmp_pa
     assert "/in/quickstart.yaml" in fake_docker.read_text()
     data = yaml.safe_load(Path(quick).read_text())
     assert data.get("image", "local") == "local"  # quickstart runs here unless told otherwise
+
+
+def test_image_builds_find_the_checkout():
+    from runner.images.build import source_root
+
+    assert (source_root() / "Dockerfile.cpu").is_file()
