@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from runner.manifest.problems import Problem
+
 
 class RunnerError(Exception):
     """Base class: a one-sentence message meant for the user. Exit status 1."""
@@ -28,11 +33,12 @@ class FieldError(UserInputError):
 
 
 class ManifestError(UserInputError):
-    """One or more problems in a manifest, each a line `file:line: field: message`."""
+    """One or more problems in a manifest, as values (`Problem`: file, line, field path, message);
+    each prints as one line `file:line: field: message`."""
 
-    def __init__(self, problems: list[str]):
+    def __init__(self, problems: list[Problem]):
         self.problems = list(problems)
-        super().__init__("\n".join(self.problems))
+        super().__init__("\n".join(str(p) for p in self.problems))
 
 
 class BackendUnavailable(RunnerError):

@@ -95,7 +95,10 @@ def backend_programs(backends: set[str]) -> dict[str, Any]:
     return out
 
 
-def collect(argv: list[str], manifest_path: Path, backends: set[str]) -> dict[str, Any]:
+def collect(
+    argv: list[str], manifest_path: Path, backends: set[str], interpreters: dict[str, str]
+) -> dict[str, Any]:
+    """`interpreters`: variant -> the Python its units run with (as in resolved.yaml)."""
     pkgs = packages()
     return {
         "rlcrate": __version__,
@@ -109,6 +112,7 @@ def collect(argv: list[str], manifest_path: Path, backends: set[str]) -> dict[st
             "executable": sys.executable,
             "implementation": platform.python_implementation(),
         },
+        "unit_interpreters": interpreters,
         "platform": {
             "system": platform.system(),
             "release": platform.release(),

@@ -7,6 +7,8 @@ Each backend module implements the `Backend` protocol (`base.py`). The names are
 from __future__ import annotations
 
 import importlib
+import os
+import shutil
 from functools import cache
 from typing import TYPE_CHECKING, Final, cast
 
@@ -24,6 +26,25 @@ def get_backend(name: str) -> Backend:
     if name not in BACKENDS:
         raise UserInputError(f"Unknown backend '{name}'. Valid backends: {', '.join(BACKENDS)}.")
     return cast("Backend", importlib.import_module(BACKENDS[name]))
+
+
+def python_env_var(name: str) -> str:
+    return f"RLCRATE_PYTHON_{name.upper()}"
+
+
+def unit_interpreter(name: str) -> str | None:
+    """The Python that runs units of backend `name`: RLCRATE_PYTHON_<NAME> when set, else the
+    backend's own `interpreter()`; None: the runner's own. Checked to be an executable file."""
+    var = python_env_var(name)
+    python = os.environ.get(var) or get_backend(name).interpreter()
+    if python is None:
+        return None
+    path = shutil.which(python) or python
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        source = var if os.environ.get(var) else f"the {name} backend's interpreter"
+        raise UserInputError(f"{source}: {python} is not an executable file (expected the Python "
+                             f"that runs {name} units)")
+    return os.path.abspath(path)
 
 
 if TYPE_CHECKING:  # mypy checks every registered module against the protocol

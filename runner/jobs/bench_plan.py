@@ -1,28 +1,12 @@
-"""Planning a bench: every (variant, sweep point) config, validated before anything runs."""
+"""Planning a bench: the validated sweep points (`runner.manifest.sweep`), labelled and plotted."""
 
 from __future__ import annotations
 
-import itertools
-from dataclasses import dataclass
 from typing import Any
 
-from runner.errors import ManifestError, RunnerError
 from runner.manifest.schema import Manifest
-
-
-@dataclass
-class Point:
-    variant: str
-    overrides: dict[str, Any]  # the sweep point's overrides (on top of the variant's)
-    label: str
-    x: Any
-    config: Manifest
-
-
-def _sweep_sets(manifest: Manifest) -> list[dict[str, Any]]:
-    sweep = manifest.bench.sweep
-    keys = list(sweep)
-    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*sweep.values())]
+from runner.manifest.sweep import Point
+from runner.manifest.sweep import points as sweep_points
 
 
 def _label(variant: str, overrides: dict[str, Any], many_variants: bool) -> str:
@@ -35,93 +19,15 @@ def _label(variant: str, overrides: dict[str, Any], many_variants: bool) -> str:
     return text
 
 
-def _apply(base: Manifest, overrides: dict[str, Any]) -> Manifest:
-    """The sweep point's config, validated; raises ValueError/ValidationError/RunnerError.
-
-    A sweep over parallel.envs alone, on a config with one worker per env, keeps one worker per
-    env when the config would otherwise be invalid (workers > envs, or gymnasium's SubprocVecEnv,
-    which needs one process per env).
-    """
-    from pydantic import ValidationError
-
-    from runner.manifest.matrix import apply_overrides
-
-    tie = (
-        "parallel.envs" in overrides
-        and "parallel.workers" not in overrides
-        and base.parallel.workers == base.parallel.envs
-    )
-    try:
-        cfg = apply_overrides(base, overrides)
-        problem = _parallel_problem(cfg)
-    except ValidationError:
-        if not tie:
-            raise
-        problem = "workers > envs"
-    if problem and tie:
-        cfg = apply_overrides(base, {**overrides, "parallel.workers": overrides["parallel.envs"]})
-        problem = _parallel_problem(cfg)
-    if problem:
-        raise RunnerError(problem)
-    return cfg
-
-
-def _parallel_problem(cfg: Manifest) -> str | None:
-    from runner.backends import get_backend
-
-    backend = get_backend(cfg.env.backend)
-    reason = backend.available()
-    if reason:
-        return reason
-    backend.check_env(cfg.env)
-    return backend.check_parallel(cfg.parallel)
-
-
-def _point_problems(exc: Exception, where: str) -> list[str]:
-    from pydantic import ValidationError
-
-    if isinstance(exc, ValidationError):
-        return [
-            f"bench.sweep {where}: {'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
-            for e in exc.errors()
-        ]
-    return [f"bench.sweep {where}: {exc}"]
-
-
 def plan(manifest: Manifest) -> list[Point]:
-    """Every distinct (variant, sweep point) config, all validated before anything runs.
-
-    Points whose configs coincide (the sweep overrides what the matrix varies) are measured once.
-    """
-    from pydantic import ValidationError
-
+    """Every distinct (variant, sweep point) config, all validated before anything runs (see
+    `runner.manifest.sweep`), labelled for tables and plots."""
     from runner.manifest.matrix import expand
-
-    try:
-        variants = expand(manifest)
-    except (ValueError, ValidationError) as exc:
-        raise ManifestError([f"matrix: {exc}"]) from None
-    problems, points, seen = [], [], set()
-    for variant in variants:
-        for overrides in _sweep_sets(manifest):
-            where = ", ".join(f"{k}={v!r}" for k, v in overrides.items()) or "(no sweep)"
-            if len(variants) > 1:
-                where += f" (variant {variant.name})"
-            try:
-                cfg = _apply(variant.config or manifest, overrides)
-            except (ValueError, ValidationError, RunnerError) as exc:
-                problems += _point_problems(exc, where)
-                continue
-            key = cfg.model_dump_json(exclude={"matrix", "expect"})
-            if key not in seen:
-                seen.add(key)
-                x = next(iter(overrides.values())) if len(overrides) == 1 else None
-                points.append(Point(variant.name, overrides, "", x, cfg))
-    if problems:
-        raise ManifestError(list(dict.fromkeys(problems)))
     from runner.plots import display_names
 
+    points = sweep_points(manifest)
     names = {p.variant for p in points}
+    variants = expand(manifest)
     short = display_names({v.name: v.overrides for v in variants if v.name in names})
     for p in points:
         if len(names) == 1:

@@ -6,6 +6,7 @@ The unit's config comes from the run's resolved.yaml, the one source of truth fo
 
 from __future__ import annotations
 
+import platform
 import signal
 import sys
 import time
@@ -44,6 +45,7 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
         seed=seed,
         seeds=seeds,
         jobs=jobs,
+        python={"executable": sys.executable, "version": platform.python_version()},
         started=started,
         error=None,
         finished=None,
