@@ -18,3 +18,20 @@ def write_manifest(tmp_path):
         return path
 
     return write
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--run-isaaclab",
+        action="store_true",
+        help="run the Isaac Lab tests (make test-isaaclab; they need `make isaaclab-env`)",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--run-isaaclab"):
+        return
+    skip = pytest.mark.skip(reason="Isaac Lab runs in its own target: make test-isaaclab")
+    for item in items:
+        if "isaaclab" in item.keywords:
+            item.add_marker(skip)

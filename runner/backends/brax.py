@@ -6,12 +6,17 @@ every other key goes to the env's constructor. `brax_ppo` trains with Brax's own
 (runner/trainers/brax_ppo.py); any Stable-Baselines3 algorithm trains through `make_vec_env`, an
 SB3 VecEnv over the jitted, vmapped env: the slow path (every step crosses from JAX to NumPy and
 torch and back), as Brax's own documentation says of its gym wrappers.
+
+JAX 0.9 (what Brax's PPO runs with) needs NumPy 2, and the CPU lock has NumPy 1.26, so Brax
+usually lives in its own venv (`make brax-env`): its units run there through the per-unit
+interpreter, and the runner reads Brax's registry and PPO signature from that venv's source.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib.util
+import os
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -23,13 +28,47 @@ from runner.manifest.schema import EnvSpec, ParallelSpec
 PIPELINES = ("generalized", "positional", "spring", "mjx")
 RUNNER_KWARGS = ("backend", "episode_length")  # read by rlcrate, not the env constructor
 EPISODE_LENGTH = 1000
-INSTALL = "pip install 'rlcrate[jax]' (or use the cuda image)"
+ROOT = Path(__file__).resolve().parents[2]
+ENV_PYTHON = ROOT / ".cache" / "brax-env" / "bin" / "python"
+INSTALL = (
+    "run `make brax-env` in the rlcrate checkout, install 'rlcrate[jax]' into a Python and set "
+    "RLCRATE_PYTHON_BRAX to it, or use the cuda image"
+)
+
+
+def _own() -> bool:
+    return (
+        importlib.util.find_spec("brax") is not None and importlib.util.find_spec("jax") is not None
+    )
+
+
+def interpreter() -> str | None:
+    """The runner's own Python when it has Brax, else the brax venv's when it exists."""
+    return None if _own() or not ENV_PYTHON.is_file() else str(ENV_PYTHON)
+
+
+def _package_dir() -> Path | None:
+    """Brax's package folder: the runner's own, else in the Python its units run with."""
+    if _own():
+        spec = importlib.util.find_spec("brax")
+        assert spec is not None and spec.submodule_search_locations
+        return Path(list(spec.submodule_search_locations)[0])
+    python = os.environ.get("RLCRATE_PYTHON_BRAX") or interpreter()
+    if python is None:
+        return None
+    lib = Path(python).absolute().parent.parent / "lib"
+    return next(iter(sorted(lib.glob("python3*/site-packages/brax"))), None)
+
+
+def source(relative: str) -> Path | None:
+    """A file of the Brax package (e.g. training/agents/ppo/train.py), without importing it."""
+    root = _package_dir()
+    return root / relative if root is not None and (root / relative).is_file() else None
 
 
 def available() -> str | None:
-    for module in ("jax", "brax"):
-        if importlib.util.find_spec(module) is None:
-            return f"{module} is not installed ({INSTALL})"
+    if _package_dir() is None:
+        return f"Brax is not installed for rlcrate ({INSTALL})"
     return None
 
 
@@ -43,9 +82,11 @@ def _require() -> None:
 def env_ids() -> list[str]:
     """The keys of Brax's `_envs` registry, read from its source (importing brax starts JAX)."""
     _require()
-    spec = importlib.util.find_spec("brax")
-    assert spec is not None and spec.submodule_search_locations
-    path = Path(list(spec.submodule_search_locations)[0], "envs", "__init__.py")
+    path = source("envs/__init__.py")
+    if path is None:
+        raise BackendUnavailable(
+            f"Brax's env registry (brax/envs/__init__.py) is missing ({INSTALL})"
+        )
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
         target = node.targets[0] if isinstance(node, ast.Assign) else None
         if isinstance(target, ast.Name) and target.id == "_envs":
@@ -116,7 +157,3 @@ def make_vec_env(env: EnvSpec, parallel: ParallelSpec, *, seed: int, log_dir: Pa
 
 def versions() -> dict[str, dict[str, Any]]:
     return {}
-
-
-def interpreter() -> str | None:
-    return None

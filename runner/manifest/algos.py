@@ -80,15 +80,20 @@ def constructor_args(name: str) -> tuple[str, ...] | None:
     return None
 
 
-# Algorithms with their own training loop: name -> (module, function taking algo.params).
-OWN_LOOP_FUNCTIONS = {"brax_ppo": ("brax.training.agents.ppo.train", "train")}
+# Algorithms with their own training loop: name -> (file in Brax's package, function taking
+# algo.params). The brax backend finds the file: it may live in Brax's own venv.
+OWN_LOOP_FUNCTIONS = {"brax_ppo": ("training/agents/ppo/train.py", "train")}
 
 
 @cache
 def own_loop_args(name: str) -> tuple[str, ...] | None:
     """Keyword names of an own-loop algorithm's training function (None: not installed)."""
-    module, func = OWN_LOOP_FUNCTIONS[name]
-    for node in getattr(_source(module), "body", []):
+    from runner.backends.brax import source
+
+    relative, func = OWN_LOOP_FUNCTIONS[name]
+    path = source(relative)
+    tree = ast.parse(path.read_text(encoding="utf-8")) if path is not None else None
+    for node in getattr(tree, "body", []):
         if isinstance(node, ast.FunctionDef) and node.name == func:
             return _arg_names(node, 0)
     return None
@@ -100,7 +105,7 @@ def _own_loop_check(name: str, params: dict[str, Any], backend: str) -> tuple[st
         return "name", f"{name} runs only on the {only} backend (this env's is {backend})"
     args = own_loop_args(name)
     if args is None:
-        return "name", f"{name} needs {OWN_LOOP_FUNCTIONS[name][0]}, which is not installed"
+        return "name", f"{name} needs the {OWN_LOOPS[name][1]} backend's package, not installed"
     from runner.trainers.brax_ppo import EXTRA_PARAMS, RUNNER_SUPPLIED
 
     for key in params:
