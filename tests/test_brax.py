@@ -83,8 +83,7 @@ def _run(write_manifest, tmp_path: Path, m: dict, out: str, cache: Path, monkeyp
 
 @pytest.mark.slow
 def test_brax_ppo_run_directory_and_same_seed(write_manifest, tmp_path, jax_cache, monkeypatch):
-    from runner.tb import read_scalars
-    from runner.trainers.base import REWARD_TAG
+    from runner.tb import read_curve
 
     units = [
         _run(write_manifest, tmp_path, brax_manifest(), f"r{i}", jax_cache, monkeypatch)
@@ -93,8 +92,9 @@ def test_brax_ppo_run_directory_and_same_seed(write_manifest, tmp_path, jax_cach
     status = json.loads((units[0] / "status.json").read_text())
     assert status["state"] == "done" and status["timesteps_done"] >= 1024
     assert status["python"]["executable"] == brax.interpreter() or brax.interpreter() is None
-    rewards = read_scalars(units[0] / "tb", REWARD_TAG)
-    assert rewards and rewards[-1][1] <= status["timesteps_done"]
+    curve, problem = read_curve(units[0] / "tb", status["train_started"])
+    assert problem is None and curve is not None and len(curve.steps) > 0
+    assert curve.steps[-1] <= status["timesteps_done"]
     with zipfile.ZipFile(units[0] / "model.zip") as z:
         assert {"params.pkl", "config.json"} <= set(z.namelist())
     evals = [json.loads((u / "eval.json").read_text()) for u in units]
