@@ -8,7 +8,7 @@ from runner.backends._isaaclab_env import picks, reachable, set_dotted
 from runner.errors import BackendUnavailable, FieldError
 from runner.manifest.schema import EnvSpec
 
-NOWHERE = "https://assets.invalid/Assets"  # .invalid never resolves
+NOWHERE = "https://rlcrate-no-such-asset-host/Assets"  # a single-label name: never resolves
 
 
 def spec(task: str = "Isaac-Cartpole-Direct", **kwargs) -> EnvSpec:

@@ -36,7 +36,7 @@ BRAX_PPO = {"unroll_length": 16, "batch_size": 32, "num_minibatches": 4,
             "num_updates_per_batch": 2, "learning_rate": 0.001, "discounting": 0.97,
             "network": {"policy_hidden_layer_sizes": [32, 32],
                         "value_hidden_layer_sizes": [32, 32]}}  # fmt: skip
-BRAX_ENVS, BRAX_STEPS = 64, 32768
+BRAX_ENVS, BRAX_STEPS = 64, 16384
 IL_ENVS, IL_STEPS = 64, 8192
 SB3_PPO = {"n_steps": 32, "batch_size": 512, "n_epochs": 4, "learning_rate": 0.0003}
 
