@@ -33,5 +33,5 @@ def pytest_collection_modifyitems(config, items):
         return
     skip = pytest.mark.skip(reason="Isaac Lab runs in its own target: make test-isaaclab")
     for item in items:
-        if "isaaclab" in item.keywords:
+        if item.get_closest_marker("isaaclab"):
             item.add_marker(skip)

@@ -127,6 +127,8 @@ def spaces(env: EnvSpec) -> tuple[Any, Any] | None:
     import numpy as np
 
     check_env(env)
+    if not _own():
+        return None  # Brax is in its own venv: only its units build envs
     e = make_brax_env(env)
     obs = gym.spaces.Box(-np.inf, np.inf, (e.observation_size,), np.float32)
     return obs, gym.spaces.Box(-1.0, 1.0, (e.action_size,), np.float32)
