@@ -31,8 +31,8 @@ EPISODE_LENGTH = 1000
 ROOT = Path(__file__).resolve().parents[2]
 ENV_PYTHON = ROOT / ".cache" / "brax-env" / "bin" / "python"
 INSTALL = (
-    "run `make brax-env` in the rlcrate checkout, install 'rlcrate[jax]' into a Python and set "
-    "RLCRATE_PYTHON_BRAX to it, or use the cuda image"
+    "run `make brax-env` in the rlcrate checkout, or install 'rlcrate[jax]' into a Python and "
+    "set RLCRATE_PYTHON_BRAX to it"
 )
 
 
