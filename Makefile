@@ -91,6 +91,7 @@ test-isaaclab: venv isaaclab-env
 
 lint: venv
 	$(BIN)/ruff check runner tests
+	$(BIN)/ruff format --check runner tests
 
 type: venv
 	$(BIN)/mypy

@@ -37,13 +37,20 @@ def _program_rows() -> list[tuple[str, str, str]]:
             if "error" in info:
                 rows.append((f"{program} binary", "[red]no[/]", str(info["error"])))
             else:
-                rows.append((f"{program} binary", "[green]ok[/]",
-                             f"{info.get('path')} ({info.get('version')})"))
+                rows.append(
+                    (
+                        f"{program} binary",
+                        "[green]ok[/]",
+                        f"{info.get('path')} ({info.get('version')})",
+                    )
+                )
     return rows
 
 
 def _engines() -> str:
-    found = [e for e in ("docker", "podman", "buildah") if shutil.which(e)]
+    from runner.images.engine import ENGINES
+
+    found = [e for e in ENGINES if shutil.which(e)]
     return ", ".join(found) or "none (install docker, podman or buildah to build images)"
 
 

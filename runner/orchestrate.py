@@ -190,7 +190,7 @@ def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
     units_ran = any(j in opts.jobs for j in ("train", "eval"))
     summary = write_summary(run_dir, res) if units_ran else None
     if "bench" in opts.jobs:
-        from runner.jobs.bench import run_bench
+        from runner.jobs.bench.run import run_bench
 
         run_bench(manifest, run_dir, console=console)
     if summary is not None:  # a bench-only run has no per-seed results to summarise
@@ -211,9 +211,7 @@ def _as_interrupt(signum: int, frame: Any) -> None:
 
 
 def _report(run_dir: Path, console: Console) -> None:
-    try:
-        from runner.report import write_report
-    except ImportError:
-        return
+    from runner.report import write_report
+
     path = write_report(run_dir)
     console.print(f"report: {path}")

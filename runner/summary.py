@@ -11,6 +11,16 @@ from runner import stats
 from runner.rundir import UnitRef, read_json, read_status, write_json_atomic
 from runner.trainers.base import EVAL_FILE, TB_DIR
 
+# The metrics `expect:` claims may name (validate checks names against this one list).
+EXPECT_METRICS = {
+    "eval.mean_reward": "across-seed mean of the per-seed mean eval return",
+    "eval.std_reward": "across-seed standard deviation of the per-seed means",
+    "eval.iqm": "interquartile mean of the per-seed means",
+    "eval.iqm_ci_low": "lower end of the IQM's 95% bootstrap CI",
+    "eval.min_seed_reward": "the worst seed's mean eval return",
+    "train.steps_per_s": "mean training steps per second across seeds",
+    "train.wall_time_s": "mean training wall time across seeds",
+}
 OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}
 
 
@@ -29,7 +39,8 @@ def train_origin(status: dict[str, Any]) -> float | None:
     return float(started) if isinstance(started, (int, float)) else None
 
 
-def _metric_values(variant: dict[str, Any]) -> dict[str, float | None]:
+def metric_values(variant: dict[str, Any]) -> dict[str, float | None]:
+    """Each of EXPECT_METRICS for one variant of summary.json."""
     ev = variant["eval"]
     return {
         "eval.mean_reward": ev.get("mean"),
@@ -47,7 +58,7 @@ def _metric_values(variant: dict[str, Any]) -> dict[str, float | None]:
 def check_expectations(
     variant: dict[str, Any], expect: dict[str, dict[str, float]]
 ) -> list[dict[str, Any]]:
-    values = _metric_values(variant)
+    values = metric_values(variant)
     results = []
     for metric, claims in expect.items():
         for op, target in claims.items():

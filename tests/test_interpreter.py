@@ -21,7 +21,6 @@ import yaml
 
 from runner.backends import python_env_var
 from tests.helpers import ROOT, rlcrate, run_dir_of, tiny_manifest
-from tests.test_ray import ray_cluster  # noqa: F401  (the fixture)
 
 VENV = ROOT / ".cache" / "venv312"
 LIGHT = ("pyyaml", "pydantic", "numpy")  # what a unit imports before its trainer's packages
@@ -78,7 +77,10 @@ def test_unit_runs_with_the_interpreter_its_backend_names(venv312, write_manifes
 @pytest.mark.slow
 @pytest.mark.ray
 def test_ray_tasks_start_units_with_that_interpreter(
-    venv312, ray_cluster, write_manifest, tmp_path  # noqa: F811
+    venv312,
+    ray_cluster,
+    write_manifest,
+    tmp_path,
 ):
     path = write_manifest(tiny_manifest())
     res = rlcrate(
@@ -98,9 +100,12 @@ def test_default_interpreter_is_the_runners_own(write_manifest, tmp_path):
     res = rlcrate("run", str(path), "--out", str(tmp_path), "--jobs", "train")
     assert res.returncode == 0, res.stderr
     run_dir = run_dir_of(tmp_path, "tiny")
-    assert yaml.safe_load((run_dir / "resolved.yaml").read_text())["variants"]["default"][
-        "interpreter"
-    ] is None
+    assert (
+        yaml.safe_load((run_dir / "resolved.yaml").read_text())["variants"]["default"][
+            "interpreter"
+        ]
+        is None
+    )
     status = json.loads((run_dir / "units/default/seed-0/status.json").read_text())
     assert status["python"]["executable"] == sys.executable
 
@@ -108,9 +113,7 @@ def test_default_interpreter_is_the_runners_own(write_manifest, tmp_path):
 def test_a_bad_interpreter_is_one_sentence_and_exit_2(write_manifest, tmp_path):
     path = write_manifest(tiny_manifest())
     var = python_env_var("gymnasium")
-    res = rlcrate(
-        "run", str(path), "--out", str(tmp_path), env_extra={var: str(tmp_path / "nope")}
-    )
+    res = rlcrate("run", str(path), "--out", str(tmp_path), env_extra={var: str(tmp_path / "nope")})
     assert res.returncode == 2
     assert f"{var}: {tmp_path / 'nope'} is not an executable file" in res.stderr
     assert "Traceback" not in res.stderr and not (tmp_path / "tiny").exists()

@@ -145,3 +145,14 @@ def test_relative_game_path_is_relative_to_the_manifest(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # elsewhere: the path must not depend on the shell's folder
     m = load_manifest(path)
     assert Path(m.env.id) == game.resolve()
+
+
+def test_expect_names_are_the_metrics_the_summary_computes():
+    from runner.summary import EXPECT_METRICS, metric_values
+
+    variant = {
+        "eval": {"mean": 1.0, "std": 0.0, "iqm": 1.0, "iqm_ci95": [1, 1], "per_seed_mean": {}},
+        "train_steps_per_s": {"mean": 2.0},
+        "wall_time_s": {"mean": 3.0},
+    }
+    assert list(metric_values(variant)) == list(EXPECT_METRICS)

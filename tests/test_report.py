@@ -110,6 +110,7 @@ def run_dir(tmp_path_factory) -> Path:
 pytestmark = pytest.mark.gymnasium
 
 
+@pytest.mark.slow  # its run directory trains real agents
 def test_report_on_run_with_failed_missing_and_corrupt_units(run_dir):
     md = report.write_report(run_dir)
     text = md.read_text()
@@ -136,6 +137,7 @@ def test_report_on_run_with_failed_missing_and_corrupt_units(run_dir):
     assert r"\toprule" in tex and r"n\_steps-32 & 27.5 $\pm$ 6.45" in tex
 
 
+@pytest.mark.slow  # its run directory trains real agents
 def test_summary_and_report_measure_time_to_reach_alike(run_dir):
     """One reader, one origin (train_started): summary.json and the report's curves agree."""
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -146,6 +148,7 @@ def test_summary_and_report_measure_time_to_reach_alike(run_dir):
         assert in_summary is not None and hit is not None and in_summary == hit[0]
 
 
+@pytest.mark.slow  # its run directory trains real agents
 def test_report_includes_bench_and_regenerates_scaling_plot(run_dir, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(run_dir, run)
@@ -173,6 +176,7 @@ def test_report_includes_bench_and_regenerates_scaling_plot(run_dir, tmp_path):
     assert (run / "plots" / "scaling.png").stat().st_size > 20_000
 
 
+@pytest.mark.slow  # its run directory trains real agents
 def test_compare_runs_pairs_seeds(run_dir, tmp_path):
     other = _make_run(tmp_path, "tiny", "r2", SEEDS, run_dir)
     md = report.compare_runs(run_dir, other, tmp_path / "cmp")
@@ -182,6 +186,7 @@ def test_compare_runs_pairs_seeds(run_dir, tmp_path):
     assert (tmp_path / "cmp" / "learning_curves.png").is_file()
 
 
+@pytest.mark.slow  # its run directory trains real agents
 def test_compare_runs_refuses_mismatched_seeds(run_dir, tmp_path):
     other = _make_run(tmp_path, "tiny", "r3", [0, 1, 5, 6], run_dir)
     with pytest.raises(UserInputError, match="seeds differ"):

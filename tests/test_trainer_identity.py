@@ -21,10 +21,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from runner.trainers.base import EVAL_FIELDS, TRAIN_FIELDS
 from tests.helpers import rlcrate, run_dir_of, tiny_manifest
 
 REFERENCE = Path(__file__).parent / "golden" / "sb3_reference.json"
 PACKAGES = ("torch", "stable-baselines3", "gymnasium", "numpy")
+CONTRACT_FIELDS = TRAIN_FIELDS + EVAL_FIELDS  # the trainer contract's status.json fields
 
 
 def _params_sha(model_zip: Path) -> str:
@@ -48,6 +50,9 @@ def record(out: Path) -> dict:
     units = run_dir_of(out / "runs", "tiny") / "units" / "default"
     seeds = {}
     for unit in sorted(units.iterdir()):
+        status = json.loads((unit / "status.json").read_text())
+        missing = [f for f in CONTRACT_FIELDS if f not in status]
+        assert not missing, f"status.json lacks {missing}"
         ev = json.loads((unit / "eval.json").read_text())
         seeds[unit.name] = {
             "returns": [e["return"] for e in ev["episodes"]],

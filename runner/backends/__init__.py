@@ -42,8 +42,10 @@ def unit_interpreter(name: str) -> str | None:
     path = shutil.which(python) or python
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):
         source = var if os.environ.get(var) else f"the {name} backend's interpreter"
-        raise UserInputError(f"{source}: {python} is not an executable file (expected the Python "
-                             f"that runs {name} units)")
+        raise UserInputError(
+            f"{source}: {python} is not an executable file (expected the Python "
+            f"that runs {name} units)"
+        )
     return os.path.abspath(path)
 
 

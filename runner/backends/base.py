@@ -75,9 +75,7 @@ class Backend(Protocol):
         ...
 
 
-def unknown_id(
-    backend: str, env_id: str, known: Iterable[str], *, limit: int = 12
-) -> FieldError:
+def unknown_id(backend: str, env_id: str, known: Iterable[str], *, limit: int = 12) -> FieldError:
     known = sorted(set(known), key=lambda i: ("/" in i, i))  # plain ids before namespaced ones
     close = difflib.get_close_matches(env_id, known, n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""

@@ -50,7 +50,6 @@ ALGOS: dict[str, tuple[str, str, tuple[str, ...]]] = {
 }
 # Arguments the runner itself supplies; users may not pass them in algo.params.
 RUNNER_ARGS = ("policy", "env", "seed", "tensorboard_log", "device", "verbose", "_init_setup_model")
-OFF_POLICY = ("DQN", "SAC", "TD3", "DDPG", "QRDQN", "TQC", "CrossQ")
 
 
 def _source(module: str) -> ast.Module | None:

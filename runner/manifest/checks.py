@@ -18,16 +18,6 @@ from runner.manifest.matrix import apply_overrides, override_sets, path_problem
 from runner.manifest.problems import Lines, Loc, Problem, at, validation_problems
 from runner.manifest.schema import Manifest
 
-EXPECT_METRICS = {
-    "eval.mean_reward": "across-seed mean of the per-seed mean eval return",
-    "eval.std_reward": "across-seed standard deviation of the per-seed means",
-    "eval.iqm": "interquartile mean of the per-seed means",
-    "eval.iqm_ci_low": "lower end of the IQM's 95% bootstrap CI",
-    "eval.min_seed_reward": "the worst seed's mean eval return",
-    "train.steps_per_s": "mean training steps per second across seeds",
-    "train.wall_time_s": "mean training wall time across seeds",
-}
-
 
 def _variant_configs(m: Manifest, source: str, lines: Lines, out: list[Problem]) -> list[Manifest]:
     sets = override_sets(m)
@@ -89,6 +79,15 @@ def _check_parallel(cfg: Manifest, source: str, lines: Lines, out: list[Problem]
         out.append(at(source, lines, ("parallel", "workers"), problem))
 
 
+def _check_atari(cfg: Manifest, source: str, lines: Lines, out: list[Problem]) -> None:
+    from runner.backends.atari import problem
+
+    found = problem(cfg.env)
+    if found:
+        loc, msg = found
+        out.append(at(source, lines, loc, msg))
+
+
 def _check_algo(
     cfg: Manifest, kind: str | None, source: str, lines: Lines, out: list[Problem]
 ) -> None:
@@ -130,6 +129,7 @@ def check_manifest(m: Manifest, source: str, lines: Lines) -> list[Problem]:
     for cfg in configs:  # the same problem in several variants is reported once (below)
         kind = _check_env(cfg, source, lines, out, env_seen)
         _check_parallel(cfg, source, lines, out)
+        _check_atari(cfg, source, lines, out)
         _check_algo(cfg, kind, source, lines, out)
     sweep_ok = True
     for path in m.bench.sweep:
@@ -139,6 +139,8 @@ def check_manifest(m: Manifest, source: str, lines: Lines) -> list[Problem]:
             sweep_ok = False
     if m.bench.sweep and sweep_ok and not out:
         out += _sweep_problems(m, source, lines)
+    from runner.summary import EXPECT_METRICS
+
     for metric in m.expect:
         if metric not in EXPECT_METRICS:
             close = difflib.get_close_matches(metric, list(EXPECT_METRICS), n=1)

@@ -1,9 +1,5 @@
-"""Job `bench`: env-only and training steps/s for every variant x `bench.sweep` point.
-
-Planning (which configs, all validated up front) is in `bench_plan`, measuring one point in
-`bench_measure`, and the speed-up / efficiency analysis in `bench_analysis`; this module runs
-them in order, writes bench.json and plots/scaling.png, and prints the table.
-"""
+"""Running the bench job: plan, measure each point, analyse, write bench.json and
+plots/scaling.png, print the table."""
 
 from __future__ import annotations
 
@@ -13,35 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import UnitFailed
-from runner.jobs.bench_analysis import FLATTEN_EFFICIENCY, add_overhead, analyse, name
-from runner.jobs.bench_measure import (
-    ACTION_BATCHES,
+from runner.jobs.bench import profile_report
+from runner.jobs.bench.analysis import FLATTEN_EFFICIENCY, add_overhead, analyse
+from runner.jobs.bench.measure import (
     harness_overhead,
     host_info,
-    measure_env,
-    measure_train,
     run_point,
 )
-from runner.jobs.bench_plan import Point, axis_info, plan
+from runner.jobs.bench.plan import Point, axis_info, plan
 from runner.manifest.schema import Manifest
-
-__all__ = [
-    "ACTION_BATCHES",
-    "FLATTEN_EFFICIENCY",
-    "Point",
-    "add_overhead",
-    "analyse",
-    "axis_info",
-    "harness_overhead",
-    "host_info",
-    "measure_env",
-    "measure_train",
-    "name",
-    "plan",
-    "print_table",
-    "run_bench",
-    "run_point",
-]
 
 
 def print_table(bench: dict[str, Any], console: Any) -> None:
@@ -96,9 +72,12 @@ def run_bench(manifest: Manifest, run_dir: Path, *, console: Any = None) -> dict
     bench["host"]["load_avg_after"] = list(os.getloadavg())
     analyse(bench)
     add_overhead(bench, harness_overhead())
+    profile_report.add_findings(bench)
     run_dir = Path(run_dir)
     write_json_atomic(run_dir / "bench.json", bench)
     plots.scaling(bench, run_dir / "plots" / "scaling.png")
+    profile_report.plot(bench, run_dir / "plots" / "profile.png")
+    profile_report.print_table(bench, console)
     print_table(bench, console)
     failed = [p for p in results if p["error"]]
     if failed:

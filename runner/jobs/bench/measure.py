@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from runner.jobs.bench_plan import Point
+from runner.jobs.bench.plan import Point
 from runner.manifest.schema import Manifest
 
 ACTION_BATCHES = 64  # distinct random action batches, cycled through while timing
@@ -192,6 +192,10 @@ def run_point(point: Point) -> dict[str, Any]:
         )
         out["env_only"] = measure_env(venv, cfg.bench, seeds["env"])
         out["train"] = measure_train(cfg, venv, seeds) if cfg.bench.train else None
+        if cfg.bench.profile:
+            from runner.jobs.bench.profile import profile_train
+
+            out["profile"] = profile_train(cfg, venv, seeds)
     except Exception as exc:  # noqa: BLE001 - one broken point must not lose the others
         out["error"] = f"{type(exc).__name__}: {exc}"
     finally:
