@@ -16,6 +16,15 @@ from typing import Annotated, Any
 import typer
 
 from runner import __version__
+from runner.cli_cluster import (
+    AccountOpt,
+    DetachOpt,
+    PartitionOpt,
+    ProfileOpt,
+    SbatchOpt,
+    TimeOpt,
+    cluster_settings,
+)
 from runner.errors import ManifestError, RunnerError
 
 app = typer.Typer(
@@ -44,7 +53,7 @@ ResumeOpt = Annotated[
         file_okay=False,
     ),
 ]
-ExecutorOpt = Annotated[str, typer.Option("--executor", "-x", help="local | ray")]
+ExecutorOpt = Annotated[str, typer.Option("--executor", "-x", help="local | ray | slurm")]
 ImageOpt = Annotated[
     str | None, typer.Option("--image", help="Run inside this image: cpu | cuda | a full tag.")
 ]
@@ -112,14 +121,17 @@ def _run(
     out: Path,
     resume: Path | None,
     ray_address: str | None,
+    cluster: Any = None,
 ) -> None:
     from runner.orchestrate import RunOptions, parse_jobs, run
 
     job_list = parse_jobs(jobs)
-    if executor not in ("local", "ray"):
+    if executor not in ("local", "ray", "slurm"):
         raise typer.BadParameter(
-            f"expected local or ray, got {executor!r}", param_hint="--executor"
+            f"expected local, ray or slurm, got {executor!r}", param_hint="--executor"
         )
+    if image and cluster is not None and image.endswith(".sif"):
+        cluster.image, image = str(Path(image).resolve()), None  # each Slurm unit in Apptainer
     if image:
         from runner.images import run_in_image
 
@@ -130,7 +142,8 @@ def _run(
             )
         args = ["--jobs", jobs, "--executor", executor]
         raise typer.Exit(run_in_image(manifest, image, out, args))
-    run(manifest, RunOptions(job_list, executor, out, resume, ray_address), _console())
+    opts = RunOptions(job_list, executor, out, resume, ray_address, cluster=cluster)
+    run(manifest, opts, _console())
 
 
 @app.command("run")
@@ -145,9 +158,25 @@ def run_cmd(
     out: OutOpt = Path("runs"),
     resume: ResumeOpt = None,
     ray_address: RayAddressOpt = None,
+    profile: ProfileOpt = None,
+    partition: PartitionOpt = None,
+    account: AccountOpt = None,
+    time: TimeOpt = None,
+    sbatch: SbatchOpt = None,
+    detach: DetachOpt = False,
 ) -> None:
     """Run the manifest's jobs for every (variant, seed) unit; print progress and a summary."""
-    _run(manifest, jobs, executor, image, out, resume, ray_address)
+    cluster = cluster_settings(executor, profile, partition, account, time, sbatch, detach)
+    _run(manifest, jobs, executor, image, out, resume, ray_address, cluster)
+
+
+@app.command("status")
+@_handled
+def status_cmd(run_dir: RunDirArg) -> None:
+    """Where a run stands (units, their Slurm jobs); the summary once every unit has ended."""
+    from runner.cli_cluster import status
+
+    raise typer.Exit(status(run_dir))
 
 
 @app.command("train")

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from runner.rundir import UnitRef
 
+if TYPE_CHECKING:
+    from runner.executors.needs import Needs
+
 Tick = Callable[[], None]
-EXECUTORS = ("local", "ray")
+EXECUTORS = ("local", "ray", "slurm")
 
 
 def launch(
@@ -21,10 +25,12 @@ def launch(
     jobs: list[str],
     *,
     max_parallel: int,
-    cpus_per_unit: int,
+    needs: dict[UnitRef, Needs],
     on_tick: Tick,
     address: str | None = None,
+    cluster: Any = None,
 ) -> dict[UnitRef, int]:
+    """`needs`: each unit's CPUs and GPUs; `cluster`: the Slurm settings (flags, profile)."""
     if name == "local":
         from runner.executors.local import launch as local_launch
 
@@ -32,9 +38,11 @@ def launch(
     if name == "ray":
         from runner.executors.ray import launch as ray_launch
 
-        return ray_launch(
-            run_dir, units, jobs, cpus_per_unit=cpus_per_unit, on_tick=on_tick, address=address
-        )
+        return ray_launch(run_dir, units, jobs, needs=needs, on_tick=on_tick, address=address)
+    if name == "slurm":
+        from runner.executors.slurm import launch as slurm_launch
+
+        return slurm_launch(run_dir, units, jobs, needs=needs, on_tick=on_tick, settings=cluster)
     raise ValueError(f"unknown executor {name!r}; choose one of {', '.join(EXECUTORS)}")
 
 
