@@ -9,6 +9,8 @@ Job states come from squeue and `scontrol show job` (no accounting database need
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 import shutil
 import subprocess
@@ -116,7 +118,8 @@ def submit(
             need.gpus,
         )
         try:
-            job = _executor(run_dir, s, u, need).submit(fn)
+            with contextlib.redirect_stderr(io.StringIO()):  # submitit echoes sbatch's errors
+                job = _executor(run_dir, s, u, need).submit(fn)
         except (submitit.core.utils.FailedJobError, subprocess.SubprocessError, OSError) as exc:
             cancel(list(ids.values()))
             why = _sbatch_error(exc)
