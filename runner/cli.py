@@ -55,7 +55,11 @@ ResumeOpt = Annotated[
 ]
 ExecutorOpt = Annotated[str, typer.Option("--executor", "-x", help="local | ray | slurm")]
 ImageOpt = Annotated[
-    str | None, typer.Option("--image", help="Run inside this image: cpu | cuda | a full tag.")
+    str | None,
+    typer.Option(
+        "--image",
+        help="Run inside this image: cpu | cuda | a full tag; with slurm, a .sif (Apptainer).",
+    ),
 ]
 RayAddressOpt = Annotated[
     str | None,
@@ -328,7 +332,7 @@ def _add_image_app() -> None:
         from runner.cli_image import app as image_app
     except ImportError:
         return
-    app.add_typer(image_app, name="image", help="Build and list the versioned images.")
+    app.add_typer(image_app, name="image", help="Build, export and list the versioned images.")
 
 
 _add_image_app()

@@ -102,7 +102,7 @@ def test_small_manifest_runs_as_slurm_jobs(slurm, write_manifest, tmp_path):
 @pytest.mark.slow
 @pytest.mark.slurm
 def test_requeued_unit_completes_from_its_checkpoint(slurm, write_manifest, tmp_path):
-    run = _detached(write_manifest, tmp_path, train__timesteps=60000, train__checkpoint_every=2048)
+    run = _detached(write_manifest, tmp_path, train__timesteps=20000, train__checkpoint_every=2048)
     jid = json.loads((run / "slurm/jobs.json").read_text())["default/seed-0"]
     progress = run / "units/default/seed-0/progress.json"
     _wait(
@@ -118,7 +118,7 @@ def test_requeued_unit_completes_from_its_checkpoint(slurm, write_manifest, tmp_
         "the requeued unit to finish",
     )
     st = _status(run)
-    assert st["resumed_from"] and st["resumed_from"] >= 4096 and st["timesteps_done"] == 60000
+    assert st["resumed_from"] and st["resumed_from"] >= 4096 and st["timesteps_done"] >= 20000
     log = (run / "units/default/seed-0/unit.log").read_text()
     assert log.count(f"[slurm job {jid}]") == 2  # the same job, started twice
     out = rlcrate("status", str(run))
