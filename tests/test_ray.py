@@ -133,3 +133,47 @@ def test_unreachable_address_fails_fast_with_exit_2(write_manifest, tmp_path):
     assert f"127.0.0.1:{port}" in out.stderr and "no Ray cluster answers" in out.stderr
     assert "Traceback" not in out.stderr
     assert time.monotonic() - t0 < 60
+
+
+def test_interrupted_ray_run_resumes_from_checkpoints(cluster, write_manifest, tmp_path):
+    """Ctrl-C on the driver: running units checkpoint on their nodes and send their files back;
+    `--resume` on Ray continues them from those checkpoints."""
+    import signal
+
+    m = write_manifest(tiny_manifest(seeds=[0, 1], train__timesteps=30000))
+    exe = Path(ray_cluster.ray_exe()).with_name("rlcrate")
+    base = [str(exe), "run", str(m), "-x", "ray", "--ray-address", cluster[0]]
+    proc = subprocess.Popen(
+        [*base, "--out", str(tmp_path / "runs")],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    progress = tmp_path / "runs"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        steps = [
+            json.loads(p.read_text() or "{}").get("steps", 0)
+            for p in progress.glob("tiny/*/units/*/seed-*/progress.json")
+        ]
+        if steps and max(steps) >= 2048:
+            break
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 130, stderr
+    run = run_dir_of(tmp_path / "runs", "tiny")
+    states = {
+        p.parent.name: json.loads(p.read_text()) for p in run.glob("units/*/seed-*/status.json")
+    }
+    interrupted = [k for k, s in states.items() if s["state"] == "interrupted"]
+    assert interrupted, states
+    assert all(list((run / "units/default" / k / "checkpoints").glob("*.zip")) for k in interrupted)
+    out = subprocess.run(
+        [*base, "--resume", str(run)], cwd=ROOT, capture_output=True, text=True, timeout=900
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    for k in interrupted:
+        st = json.loads((run / "units/default" / k / "status.json").read_text())
+        assert st["state"] == "done" and st["resumed_from"] > 0

@@ -127,6 +127,33 @@ def test_requeued_unit_completes_from_its_checkpoint(slurm, write_manifest, tmp_
 
 @pytest.mark.slow
 @pytest.mark.slurm
+def test_time_limit_signal_checkpoints_and_requeues(slurm, write_manifest, tmp_path):
+    """submitit's signal (SIGUSR2, sent by Slurm before the time limit): the unit checkpoints,
+    submitit requeues the job, and the unit finishes from its checkpoint."""
+    run = _detached(write_manifest, tmp_path, train__timesteps=20000, train__checkpoint_every=0)
+    jid = json.loads((run / "slurm/jobs.json").read_text())["default/seed-0"]
+    progress = run / "units/default/seed-0/progress.json"
+    _wait(
+        lambda: progress.exists() and json.loads(progress.read_text())["steps"] >= 2048,
+        300,
+        "the unit to train a few thousand steps",
+    )
+    subprocess.run(["scancel", "--signal=USR2", jid], check=True, env=slurm)
+    _wait(
+        lambda: rlcrate("status", str(run)).returncode == 0 and _status(run)["state"] == "done",
+        900,
+        "the requeued unit to finish",
+    )
+    st = _status(run)
+    assert (
+        st["resumed_from"] and st["resumed_from"] >= 2048
+    )  # no periodic checkpoints: the signal's
+    log = (run / "units/default/seed-0/unit.log").read_text()
+    assert log.count(f"[slurm job {jid}]") == 2
+
+
+@pytest.mark.slow
+@pytest.mark.slurm
 def test_scancel_is_reported_as_failed(slurm, write_manifest, tmp_path):
     run = _detached(write_manifest, tmp_path, train__timesteps=60000)
     jid = json.loads((run / "slurm/jobs.json").read_text())["default/seed-0"]
@@ -187,6 +214,27 @@ def test_profile_with_unknown_key_is_one_line_exit_2(write_manifest, tmp_path):
         f"error: {profile}:2: partiton: unknown key; did you mean 'partition'? expected one of "
         "partition, account, time, sbatch, setup, python, image"
     )
+
+
+def test_bad_time_is_one_line_exit_2(write_manifest):
+    out = rlcrate("run", str(write_manifest(tiny_manifest())), "-x", "slurm", "--time", "1h")
+    assert out.returncode == 2
+    assert out.stderr.strip() == "error: --time: expected minutes or [D-]HH:MM:SS, got '1h'"
+
+
+def test_time_formats():
+    from runner.executors.slurm_profile import minutes
+
+    assert [minutes(t) for t in ("30", "30:30", "01:00:00", "2-0", "1-12:00")] == [
+        30,
+        31,
+        60,
+        2880,
+        2160,
+    ]
+    for bad in ("x", "1:2:3:4", "-5", ""):
+        with pytest.raises(ValueError):
+            minutes(bad)
 
 
 def test_slurm_flags_need_the_slurm_executor(write_manifest):

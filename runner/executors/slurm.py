@@ -67,7 +67,7 @@ def _executor(run_dir: Path, s: SlurmSettings, unit: UnitRef, need: Needs) -> An
     ex = submitit.SlurmExecutor(folder=run_dir / "slurm", max_num_timeout=100)
     params: dict[str, Any] = {
         "job_name": f"rlcrate-{run_dir.parent.name}-{unit.variant}-s{unit.seed}",
-        "time": s.time,
+        "time": s.minutes,  # submitit counts minutes (and signals before the limit)
         "cpus_per_task": need.cpus,
         "partition": s.partition,
         "account": s.account,

@@ -18,7 +18,7 @@ import difflib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from runner.errors import UserInputError
 from runner.manifest.problems import Problem
@@ -45,6 +45,34 @@ class SlurmSettings(BaseModel):
     )
     image: str | None = Field(None, description="A .sif image: each unit runs in it (Apptainer).")
     detach: bool = False
+
+    @field_validator("time")
+    @classmethod
+    def _time(cls, v: str | int) -> str:
+        minutes(str(v))
+        return str(v)
+
+    @property
+    def minutes(self) -> int:
+        return minutes(str(self.time))
+
+
+def minutes(text: str) -> int:
+    """Slurm's time formats (M, M:S, H:M:S, D-H, D-H:M, D-H:M:S) as whole minutes (at least 1)."""
+    days, dash, rest = text.strip().rpartition("-")
+    parts = rest.split(":") if days or not dash else []
+    try:
+        nums = [int(p) for p in parts]
+        d = int(days) if days else 0
+    except ValueError:
+        nums, d = [], 0
+    if not nums or len(nums) > 3 or min(nums) < 0 or d < 0:
+        raise ValueError(f"expected minutes or [D-]HH:MM:SS, got {text!r}")
+    if days:  # D-H, D-H:M, D-H:M:S
+        h, m, s = (nums + [0, 0])[:3]
+    else:  # M, M:S, H:M:S
+        h, m, s = [0, *nums, 0][:3] if len(nums) <= 2 else nums
+    return max(1, d * 1440 + h * 60 + m + (s + 59) // 60)
 
 
 def _problem(source: str, lines: dict, loc: tuple[Any, ...], message: str) -> UserInputError:
@@ -75,7 +103,8 @@ def load_profile(path: Path) -> dict[str, Any]:
         SlurmSettings.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise _problem(source, lines, tuple(err["loc"]), err["msg"]) from None
+        msg = err["msg"].removeprefix("Value error, ")
+        raise _problem(source, lines, tuple(err["loc"]), msg) from None
     return dict(data)
 
 
@@ -88,4 +117,9 @@ def settings(
     data["sbatch"] = {**data.get("sbatch", {}), **sbatch}
     if "time" in data:
         data["time"] = str(data["time"])
-    return SlurmSettings.model_validate(data)
+    try:
+        return SlurmSettings.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise UserInputError(f"--{field}: {err['msg'].removeprefix('Value error, ')}") from None
