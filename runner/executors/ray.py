@@ -78,7 +78,7 @@ def _board() -> Any:
     from runner.executors.ray_task import Board
 
     here = ray.get_runtime_context().get_node_id()
-    actor = ray.remote(num_cpus=0)(Board)
+    actor = ray.remote(num_cpus=0, max_restarts=3)(Board)
     return actor.options(
         scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True)
     ).remote()
@@ -103,7 +103,10 @@ def _submit(run_dir: Path, units: list[UnitRef], jobs: list[str], needs, board) 
 def _show_live(run_dir: Path, board: Any, units: dict[str, UnitRef], finished: set) -> dict:
     import ray
 
-    files, starts = ray.get(board.take.remote())
+    try:
+        files, starts = ray.get(board.take.remote(), timeout=30)
+    except ray.exceptions.RayError:  # the board was lost with its node: results still arrive
+        return {}
     for key, named in files.items():
         if key in units and key not in finished:
             for name, text in named.items():

@@ -58,16 +58,21 @@ def _live(unit_dir: Path) -> dict[str, str]:
     return out
 
 
-def _watch(proc: subprocess.Popen[bytes], board: Any, key: str, unit_dir: Path) -> int:
+def _ask(call: Any) -> bool:
+    """The board's answer (stop?); a board that is gone means carry on."""
     import ray
 
+    try:
+        return bool(ray.get(call, timeout=30))
+    except Exception:  # the driver's board is gone: the unit still finishes and returns
+        return False
+
+
+def _watch(proc: subprocess.Popen[bytes], board: Any, key: str, unit_dir: Path) -> int:
     stopping = False
     while proc.poll() is None:
         time.sleep(1.0)
-        try:
-            stop = ray.get(board.put.remote(key, _live(unit_dir)), timeout=10)
-        except Exception:  # the driver's board is gone: the unit still finishes and returns
-            stop = False
+        stop = _ask(board.put.remote(key, _live(unit_dir)))
         if stop and not stopping:
             stopping = True
             proc.send_signal(signal.SIGTERM)  # checkpoint, then exit 130
@@ -82,15 +87,13 @@ def run_shipped(
     resolved_text: str, variant: str, seed: int, jobs: list[str], files: bytes, board: Any
 ) -> dict[str, Any]:
     """Run one unit here; returns its exit status, node and every file of its directory."""
-    import ray
-
     unit = UnitRef(variant, seed)
     with tempfile.TemporaryDirectory(prefix="rlcrate-unit-") as tmp:
         run_dir = Path(tmp)
         (run_dir / "resolved.yaml").write_text(resolved_text, encoding="utf-8")
         unit_dir = unit.dir(run_dir)
         unpack(files, unit_dir)
-        if ray.get(board.started.remote(unit.key), timeout=30):
+        if _ask(board.started.remote(unit.key)):
             return {"rc": 130, "node": socket.gethostname(), "files": pack(unit_dir)}
         with open(unit_dir / "unit.log", "ab") as log:
             proc = subprocess.Popen(
