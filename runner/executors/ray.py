@@ -80,7 +80,7 @@ def _board() -> Any:
     here = ray.get_runtime_context().get_node_id()
     actor = ray.remote(num_cpus=0, max_restarts=3)(Board)
     return actor.options(
-        scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True)
+        scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False)  # soft may stray
     ).remote()
 
 
