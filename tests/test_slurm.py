@@ -157,7 +157,8 @@ def test_time_limit_signal_checkpoints_and_requeues(slurm, write_manifest, tmp_p
 def test_scancel_is_reported_as_failed(slurm, write_manifest, tmp_path):
     run = _detached(write_manifest, tmp_path, train__timesteps=60000)
     jid = json.loads((run / "slurm/jobs.json").read_text())["default/seed-0"]
-    _wait(lambda: _status(run).get("state") == "running", 300, "the unit to start")
+    progress = run / "units/default/seed-0/progress.json"
+    _wait(progress.exists, 300, "the unit to start training")
     subprocess.run(["scancel", jid], check=True, env=slurm)
 
     def ended() -> bool:
@@ -168,6 +169,14 @@ def test_scancel_is_reported_as_failed(slurm, write_manifest, tmp_path):
     assert st["state"] == "failed" and f"Slurm job {jid} ended CANCELLED" in st["error"]
     out = rlcrate("status", str(run))
     assert "CANCELLED" in out.stdout
+    # the unit checkpointed on scancel's SIGTERM: --resume submits it again and it continues
+    out = rlcrate(
+        "run", str(run / "manifest.yaml"), "-x", "slurm", "--time", "30", "--resume", str(run)
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    st = _status(run)
+    assert st["state"] == "done" and st["resumed_from"] > 0
+    assert json.loads((run / "slurm/jobs.json").read_text())["default/seed-0"] != jid
 
 
 @pytest.mark.slurm
