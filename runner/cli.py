@@ -16,15 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from runner import __version__
-from runner.cli_cluster import (
-    AccountOpt,
-    DetachOpt,
-    PartitionOpt,
-    ProfileOpt,
-    SbatchOpt,
-    TimeOpt,
-    cluster_settings,
-)
+from runner import cli_cluster as cc
 from runner.errors import ManifestError, RunnerError
 
 app = typer.Typer(
@@ -162,15 +154,15 @@ def run_cmd(
     out: OutOpt = Path("runs"),
     resume: ResumeOpt = None,
     ray_address: RayAddressOpt = None,
-    profile: ProfileOpt = None,
-    partition: PartitionOpt = None,
-    account: AccountOpt = None,
-    time: TimeOpt = None,
-    sbatch: SbatchOpt = None,
-    detach: DetachOpt = False,
+    profile: cc.ProfileOpt = None,
+    partition: cc.PartitionOpt = None,
+    account: cc.AccountOpt = None,
+    time: cc.TimeOpt = None,
+    sbatch: cc.SbatchOpt = None,
+    detach: cc.DetachOpt = False,
 ) -> None:
     """Run the manifest's jobs for every (variant, seed) unit; print progress and a summary."""
-    cluster = cluster_settings(executor, profile, partition, account, time, sbatch, detach)
+    cluster = cc.cluster_settings(executor, profile, partition, account, time, sbatch, detach)
     _run(manifest, jobs, executor, image, out, resume, ray_address, cluster)
 
 
@@ -178,9 +170,7 @@ def run_cmd(
 @_handled
 def status_cmd(run_dir: RunDirArg) -> None:
     """Where a run stands (units, their Slurm jobs); the summary once every unit has ended."""
-    from runner.cli_cluster import status
-
-    raise typer.Exit(status(run_dir))
+    raise typer.Exit(cc.status(run_dir))
 
 
 @app.command("train")
