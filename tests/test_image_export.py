@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.image_export import oci_archive_command, sif_command
+from runner.images.export import oci_archive_command, sif_command
 from tests.helpers import rlcrate
 
 

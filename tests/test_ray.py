@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import ray_cluster
+from tests import ray_nodes
 from tests.helpers import ROOT, rlcrate, run_dir_of, tiny_manifest
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -20,10 +20,10 @@ SEEDS = [0, 1, 2]
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    if ray_cluster.ray_exe() is None:
+    if ray_nodes.ray_exe() is None:
         pytest.skip("ray is not installed (pip install 'rlcrate[ray]')")
     tmp = tmp_path_factory.mktemp("ray")
-    address, head, worker = ray_cluster.start(tmp, head_cpus=1, worker_cpus=2)
+    address, head, worker = ray_nodes.start(tmp, head_cpus=1, worker_cpus=2)
     yield address, head, worker
     for node in (worker, head):
         if node.proc.poll() is None:
@@ -82,14 +82,14 @@ def test_worker_node_killed_mid_run_every_unit_completes(
 ):
     """Its own cluster: the worker node's whole process tree is SIGKILLed while units run on
     it; those units are retried on the head and the run still completes every unit."""
-    if ray_cluster.ray_exe() is None:
+    if ray_nodes.ray_exe() is None:
         pytest.skip("ray is not installed (pip install 'rlcrate[ray]')")
     tmp = tmp_path_factory.mktemp("ray-kill")
-    address, head, worker = ray_cluster.start(tmp, head_cpus=1, worker_cpus=2)
+    address, head, worker = ray_nodes.start(tmp, head_cpus=1, worker_cpus=2)
     try:
         # longer units, so that the kill lands while two of them run on the worker node
         m = write_manifest(tiny_manifest(seeds=SEEDS, matrix=MATRIX, train__timesteps=4096))
-        exe = Path(ray_cluster.ray_exe()).with_name("rlcrate")
+        exe = Path(ray_nodes.ray_exe()).with_name("rlcrate")
         cmd = [str(exe), "run", str(m), "--out", str(tmp_path / "runs"), "-x", "ray"]
         proc = subprocess.Popen(
             [*cmd, "--ray-address", address],
@@ -116,7 +116,7 @@ def test_worker_node_killed_mid_run_every_unit_completes(
 
 
 def test_unreachable_address_fails_fast_with_exit_2(write_manifest, tmp_path):
-    port = ray_cluster.free_port()  # nothing listens there
+    port = ray_nodes.free_port()  # nothing listens there
     t0 = time.monotonic()
     out = rlcrate(
         "run",
@@ -141,7 +141,7 @@ def test_interrupted_ray_run_resumes_from_checkpoints(cluster, write_manifest, t
     import signal
 
     m = write_manifest(tiny_manifest(seeds=[0, 1], train__timesteps=30000))
-    exe = Path(ray_cluster.ray_exe()).with_name("rlcrate")
+    exe = Path(ray_nodes.ray_exe()).with_name("rlcrate")
     base = [str(exe), "run", str(m), "-x", "ray", "--ray-address", cluster[0]]
     proc = subprocess.Popen(
         [*base, "--out", str(tmp_path / "runs")],

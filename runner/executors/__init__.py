@@ -1,11 +1,14 @@
 """Executors run units behind one interface: `launch(run_dir, units, jobs, ...) -> {unit: exit}`.
 
-Both start `python -m runner.jobs.unit` per unit, so a unit runs the same code wherever it lands.
+Both start `python -m runner.jobs.unit` per unit, so a unit runs the same code wherever it lands;
+`python` is the interpreter its backend names (`pythons`: variant -> executable, recorded in
+resolved.yaml), the runner's own when none.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +27,7 @@ def launch(
     units: list[UnitRef],
     jobs: list[str],
     *,
+    pythons: Mapping[str, str | None],
     max_parallel: int,
     needs: dict[UnitRef, Needs],
     on_tick: Tick,
@@ -34,23 +38,29 @@ def launch(
     if name == "local":
         from runner.executors.local import launch as local_launch
 
-        return local_launch(run_dir, units, jobs, max_parallel=max_parallel, on_tick=on_tick)
+        return local_launch(
+            run_dir, units, jobs, pythons=pythons, max_parallel=max_parallel, on_tick=on_tick
+        )
     if name == "ray":
         from runner.executors.ray import launch as ray_launch
 
-        return ray_launch(run_dir, units, jobs, needs=needs, on_tick=on_tick, address=address)
+        return ray_launch(
+            run_dir, units, jobs, pythons=pythons, needs=needs, on_tick=on_tick, address=address
+        )
     if name == "slurm":
         from runner.executors.slurm import launch as slurm_launch
 
-        return slurm_launch(run_dir, units, jobs, needs=needs, on_tick=on_tick, settings=cluster)
+        return slurm_launch(
+            run_dir, units, jobs, pythons=pythons, needs=needs, on_tick=on_tick, settings=cluster
+        )
     raise ValueError(f"unknown executor {name!r}; choose one of {', '.join(EXECUTORS)}")
 
 
-def unit_command(run_dir: Path, unit: UnitRef, jobs: list[str]) -> list[str]:
-    import sys
-
+def unit_command(
+    run_dir: Path, unit: UnitRef, jobs: list[str], pythons: Mapping[str, str | None]
+) -> list[str]:
     return [
-        sys.executable,
+        pythons.get(unit.variant) or sys.executable,
         "-m",
         "runner.jobs.unit",
         str(run_dir),

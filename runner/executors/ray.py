@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +86,11 @@ def _board() -> Any:
     ).remote()
 
 
-def _submit(run_dir: Path, units: list[UnitRef], jobs: list[str], needs, board) -> dict:
+def _submit(
+    run_dir: Path, units: list[UnitRef], jobs: list[str], pythons: Mapping, needs, board
+) -> dict:
+    """A task per unit. A unit's interpreter travels only when its backend names one: the
+    driver's own may not exist on a worker, whose own then runs it."""
     import ray
 
     from runner.executors.ray_task import run_shipped
@@ -96,7 +102,9 @@ def _submit(run_dir: Path, units: list[UnitRef], jobs: list[str], needs, board) 
         n: Needs = needs[u]
         files = pack(u.dir(run_dir))
         opts = task.options(num_cpus=n.cpus, num_gpus=n.gpus)
-        refs[opts.remote(resolved_text, u.variant, u.seed, jobs, files, board)] = u
+        python = pythons.get(u.variant)
+        python = None if python == sys.executable else python
+        refs[opts.remote(resolved_text, u.variant, u.seed, jobs, files, board, python)] = u
     return refs
 
 
@@ -158,6 +166,7 @@ def launch(
     units: list[UnitRef],
     jobs: list[str],
     *,
+    pythons: Mapping[str, str | None],
     needs: dict[UnitRef, Needs],
     on_tick: Tick,
     address: str | None = None,
@@ -167,7 +176,7 @@ def launch(
     started_here = _connect(address or os.environ.get("RAY_ADDRESS"))
     try:
         board = _board()
-        refs = _submit(run_dir, units, jobs, needs, board)
+        refs = _submit(run_dir, units, jobs, pythons, needs, board)
         try:
             return _wait(run_dir, refs, board, on_tick, None)
         except KeyboardInterrupt:

@@ -84,9 +84,16 @@ def _watch(proc: subprocess.Popen[bytes], board: Any, key: str, unit_dir: Path) 
 
 
 def run_shipped(
-    resolved_text: str, variant: str, seed: int, jobs: list[str], files: bytes, board: Any
+    resolved_text: str,
+    variant: str,
+    seed: int,
+    jobs: list[str],
+    files: bytes,
+    board: Any,
+    python: str | None = None,
 ) -> dict[str, Any]:
-    """Run one unit here; returns its exit status, node and every file of its directory."""
+    """Run one unit here (with `python`, the interpreter its backend names, if any); returns its
+    exit status, node and every file of its directory."""
     unit = UnitRef(variant, seed)
     with tempfile.TemporaryDirectory(prefix="rlcrate-unit-") as tmp:
         run_dir = Path(tmp)
@@ -97,7 +104,7 @@ def run_shipped(
             return {"rc": 130, "node": socket.gethostname(), "files": pack(unit_dir)}
         with open(unit_dir / "unit.log", "ab") as log:
             proc = subprocess.Popen(
-                unit_command(run_dir, unit, jobs),
+                unit_command(run_dir, unit, jobs, {variant: python}),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,7 @@ def jobs_file(run_dir: Path) -> Path:
 def _executor(run_dir: Path, s: SlurmSettings, unit: UnitRef, need: Needs) -> Any:
     import submitit
 
-    ex = submitit.SlurmExecutor(folder=run_dir / "slurm", max_num_timeout=100)
+    ex = submitit.SlurmExecutor(folder=run_dir / "slurm", max_num_timeout=100, python=s.python)
     params: dict[str, Any] = {
         "job_name": f"rlcrate-{run_dir.parent.name}-{unit.variant}-s{unit.seed}",
         "time": s.minutes,  # submitit counts minutes (and signals before the limit)
@@ -92,6 +93,7 @@ def submit(
     run_dir: Path,
     units: list[UnitRef],
     jobs: list[str],
+    pythons: Mapping[str, str | None],
     needs: dict[UnitRef, Needs],
     s: SlurmSettings,
 ) -> dict[str, str]:
@@ -108,12 +110,13 @@ def submit(
             ids[u.key] = known[u.key]
             continue
         need = needs[u]
+        own = pythons.get(u.variant)  # a backend's own interpreter, else the profile's python
         fn = UnitJob(
             str(run_dir.resolve()),
             u.variant,
             u.seed,
             jobs,
-            s.python or sys.executable,
+            own if own and own != sys.executable else (s.python or sys.executable),
             s.image,
             need.gpus,
         )
@@ -187,13 +190,14 @@ def launch(
     units: list[UnitRef],
     jobs: list[str],
     *,
+    pythons: Mapping[str, str | None],
     needs: dict[UnitRef, Needs],
     on_tick: Tick,
     settings: SlurmSettings | None,
 ) -> dict[UnitRef, int]:
     require_slurm()
     s = settings or SlurmSettings()
-    ids = submit(run_dir, units, jobs, needs, s)
+    ids = submit(run_dir, units, jobs, pythons, needs, s)
     if s.detach:
         return {}
     keyed = {u.key: u for u in units}

@@ -39,9 +39,7 @@ def apptainer_prefix(image: str, run_dir: Path, gpus: int) -> list[str]:
 def command(
     run_dir: Path, unit: UnitRef, jobs: list[str], python: str | None, image: str | None, gpus: int
 ) -> list[str]:
-    cmd = unit_command(run_dir, unit, jobs)
-    if python:
-        cmd[0] = python
+    cmd = unit_command(run_dir, unit, jobs, {unit.variant: python})
     if image:
         cmd = [*apptainer_prefix(image, run_dir, gpus), "python3", *cmd[1:]]
     return cmd

@@ -76,7 +76,7 @@ def minutes(text: str) -> int:
 
 
 def _problem(source: str, lines: dict, loc: tuple[Any, ...], message: str) -> UserInputError:
-    from runner.manifest.load import line_of
+    from runner.manifest.problems import line_of
 
     return UserInputError(str(Problem(source, line_of(loc, lines), loc, message)))
 

@@ -26,7 +26,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from tests import ray_cluster, slurm_cluster  # noqa: E402
+from tests import ray_nodes, slurm_cluster  # noqa: E402
 
 EXE = Path(sys.executable).with_name("rlcrate")
 EXECUTORS = ("local", "ray", "slurm")
@@ -72,10 +72,10 @@ def main() -> None:
         m = tmp / "m.yaml"
         m.write_text(yaml.safe_dump(manifest(args.seeds)))
         env_slurm = slurm_cluster.start(tmp / "slurm")
-        head = ray_cluster.Node(
+        head = ray_nodes.Node(
             [
                 "--head",
-                f"--port={(port := ray_cluster.free_port())}",
+                f"--port={(port := ray_nodes.free_port())}",
                 f"--num-cpus={os.cpu_count()}",
                 "--node-ip-address=127.0.0.1",
                 "--include-dashboard=false",
@@ -84,7 +84,7 @@ def main() -> None:
             "head",
         )
         try:
-            ray_cluster._wait_nodes(f"127.0.0.1:{port}", 1)
+            ray_nodes._wait_nodes(f"127.0.0.1:{port}", 1)
             extra = {
                 "local": [],
                 "ray": ["--ray-address", f"127.0.0.1:{port}"],

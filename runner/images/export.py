@@ -53,7 +53,7 @@ def _run(cmd: list[str]) -> None:
 
 def export(target: str, fmt: str, output: Path | None, engine: str | None) -> Path:
     """Write the image `target` (cpu, cuda or a tag) as `fmt`; returns the file written."""
-    from runner.images import detect_engine, inspect, resolve_target
+    from runner.images.engine import detect_engine, inspect, resolve_target
 
     if fmt not in FORMATS:
         raise UserInputError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
