@@ -87,7 +87,11 @@ def _munge_running() -> bool:
     return subprocess.run(["unmunge"], input=enc.stdout, capture_output=True).returncode == 0
 
 
-def _start_munge() -> None:
+MUNGE_PID = Path("/run/munge/munged.pid")
+
+
+def _start_munge(tmp: Path) -> None:
+    """Start munged unless one answers already; remember that we did, so stop() ends it."""
     if _munge_running():
         return
     Path("/run/munge").mkdir(parents=True, exist_ok=True)
@@ -97,6 +101,7 @@ def _start_munge() -> None:
     )
     for _ in range(50):
         if _munge_running():
+            (tmp / "munged.pid").write_text(MUNGE_PID.read_text())
             return
         time.sleep(0.1)
     raise Unavailable("munged started but does not answer")
@@ -120,7 +125,7 @@ def start(tmp: Path) -> dict[str, str]:
     missing = [c for c in ("munged", "slurmctld", "slurmd", "sbatch") if not shutil.which(c)]
     if missing:
         raise Unavailable(f"not installed: {', '.join(missing)} (apt-get install slurm-wlm munge)")
-    _start_munge()
+    _start_munge(tmp)
     conf = write_conf(tmp)
     env = {**os.environ, "SLURM_CONF": str(conf)}
     for daemon in (["slurmctld", "-c", "-f", str(conf)], ["slurmd", "-N", NODE, "-f", str(conf)]):
@@ -137,9 +142,10 @@ def start(tmp: Path) -> dict[str, str]:
 
 
 def stop(tmp: Path, env: dict[str, str]) -> None:
-    """Cancel every job, then stop both daemons by their pid files (never by name)."""
+    """Cancel every job, then stop the daemons by their pid files (never by name); munged only
+    if start() started it."""
     subprocess.run(["scancel", "--full", "-u", "root"], capture_output=True, env=env)
-    for name in ("slurmd", "slurmctld"):
+    for name in ("slurmd", "slurmctld", "munged"):
         pid_file = tmp / f"{name}.pid"
         try:
             pid = int(pid_file.read_text().strip())
