@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from runner import __version__
+from runner import cli_cluster as cc
 from runner.errors import ManifestError, RunnerError
 
 app = typer.Typer(
@@ -44,9 +45,13 @@ ResumeOpt = Annotated[
         file_okay=False,
     ),
 ]
-ExecutorOpt = Annotated[str, typer.Option("--executor", "-x", help="local | ray")]
+ExecutorOpt = Annotated[str, typer.Option("--executor", "-x", help="local | ray | slurm")]
 ImageOpt = Annotated[
-    str | None, typer.Option("--image", help="Run inside this image: cpu | cuda | a full tag.")
+    str | None,
+    typer.Option(
+        "--image",
+        help="Run inside this image: cpu | cuda | a full tag; with slurm, a .sif (Apptainer).",
+    ),
 ]
 RayAddressOpt = Annotated[
     str | None,
@@ -112,6 +117,7 @@ def _run(
     out: Path,
     resume: Path | None,
     ray_address: str | None,
+    cluster: Any = None,
 ) -> None:
     from runner.executors import EXECUTORS
     from runner.orchestrate import RunOptions, parse_jobs, run
@@ -121,6 +127,8 @@ def _run(
         raise typer.BadParameter(
             f"expected {' or '.join(EXECUTORS)}, got {executor!r}", param_hint="--executor"
         )
+    if image and cluster is not None and image.endswith(".sif"):
+        cluster.image, image = str(Path(image).resolve()), None  # each Slurm unit in Apptainer
     if image:
         from runner.images.run import run_in_image
 
@@ -131,7 +139,8 @@ def _run(
             )
         args = ["--jobs", jobs, "--executor", executor]
         raise typer.Exit(run_in_image(manifest, image, out, args))
-    run(manifest, RunOptions(job_list, executor, out, resume, ray_address), _console())
+    opts = RunOptions(job_list, executor, out, resume, ray_address, cluster=cluster)
+    run(manifest, opts, _console())
 
 
 @app.command("run")
@@ -146,9 +155,23 @@ def run_cmd(
     out: OutOpt = Path("runs"),
     resume: ResumeOpt = None,
     ray_address: RayAddressOpt = None,
+    profile: cc.ProfileOpt = None,
+    partition: cc.PartitionOpt = None,
+    account: cc.AccountOpt = None,
+    time: cc.TimeOpt = None,
+    sbatch: cc.SbatchOpt = None,
+    detach: cc.DetachOpt = False,
 ) -> None:
     """Run the manifest's jobs for every (variant, seed) unit; print progress and a summary."""
-    _run(manifest, jobs, executor, image, out, resume, ray_address)
+    cluster = cc.cluster_settings(executor, profile, partition, account, time, sbatch, detach)
+    _run(manifest, jobs, executor, image, out, resume, ray_address, cluster)
+
+
+@app.command("status")
+@_handled
+def status_cmd(run_dir: RunDirArg) -> None:
+    """Where a run stands (units, their Slurm jobs); the summary once every unit has ended."""
+    raise typer.Exit(cc.status(run_dir))
 
 
 @app.command("train")
@@ -298,7 +321,7 @@ def envs_cmd(
 def _add_image_app() -> None:
     from runner.images.cli import app as image_app
 
-    app.add_typer(image_app, name="image", help="Build and list the versioned images.")
+    app.add_typer(image_app, name="image", help="Build, export and list the versioned images.")
 
 
 _add_image_app()
