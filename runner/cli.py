@@ -1,6 +1,7 @@
 """The `rlcrate` command line. Commands are thin; the one place errors become exit codes is `main`.
 
-Exit status: 0 success, 1 a unit failed, 2 bad input (manifest, arguments), 130 interrupted.
+Exit status: 0 success, 1 a unit failed (or `reproduce` found a difference), 2 bad input
+(manifest, arguments, a refused archive), 3 `expect:` claims not met, 130 interrupted.
 Heavy modules are imported inside the commands so `rlcrate --help` stays fast.
 """
 
@@ -112,6 +113,7 @@ def _run(
     out: Path,
     resume: Path | None,
     ray_address: str | None,
+    expect: bool = True,
 ) -> None:
     from runner.orchestrate import RunOptions, parse_jobs, run
 
@@ -128,9 +130,13 @@ def _run(
                 "resuming inside an image is not supported yet; resume without --image",
                 param_hint="--resume",
             )
-        args = ["--jobs", jobs, "--executor", executor]
+        args = ["--jobs", jobs, "--executor", executor, *([] if expect else ["--no-expect"])]
         raise typer.Exit(run_in_image(manifest, image, out, args))
-    run(manifest, RunOptions(job_list, executor, out, resume, ray_address), _console())
+    run_dir = run(manifest, RunOptions(job_list, executor, out, resume, ray_address), _console())
+    if expect and "eval" in job_list:
+        from runner.expect import gate
+
+        gate(run_dir)
 
 
 @app.command("run")
@@ -145,9 +151,17 @@ def run_cmd(
     out: OutOpt = Path("runs"),
     resume: ResumeOpt = None,
     ray_address: RayAddressOpt = None,
+    expect: Annotated[
+        bool,
+        typer.Option(
+            "--expect/--no-expect",
+            help="Exit with status 3 when an expect: claim does not hold (--no-expect: report "
+            "only).",
+        ),
+    ] = True,
 ) -> None:
     """Run the manifest's jobs for every (variant, seed) unit; print progress and a summary."""
-    _run(manifest, jobs, executor, image, out, resume, ray_address)
+    _run(manifest, jobs, executor, image, out, resume, ray_address, expect)
 
 
 @app.command("train")
@@ -249,11 +263,30 @@ def archive_cmd(
         Path, typer.Option("--output", "-o", help="The .tar.gz to write.", dir_okay=False)
     ],
     models: Annotated[bool, typer.Option(help="Include model.zip and checkpoints.")] = True,
+    tensorboard: Annotated[bool, typer.Option(help="Include the TensorBoard files.")] = True,
+    incomplete: Annotated[
+        bool,
+        typer.Option(help="Archive a run with failed or interrupted units, marked incomplete."),
+    ] = False,
 ) -> None:
-    """Bundle a run directory for a paper."""
-    from runner.archive import archive
+    """Bundle a finished run for a paper: a deterministic tar.gz with SHA-256 checksums."""
+    from runner.archive import ArchiveOptions, archive
+    from runner.archive.pack import sha256_file
 
-    typer.echo(f"archive: {archive(run_dir, output, models=models)}")
+    index = archive(run_dir, output, ArchiveOptions(models, tensorboard, incomplete))
+    n, size = index["contains"]["files"], output.stat().st_size
+    mark = "" if index["run"]["complete"] else ", marked incomplete"
+    typer.echo(f"archive: {output} ({n} files, {size / 1e6:.2f} MB{mark})")
+    typer.echo(f"sha256: {sha256_file(output)}")
+
+
+def _seed_list(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise typer.BadParameter(f"expected comma-separated integers, got {text!r}") from None
 
 
 @app.command("reproduce")
@@ -263,14 +296,45 @@ def reproduce_cmd(
         Path,
         typer.Argument(help="An archive made by `rlcrate archive`.", exists=True, dir_okay=False),
     ],
+    units: Annotated[
+        int | None,
+        typer.Option("--units", min=1, help="Rerun a sample: the first seeds covering N units."),
+    ] = None,
+    seeds: Annotated[
+        str | None, typer.Option("--seeds", help="Rerun only these seeds, e.g. 0,2.")
+    ] = None,
+    image: ImageOpt = None,
     out: OutOpt = Path("runs"),
     executor: ExecutorOpt = "local",
+    alpha: Annotated[
+        float, typer.Option("--alpha", min=1e-6, max=0.5, help="Significance level.")
+    ] = 0.05,
 ) -> None:
-    """Rerun an archived run and compare its results and expectations with the original."""
-    from runner.archive import reproduce
+    """Verify an archive, rerun it (or a sample), compare with the original: one verdict line.
 
-    ok = reproduce(archive_file, out, executor, _console())
-    raise typer.Exit(0 if ok else 1)
+    Exit 0 when the verdict holds (identical, or within tolerance, and expect: met), else 1."""
+    from runner.archive import ReproduceOptions, reproduce
+
+    if units is not None and seeds:
+        raise typer.BadParameter("give --units or --seeds, not both", param_hint="--units")
+    opts = ReproduceOptions(out, executor, units, _seed_list(seeds), image, alpha)
+    raise typer.Exit(0 if reproduce(archive_file, opts, _console()) else 1)
+
+
+@app.command("check-determinism")
+@_handled
+def check_determinism_cmd(
+    manifest: ManifestArg,
+    steps: Annotated[
+        int, typer.Option("--steps", min=1, help="Env steps per attempt (default: 2 rollouts).")
+    ] = 0,
+    seed: Annotated[int, typer.Option("--seed", help="The master seed both attempts use.")] = 0,
+) -> None:
+    """Run a short slice of the first unit twice with the same seed and compare hashes of
+    observations, actions, rewards and final parameters: `bitwise`, or the first divergent step."""
+    from runner.check_determinism import check
+
+    raise typer.Exit(check(manifest, steps or None, seed, _console()))
 
 
 @app.command("doctor")

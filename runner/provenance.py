@@ -93,6 +93,16 @@ def godot_version(backends: set[str]) -> dict[str, Any] | None:
         return {"error": str(exc)}
 
 
+def _determinism(backends: set[str]) -> dict[str, Any]:
+    """`rlcrate check-determinism` results recorded for this environment and these backends."""
+    try:
+        from runner.determinism import recorded
+
+        return recorded(backends)
+    except Exception as exc:  # provenance records what it can
+        return {"error": str(exc)}
+
+
 def collect(argv: list[str], manifest_path: Path, backends: set[str]) -> dict[str, Any]:
     pkgs = packages()
     return {
@@ -126,6 +136,7 @@ def collect(argv: list[str], manifest_path: Path, backends: set[str]) -> dict[st
             "digest": os.environ.get("RLCRATE_IMAGE_DIGEST"),
         },
         "packages": pkgs,
+        "determinism": _determinism(backends),
         "started": time.time(),
         "started_iso": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "finished": None,

@@ -40,8 +40,9 @@ def spec(**kw) -> EnvSpec:
 
 
 def make(env: EnvSpec | None = None, envs: int = 2, workers: int = 1, seed: int = 0, **kw):
-    return godot.make_vec_env(env or spec(), n_envs=envs, workers=workers, mode="dummy",
-                              seed=seed, **kw)
+    return godot.make_vec_env(
+        env or spec(), n_envs=envs, workers=workers, mode="dummy", seed=seed, **kw
+    )
 
 
 def group_members(pids: list[int]) -> list[int]:
@@ -54,7 +55,7 @@ def group_members(pids: list[int]) -> list[int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
+        fields = stat[stat.rindex(")") + 2 :].split()
         pid, pgid = int(entry.name), int(fields[2])
         if pid in pids or pgid in pids:
             found.append(pid)
@@ -140,8 +141,9 @@ def _launcher(tmp: Path, instances: int, extra: str = "") -> Path:
     """An 'exported game' as godot-rl expects one: an executable named *.x86_64."""
     binary, _ = godot.godot_binary()
     path = tmp / f"ballchase{instances}.x86_64"
-    path.write_text(f'#!/bin/sh\nexec "{binary}" --path "{GAME}" "$@" --instances={instances}'
-                    f" {extra}\n")
+    path.write_text(
+        f'#!/bin/sh\nexec "{binary}" --path "{GAME}" "$@" --instances={instances} {extra}\n'
+    )
     path.chmod(0o755)
     return path
 
@@ -193,8 +195,9 @@ def test_conformance_stable_baselines_godot_env(tmp_path):
     from godot_rl.wrappers.stable_baselines_wrapper import StableBaselinesGodotEnv
 
     with contextlib.redirect_stdout(io.StringIO()):
-        venv = StableBaselinesGodotEnv(str(_launcher(tmp_path, 2)), n_parallel=2,
-                                       port=_free_port(2), framerate=60, speedup=1)
+        venv = StableBaselinesGodotEnv(
+            str(_launcher(tmp_path, 2)), n_parallel=2, port=_free_port(2), framerate=60, speedup=1
+        )
     pids = [e.proc.pid for e in venv.envs]
     try:
         assert venv.num_envs == 4
@@ -219,8 +222,12 @@ def test_conformance_stable_baselines_godot_env(tmp_path):
 def test_vector_size_and_logs(tmp_path, workers, envs, kind):
     from stable_baselines3.common.env_checker import check_env  # noqa: F401 (SB3 importable)
 
-    venv = make(spec(kwargs={"action_space": kind, "episode_steps": 20}), envs=envs,
-                workers=workers, log_dir=tmp_path)
+    venv = make(
+        spec(kwargs={"action_space": kind, "episode_steps": 20}),
+        envs=envs,
+        workers=workers,
+        log_dir=tmp_path,
+    )
     pids = venv.pids
     try:
         assert venv.num_envs == envs and len(pids) == workers and len(set(venv.ports)) == workers
@@ -231,14 +238,16 @@ def test_vector_size_and_logs(tmp_path, workers, envs, kind):
         steps = random_steps(venv, 25)
         obs, rew, done, infos = steps[19]  # episode_steps 20: every instance ends here
         assert done.all() and rew.dtype == np.float32 and len(infos) == envs
-        assert all(i["TimeLimit.truncated"] and i["terminal_observation"].shape == (10,)
-                   for i in infos)
+        assert all(
+            i["TimeLimit.truncated"] and i["terminal_observation"].shape == (10,) for i in infos
+        )
         assert not any(s[2].any() for s in steps[:19] + steps[20:])
     finally:
         venv.close()
     assert group_members(pids) == []
     assert [p.name for p in sorted(tmp_path.glob("godot-*.log"))] == [
-        f"godot-{i}.log" for i in range(workers)]
+        f"godot-{i}.log" for i in range(workers)
+    ]
 
 
 @needs_godot
@@ -332,8 +341,13 @@ SCRIPT = textwrap.dedent("""
 
 
 def _spawn(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", SCRIPT, *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parent.parent)
+    return subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).parent.parent,
+    )
 
 
 @needs_godot
@@ -364,8 +378,11 @@ def test_runner_signals_leave_no_godot(sig):
 
 
 def _expect_fault(kind: str, error: type, timeout: float, match: str, budget: float):
-    venv = make(spec(kwargs={"fault": kind}, timeout=timeout), envs=2, workers=2) \
-        if kind != "noconnect" else None
+    venv = (
+        make(spec(kwargs={"fault": kind}, timeout=timeout), envs=2, workers=2)
+        if kind != "noconnect"
+        else None
+    )
     t = time.monotonic()
     pids = venv.pids if venv else []
     with pytest.raises(error, match=match) as err:
@@ -437,8 +454,9 @@ def test_short_training_beats_random():
     torch.set_num_threads(1)
     venv = VecMonitor(make(envs=16, workers=2, seed=0))
     try:
-        model = PPO("MlpPolicy", venv, n_steps=64, batch_size=256, learning_rate=1e-3, seed=0,
-                    device="cpu")
+        model = PPO(
+            "MlpPolicy", venv, n_steps=64, batch_size=256, learning_rate=1e-3, seed=0, device="cpu"
+        )
         model.learn(TRAIN_STEPS)
         trained, _ = evaluate_policy(model, venv, n_eval_episodes=16, deterministic=True)
         rng = np.random.default_rng(0)
