@@ -243,7 +243,8 @@ def reproduce(archive_file: Path, opts: ReproduceOptions, console: Console) -> b
         )
         console.print(
             f"{escape(r.name)}: {r.verdict} (level {r.level}: {escape(r.why)}"
-            f"{'' if same_env else '; environment differs'}{escape(test)})"
+            f"{'' if same_env else '; environment differs'}{escape(test)})",
+            soft_wrap=True,
         )
     lines = expect_lines(run_dir)
     for line in lines:
@@ -265,5 +266,5 @@ def reproduce(archive_file: Path, opts: ReproduceOptions, console: Console) -> b
             "line": line,
         },
     )
-    console.print(f"[bold]{escape(line)}[/]")
+    console.print(f"[bold]{escape(line)}[/]", soft_wrap=True)  # one line, whatever the width
     return ok
