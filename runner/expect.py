@@ -21,7 +21,11 @@ class ExpectationsNotMet(RunnerError):
 
 
 def _num(x: Any) -> str:
-    return "no value" if x is None else f"{x:.6g}" if isinstance(x, float) else str(x)
+    if x is None:
+        return "no value"
+    if isinstance(x, float) and x.is_integer() and abs(x) < 1e15:
+        return str(int(x))
+    return f"{x:.6g}" if isinstance(x, float) else str(x)
 
 
 def unmet(summary: dict[str, Any]) -> list[str]:
