@@ -153,12 +153,12 @@ def check(manifest_path: Path, steps: int | None, seed: int, console: Console) -
     determinism.record(backend, result)
     if where is None:
         console.print(
-            f"bitwise: observations, actions, rewards of {len(a['steps'])} steps and "
+            f"bitwise: observations, actions, rewards of {len(a['steps'])} vector steps and "
             f"the final parameters are identical ({result['seconds']} s)"
         )
         return 0
     console.print(
-        f"diverged at step {where['step']} of {len(a['steps'])}: "
+        f"diverged at vector step {where['step']} of {len(a['steps'])}: "
         f"{', '.join(where['in'])} differ ({result['seconds']} s)"
     )
     return 1

@@ -326,15 +326,16 @@ def reproduce_cmd(
 def check_determinism_cmd(
     manifest: ManifestArg,
     steps: Annotated[
-        int, typer.Option("--steps", min=1, help="Env steps per attempt (default: 2 rollouts).")
-    ] = 0,
+        int | None,
+        typer.Option("--steps", min=1, help="Env steps per attempt (default: 2 rollouts)."),
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="The master seed both attempts use.")] = 0,
 ) -> None:
     """Run a short slice of the first unit twice with the same seed and compare hashes of
     observations, actions, rewards and final parameters: `bitwise`, or the first divergent step."""
     from runner.check_determinism import check
 
-    raise typer.Exit(check(manifest, steps or None, seed, _console()))
+    raise typer.Exit(check(manifest, steps, seed, _console()))
 
 
 @app.command("doctor")
