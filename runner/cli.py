@@ -125,18 +125,28 @@ def _run(
     if image:
         from runner.images import run_in_image
 
-        if resume is not None:
-            raise typer.BadParameter(
-                "resuming inside an image is not supported yet; resume without --image",
-                param_hint="--resume",
-            )
         args = ["--jobs", jobs, "--executor", executor, *([] if expect else ["--no-expect"])]
+        if resume is not None:  # the run's parent folders become /out; its units resume there
+            out, inner = _resume_in_image(resume)
+            args += ["--resume", inner]
         raise typer.Exit(run_in_image(manifest, image, out, args))
     run_dir = run(manifest, RunOptions(job_list, executor, out, resume, ray_address), _console())
     if expect and "eval" in job_list:
         from runner.expect import gate
 
         gate(run_dir)
+
+
+def _resume_in_image(resume: Path) -> tuple[Path, str]:
+    """(the folder to mount as the image's output folder, the run directory's path inside)."""
+    from runner.images import OUT_DIR
+
+    run_dir = resume.resolve()
+    if not (run_dir / "resolved.yaml").is_file():
+        raise typer.BadParameter(
+            f"{resume} is not a run directory (no resolved.yaml)", param_hint="--resume"
+        )
+    return run_dir.parent.parent, f"{OUT_DIR}/{run_dir.parent.name}/{run_dir.name}"
 
 
 @app.command("run")
