@@ -61,3 +61,29 @@ def test_interrupt_and_resume_inside_the_image(image_tag, tmp_path, monkeypatch)
     assert status["resumed_from"] and status["resumed_from"] >= 1024  # from its checkpoint
     assert (unit / "eval.json").stat().st_uid == os.getuid()
     assert len(list(out.glob("tiny/*"))) == 1  # the same run directory, not a new one
+
+
+@pytest.mark.image
+@pytest.mark.slow
+@pytest.mark.skipif(_can_build() is not None, reason=_can_build() or "")
+def test_reproduce_inside_the_image(image_tag, tmp_path, monkeypatch):
+    """A run made here, reproduced inside the image: the environment diff is the image's."""
+    monkeypatch.setenv("RLCRATE_ENGINE", "buildah")
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(yaml.safe_dump(tiny_manifest(), sort_keys=False))
+    assert rlcrate("run", str(manifest), "--out", str(tmp_path / "runs")).returncode == 0
+    bundle = tmp_path / "tiny.tar.gz"
+    assert (
+        rlcrate("archive", str(run_dir_of(tmp_path / "runs", "tiny")), "-o", str(bundle)).returncode
+        == 0
+    )
+    res = rlcrate("reproduce", str(bundle), "--image", image_tag, "--out", str(tmp_path / "rerun"))
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    report = json.loads((run_dir_of(tmp_path / "rerun", "tiny") / "reproduce.json").read_text())
+    rows = {r["what"]: r for r in report["environment"]}
+    assert rows["image"]["here"] == image_tag and rows["image"]["archived"] == "-"
+    assert report["same_environment"] is False and report["verdict"] in (
+        "identical",
+        "within tolerance",
+    )
+    assert res.stdout.strip().splitlines()[-1] == report["line"]

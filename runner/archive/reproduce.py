@@ -207,6 +207,18 @@ def _verdict_line(
     return f"verdict: {verdict} ({n_units} unit(s) rerun; {how}; {claims})", ok
 
 
+def _environment(v: Verified, res: dict[str, Any], run_dir: Path) -> list[envdiff.Row]:
+    """Archived vs rerun environment, from the rerun's own provenance (inside an image, that
+    is the image's), else from this process."""
+    from runner.archive.pack import game_hashes
+
+    backends = {x["config"]["env"]["backend"] for x in res["variants"].values()}
+    here = read_json(run_dir / "provenance.json") or envdiff.current(backends)
+    return envdiff.diff(
+        v.json("provenance.json") or {}, here, v.index.get("game"), game_hashes(res)
+    )
+
+
 def reproduce(archive_file: Path, opts: ReproduceOptions, console: Console) -> bool:
     """Verify, rerun, compare; print the tables and one verdict line; True when it holds."""
     v = verify(archive_file)
@@ -218,20 +230,12 @@ def reproduce(archive_file: Path, opts: ReproduceOptions, console: Console) -> b
         f"verified: {archive_file} ({len(v.sums) + 1} files, SHA-256 all match; "
         f"{v.index.get('written_by')}, run {v.top})"
     )
-    from runner.archive.pack import game_hashes
-
-    backends = {x["config"]["env"]["backend"] for x in res["variants"].values()}
-    rows = envdiff.diff(
-        v.json("provenance.json") or {},
-        envdiff.current(backends),
-        v.index.get("game"),
-        game_hashes(res),
-    )
-    print_env(console, rows)
     with tempfile.TemporaryDirectory(prefix="rlcrate-reproduce-") as tmp:
         _check_manifest(v, res, Path(tmp))
         manifest = _derived_manifest(v, seeds, Path(tmp), res["name"])
         run_dir = _rerun(manifest, res["name"], opts, console)
+    rows = _environment(v, res, run_dir)
+    print_env(console, rows)
     same_env = envdiff.same_platform(rows)
     results = compare(v, res, seeds, run_dir, opts.alpha, same_env)
     console.print(units_table(results))
