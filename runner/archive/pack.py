@@ -67,6 +67,8 @@ def run_files(run_dir: Path, opts: ArchiveOptions) -> list[str]:
 
 
 def unit_states(run_dir: Path, res: dict[str, Any]) -> dict[str, str]:
+    if not (run_dir / "units").is_dir():
+        return {}  # a bench-only run has no units
     return {
         f"{v}/seed-{s}": str(
             read_status(run_dir / "units" / v / f"seed-{s}").get("state", "pending")
