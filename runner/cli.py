@@ -115,15 +115,16 @@ def _run(
     ray_address: str | None,
     expect: bool = True,
 ) -> None:
+    from runner.executors import EXECUTORS
     from runner.orchestrate import RunOptions, parse_jobs, run
 
     job_list = parse_jobs(jobs)
-    if executor not in ("local", "ray"):
+    if executor not in EXECUTORS:
         raise typer.BadParameter(
-            f"expected local or ray, got {executor!r}", param_hint="--executor"
+            f"expected {' or '.join(EXECUTORS)}, got {executor!r}", param_hint="--executor"
         )
     if image:
-        from runner.images import run_in_image
+        from runner.images.run import run_in_image
 
         args = ["--jobs", jobs, "--executor", executor, *([] if expect else ["--no-expect"])]
         if resume is not None:  # the run's parent folders become /out; its units resume there
@@ -287,10 +288,8 @@ def envs_cmd(
 
 
 def _add_image_app() -> None:
-    try:
-        from runner.cli_image import app as image_app
-    except ImportError:
-        return
+    from runner.images.cli import app as image_app
+
     app.add_typer(image_app, name="image", help="Build and list the versioned images.")
 
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from runner.manifest.problems import Problem
+
 
 class RunnerError(Exception):
     """Base class: a one-sentence message meant for the user. Exit status 1."""
@@ -15,12 +20,25 @@ class UserInputError(RunnerError):
     exit_code = 2
 
 
-class ManifestError(UserInputError):
-    """One or more problems in a manifest, each a line `file:line: field: message`."""
+class FieldError(UserInputError):
+    """Bad input at one manifest field: its key path and what was expected, apart, so a check can
+    place it (file and line of that field) without parsing text. str(): `env.kwargs.x: message`.
+    """
 
-    def __init__(self, problems: list[str]):
+    def __init__(self, path: tuple[str | int, ...], message: str):
+        from runner.manifest.problems import dotted
+
+        self.path, self.message = tuple(path), message
+        super().__init__(f"{dotted(self.path)}: {message}")
+
+
+class ManifestError(UserInputError):
+    """One or more problems in a manifest, as values (`Problem`: file, line, field path, message);
+    each prints as one line `file:line: field: message`."""
+
+    def __init__(self, problems: list[Problem]):
         self.problems = list(problems)
-        super().__init__("\n".join(self.problems))
+        super().__init__("\n".join(str(p) for p in self.problems))
 
 
 class BackendUnavailable(RunnerError):

@@ -16,6 +16,7 @@ from rich.live import Live
 from rich.markup import escape
 
 from runner import provenance
+from runner.backends import unit_interpreter
 from runner.errors import UnitFailed, UserInputError
 from runner.manifest import Manifest, load_manifest, resolved
 from runner.rundir import (
@@ -61,24 +62,42 @@ def prepare_run_dir(
         if not old.is_file():
             raise UserInputError(f"--resume {run_dir}: not a run directory (no resolved.yaml)")
         res = yaml.safe_load(old.read_text(encoding="utf-8"))
-        if res != resolved(manifest):
+        if _without_interpreters(res) != resolved(manifest):
             raise UserInputError(
                 f"--resume {run_dir}: {manifest_path} resolves differently from the manifest that "
                 "run was started with; resume with the run's own manifest.yaml"
             )
         return run_dir, res
+    res = resolved(manifest)
+    for variant in res["variants"].values():  # null: the runner's own Python
+        variant["interpreter"] = unit_interpreter(variant["config"]["env"]["backend"])
     try:
         run_dir = new_run_dir(opts.out, manifest.name)
     except (ValueError, OSError) as exc:
         raise UserInputError(f"--out {opts.out}: cannot create the run directory ({exc})") from None
-    res = resolved(manifest)
     shutil.copyfile(manifest_path, run_dir / "manifest.yaml")
     write_text_atomic(run_dir / "resolved.yaml", yaml.safe_dump(res, sort_keys=False))
     backends = {v["config"]["env"]["backend"] for v in res["variants"].values()}
-    write_json_atomic(
-        run_dir / "provenance.json", provenance.collect(sys.argv, manifest_path, backends)
-    )
+    prov = provenance.collect(sys.argv, manifest_path, backends, _pythons(res))
+    write_json_atomic(run_dir / "provenance.json", prov)
     return run_dir, res
+
+
+def _without_interpreters(res: dict[str, Any]) -> dict[str, Any]:
+    """resolved.yaml as `resolved()` makes it: a resumed run keeps the interpreters it recorded."""
+    variants = {
+        name: {k: v for k, v in variant.items() if k != "interpreter"}
+        for name, variant in res.get("variants", {}).items()
+    }
+    return {**res, "variants": variants}
+
+
+def _pythons(res: dict[str, Any]) -> dict[str, str]:
+    """variant -> the interpreter its units run with (recorded, else the runner's own)."""
+    return {
+        name: variant.get("interpreter") or sys.executable
+        for name, variant in res["variants"].items()
+    }
 
 
 def _cpus_per_unit(config: dict[str, Any]) -> int:
@@ -103,7 +122,11 @@ def _finish_provenance(run_dir: Path, units: list[UnitRef]) -> None:
     prov = read_json(run_dir / "provenance.json") or {}
     prov["finished"] = time.time()
     prov["units"] = {
-        u.key: {"state": (s := read_status(u.dir(run_dir))).get("state"), "seeds": s.get("seeds")}
+        u.key: {
+            "state": (s := read_status(u.dir(run_dir))).get("state"),
+            "seeds": s.get("seeds"),
+            "python": s.get("python"),
+        }
         for u in units
     }
     write_json_atomic(run_dir / "provenance.json", prov)
@@ -135,6 +158,7 @@ def run_units(
                 run_dir,
                 todo,
                 unit_jobs,
+                pythons=_pythons(res),
                 max_parallel=at_once,
                 cpus_per_unit=per_unit,
                 on_tick=live.refresh,
@@ -166,7 +190,7 @@ def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
     units_ran = any(j in opts.jobs for j in ("train", "eval"))
     summary = write_summary(run_dir, res) if units_ran else None
     if "bench" in opts.jobs:
-        from runner.jobs.bench import run_bench
+        from runner.jobs.bench.run import run_bench
 
         run_bench(manifest, run_dir, console=console)
     if summary is not None:  # a bench-only run has no per-seed results to summarise
@@ -187,9 +211,7 @@ def _as_interrupt(signum: int, frame: Any) -> None:
 
 
 def _report(run_dir: Path, console: Console) -> None:
-    try:
-        from runner.report import write_report
-    except ImportError:
-        return
+    from runner.report import write_report
+
     path = write_report(run_dir)
     console.print(f"report: {path}")

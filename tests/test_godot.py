@@ -23,14 +23,21 @@ import pytest
 
 from runner.backends import godot
 from runner.errors import BackendUnavailable, EnvTimeout, RunnerError, UserInputError
-from runner.manifest.schema import EnvSpec
+from runner.manifest.schema import EnvSpec, ParallelSpec
 
 try:
     godot.godot_binary()
     HAVE_GODOT = godot.available() is None
 except BackendUnavailable:
     HAVE_GODOT = False
-needs_godot = pytest.mark.skipif(not HAVE_GODOT, reason="needs godot3-server and godot-rl")
+_have_godot = pytest.mark.skipif(not HAVE_GODOT, reason="needs godot3-server and godot-rl")
+
+
+def needs_godot(test):
+    """Starts real Godot processes: skipped without Godot, and slow (not in `make test-fast`)."""
+    return pytest.mark.slow(_have_godot(test))
+
+
 pytestmark = [pytest.mark.godot]
 GAME = godot.GAMES_DIR / "ballchase"
 
@@ -39,9 +46,15 @@ def spec(**kw) -> EnvSpec:
     return EnvSpec(**{"backend": "godot", "id": "ballchase", "timeout": 20.0, **kw})
 
 
-def make(env: EnvSpec | None = None, envs: int = 2, workers: int = 1, seed: int = 0, **kw):
+def make(
+    env: EnvSpec | None = None,
+    envs: int = 2,
+    workers: int = 1,
+    seed: int = 0,
+    log_dir: Path | None = None,
+):
     return godot.make_vec_env(
-        env or spec(), n_envs=envs, workers=workers, mode="dummy", seed=seed, **kw
+        env or spec(), ParallelSpec(envs=envs, workers=workers), seed=seed, log_dir=log_dir
     )
 
 
@@ -115,8 +128,6 @@ def test_bad_ids_and_kwargs(tmp_path):
         godot.check_env(spec(kwargs={"speed": 3}))
     with pytest.raises(UserInputError, match="multiple"):
         make(envs=5, workers=2)
-    from runner.manifest.schema import ParallelSpec
-
     assert "multiple" in godot.check_parallel(ParallelSpec(envs=6, workers=4))
     assert godot.check_parallel(ParallelSpec(envs=8, workers=4)) is None
     assert godot.action_kind(spec()) == "Discrete"
@@ -325,9 +336,10 @@ def test_preoccupied_ports_still_work():
 SCRIPT = textwrap.dedent("""
     import sys, time, numpy as np
     from runner.backends import godot
-    from runner.manifest.schema import EnvSpec
+    from runner.manifest.schema import EnvSpec, ParallelSpec
     venv = godot.make_vec_env(EnvSpec(backend="godot", id="ballchase", timeout=20),
-                              n_envs=4, workers=2, mode="dummy", seed=int(sys.argv[1]))
+                              ParallelSpec(envs=4, workers=2), seed=int(sys.argv[1]),
+                              log_dir=None)
     print(" ".join(map(str, venv.pids)), flush=True)
     venv.reset()
     n = int(sys.argv[2])
@@ -444,7 +456,6 @@ def test_kill9_during_training_is_a_clear_error():
 
 
 @needs_godot
-@pytest.mark.slow
 def test_short_training_beats_random():
     import torch
     from stable_baselines3 import PPO

@@ -49,7 +49,7 @@ def current(backends: set[str]) -> dict[str, Any]:
         "packages": provenance.packages(),
         "cpu": provenance.cpu_info(),
         "gpu": provenance.gpu_info(),
-        "godot": provenance.godot_version(backends),
+        "godot": provenance.backend_programs(backends).get("godot"),
         "image": {
             "tag": os.environ.get("RLCRATE_IMAGE"),
             "digest": os.environ.get("RLCRATE_IMAGE_DIGEST"),

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.backends.base import unknown_id
-from runner.errors import BackendUnavailable, UserInputError
+from runner.errors import BackendUnavailable, FieldError, UserInputError
 from runner.manifest.schema import EnvSpec, ParallelSpec
 
 GAMES_DIR = Path(__file__).resolve().parent.parent / "games"
@@ -111,23 +111,24 @@ def _target(env: EnvSpec) -> tuple[str, Path]:
     path = Path(env.id).expanduser()
     if path.is_dir():
         if not (path / "project.godot").is_file():
-            raise UserInputError(
-                f"env.id: '{env.id}' is a folder without a project.godot; "
-                "expected a Godot project folder"
+            raise FieldError(
+                ("env", "id"),
+                f"'{env.id}' is a folder without a project.godot; expected a Godot project folder",
             )
         return "project", path.resolve()
     if path.is_file():
         if not os.access(path, os.X_OK):
-            raise UserInputError(
-                f"env.id: '{env.id}' is not executable (chmod +x it, or give "
-                "the exported game binary)"
+            raise FieldError(
+                ("env", "id"),
+                f"'{env.id}' is not executable (chmod +x it, or give the exported game binary)",
             )
         return "binary", path.resolve()
     if "/" in env.id or path.suffix:
-        raise UserInputError(
-            f"env.id: '{env.id}' does not exist (expected a bundled game "
+        raise FieldError(
+            ("env", "id"),
+            f"'{env.id}' does not exist (expected a bundled game "
             f"({', '.join(bundled_games())}), a Godot project folder or an "
-            "exported game binary)"
+            "exported game binary)",
         )
     raise unknown_id("godot", env.id, bundled_games())
 
@@ -139,19 +140,20 @@ def check_env(env: EnvSpec) -> None:
     known = GAME_KWARGS.get(env.id, {})
     for key in env.kwargs:
         if key not in known:
-            raise UserInputError(
-                f"env.kwargs: '{key}' is not an argument of {env.id}; known: "
-                + "; ".join(f"{k}: {v}" for k, v in known.items())
+            raise FieldError(
+                ("env", "kwargs", key),
+                f"'{key}' is not an argument of {env.id}; "
+                "known: " + "; ".join(f"{k}: {v}" for k, v in known.items()),
             )
     if env.kwargs.get("action_space", "discrete") not in ("discrete", "continuous"):
-        raise UserInputError(
-            "env.kwargs.action_space: expected 'discrete' or 'continuous', got "
-            f"{env.kwargs['action_space']!r}"
+        raise FieldError(
+            ("env", "kwargs", "action_space"),
+            f"expected 'discrete' or 'continuous', got {env.kwargs['action_space']!r}",
         )
     steps = env.kwargs.get("episode_steps", 500)
     if not isinstance(steps, int) or steps < 1:
-        raise UserInputError(
-            f"env.kwargs.episode_steps: expected a positive integer, got {steps!r}"
+        raise FieldError(
+            ("env", "kwargs", "episode_steps"), f"expected a positive integer, got {steps!r}"
         )
 
 
@@ -224,19 +226,28 @@ def launch_argvs(env: EnvSpec, *, workers: int, instances: int, seed: int) -> li
     ]
 
 
-def make_vec_env(
-    env: EnvSpec, *, n_envs: int, workers: int, mode: str, seed: int, log_dir: Path | None = None
-):
-    """`workers` Godot processes x (n_envs / workers) instances; `mode` does not apply."""
+def versions() -> dict[str, dict[str, Any]]:
+    try:
+        path, version = godot_binary()
+    except BackendUnavailable as exc:
+        return {"godot": {"error": str(exc)}}
+    return {"godot": {"path": path, "version": version}}
+
+
+def interpreter() -> str | None:
+    return None
+
+
+def make_vec_env(env: EnvSpec, parallel: ParallelSpec, *, seed: int, log_dir: Path | None) -> Any:
+    """`parallel.workers` Godot processes x (envs / workers) instances; `mode` does not apply."""
     check_env(env)
     if importlib.util.find_spec("godot_rl") is None:
         raise BackendUnavailable("godot-rl is not installed (pip install 'rlcrate[godot]')")
-    if n_envs % workers:
-        raise UserInputError(
-            f"parallel.envs ({n_envs}) must be a multiple of parallel.workers "
-            f"({workers}) for the godot backend"
-        )
-    instances = n_envs // workers
+    problem = check_parallel(parallel)
+    if problem:
+        raise UserInputError(problem)
+    workers = parallel.workers
+    instances = parallel.envs // workers
     argvs = launch_argvs(env, workers=workers, instances=instances, seed=seed)
     from runner.godot.vec_env import GodotVecEnv
 

@@ -6,6 +6,7 @@ The unit's config comes from the run's resolved.yaml, the one source of truth fo
 
 from __future__ import annotations
 
+import platform
 import signal
 import sys
 import time
@@ -18,6 +19,7 @@ import yaml
 from runner.manifest.schema import Manifest
 from runner.rundir import UnitRef, read_status, write_status
 from runner.seeding import derive, seed_everything
+from runner.trainers import get_trainer, trainer_for
 
 
 def unit_config(run_dir: Path, variant: str) -> Manifest:
@@ -43,6 +45,7 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
         seed=seed,
         seeds=seeds,
         jobs=jobs,
+        python={"executable": sys.executable, "version": platform.python_version()},
         started=started,
         error=None,
         finished=None,
@@ -51,15 +54,12 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
     try:
         cfg = unit_config(run_dir, variant)
         seed_everything(seeds, torch_threads=cfg.algo.torch_threads)
+        trainer = get_trainer(trainer_for(cfg.algo.name))
         if "train" in jobs:
-            from runner.jobs.train import train
-
-            fields.update(train(cfg, unit_dir, seeds))
+            fields.update(trainer.train(cfg, unit_dir, seeds))
             write_status(unit_dir, "running", **fields)
         if "eval" in jobs:
-            from runner.jobs.evaluate import evaluate
-
-            fields.update(evaluate(cfg, unit_dir, seeds))
+            fields.update(trainer.evaluate(cfg, unit_dir, seeds))
     except KeyboardInterrupt:
         write_status(
             unit_dir,

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from runner.backends import godot
-from runner.manifest.schema import EnvSpec
+from runner.manifest.schema import EnvSpec, ParallelSpec
 
 GRID = [(1, 1), (1, 8), (1, 16), (1, 32), (2, 16), (4, 8), (1, 64), (2, 32)]
 
@@ -45,7 +45,9 @@ def _timed(step, reset, num_envs: int, steps: int, warmup: int) -> float:
 
 def ours(procs: int, inst: int, pacing: str, steps: int, warmup: int = 100) -> float:
     env = EnvSpec(backend="godot", id="ballchase", pacing=pacing, speedup=20)
-    venv = godot.make_vec_env(env, n_envs=procs * inst, workers=procs, mode="dummy", seed=0)
+    venv = godot.make_vec_env(
+        env, ParallelSpec(envs=procs * inst, workers=procs), seed=0, log_dir=None
+    )
     try:
         return _timed(venv.step, venv.reset, venv.num_envs, steps, warmup)
     finally:
@@ -106,7 +108,9 @@ def ppo_steps_per_s(procs: int, inst: int, timesteps: int) -> float:
     torch.set_num_threads(1)
     env = EnvSpec(backend="godot", id="ballchase")
     venv = VecMonitor(
-        godot.make_vec_env(env, n_envs=procs * inst, workers=procs, mode="dummy", seed=0)
+        godot.make_vec_env(
+            env, ParallelSpec(envs=procs * inst, workers=procs), seed=0, log_dir=None
+        )
     )
     try:
         model = PPO(

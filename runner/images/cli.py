@@ -64,10 +64,10 @@ def build_cmd(
     ] = None,
 ) -> None:
     """Build a versioned image from Dockerfile.<variant> and images/<variant>/."""
-    from runner import images
+    from runner.images.build import build
 
     try:
-        tag = images.build(
+        tag = build(
             target,
             engine=engine,
             base=base,
@@ -82,10 +82,10 @@ def build_cmd(
 @app.command("ls")
 def ls_cmd(engine: EngineOpt = None) -> None:
     """List the local rlcrate images with their version, lock hash and digest."""
-    from runner import images
+    from runner.images.engine import LABEL_LOCK, list_images
 
     try:
-        found = images.list_images(engine)
+        found = list_images(engine)
     except RunnerError as exc:
         raise _fail(exc) from None
     if not found:
@@ -98,6 +98,6 @@ def ls_cmd(engine: EngineOpt = None) -> None:
         typer.echo(
             f"{info.ref:32} {labels.get('org.opencontainers.image.version', '-'):9} "
             f"{labels.get('org.opencontainers.image.revision', '-')[:10]:10} "
-            f"{labels.get(images.LABEL_LOCK, '-')[:12]:14} {size:>8}  "
+            f"{labels.get(LABEL_LOCK, '-')[:12]:14} {size:>8}  "
             f"{(info.digest or info.id)[:19]}"
         )

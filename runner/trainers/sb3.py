@@ -1,7 +1,8 @@
-"""Job `train`: learn for `train.timesteps`, TensorBoard per unit, checkpoints, final model.zip.
+"""The Stable-Baselines3 trainer (every SB3 / sb3-contrib algorithm), to the contract in `base.py`.
 
-Interrupted (Ctrl-C, SIGTERM), a unit saves a checkpoint and says so in its status; the next
-`--resume` continues from the newest checkpoint.
+`train` learns for `train.timesteps` with TensorBoard per unit, checkpoints and a final
+model.zip; interrupted (Ctrl-C, SIGTERM), it saves a checkpoint and the next `--resume`
+continues from the newest one. `evaluate` runs the fixed evaluation protocol.
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from runner.jobs.common import load_model, make_env, make_model
-from runner.manifest.schema import Manifest
+from runner.manifest.schema import Manifest, ParallelSpec
 from runner.rundir import write_json_atomic
+from runner.trainers.base import EVAL_FILE, MODEL_FILE, TB_DIR
 
 CKPT = re.compile(r"^step-(\d+)\.zip$")
 
@@ -79,10 +83,10 @@ def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any
             model = load_model(cfg, path, venv)
             from stable_baselines3.common.logger import configure
 
-            model.set_logger(configure(str(unit_dir / "tb"), ["tensorboard"]))
+            model.set_logger(configure(str(unit_dir / TB_DIR), ["tensorboard"]))
         else:
             done_before = 0
-            model = make_model(cfg, venv, seed=seeds["model"], tb_dir=unit_dir / "tb")
+            model = make_model(cfg, venv, seed=seeds["model"], tb_dir=unit_dir / TB_DIR)
         started = time.time()
         t0 = time.perf_counter()
         callback = _callback(cfg, unit_dir, started, done_before)
@@ -98,7 +102,7 @@ def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any
             save_atomic(model, unit_dir / "checkpoints" / f"step-{model.num_timesteps}.zip")
             raise
         wall = time.perf_counter() - t0
-        save_atomic(model, unit_dir / "model.zip")
+        save_atomic(model, unit_dir / MODEL_FILE)
         steps = model.num_timesteps - done_before
         return {
             "timesteps_done": model.num_timesteps,
@@ -109,3 +113,40 @@ def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any
         }
     finally:
         venv.close()
+
+
+def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+    """A fixed protocol on a fresh env: `eval.episodes` episodes, one env, its own seed."""
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    model_path = unit_dir / MODEL_FILE
+    if not model_path.exists():
+        raise FileNotFoundError(f"{model_path} is missing; run the train job first")
+    one = ParallelSpec(envs=1, workers=1, mode="dummy")
+    venv = make_env(cfg, seed=seeds["eval_env"], parallel=one, log_dir=unit_dir / "eval-logs")
+    try:
+        model = load_model(cfg, model_path, venv)
+        returns, lengths = evaluate_policy(
+            model,
+            venv,
+            n_eval_episodes=cfg.eval.episodes,
+            deterministic=cfg.eval.deterministic,
+            return_episode_rewards=True,
+            warn=False,
+        )
+    finally:
+        venv.close()
+    assert isinstance(returns, list) and isinstance(lengths, list)  # return_episode_rewards=True
+    returns = [float(r) for r in returns]
+    result = {
+        "episodes": [
+            {"return": r, "length": int(n)} for r, n in zip(returns, lengths, strict=True)
+        ],
+        "mean": float(np.mean(returns)),
+        "std": float(np.std(returns)),
+        "deterministic": cfg.eval.deterministic,
+        "n_episodes": len(returns),
+        "seed": seeds["eval_env"],
+    }
+    write_json_atomic(unit_dir / EVAL_FILE, result)
+    return {"eval_mean": result["mean"], "eval_std": result["std"]}
