@@ -140,7 +140,7 @@ def _run(
 
 def _resume_in_image(resume: Path) -> tuple[Path, str]:
     """(the folder to mount as the image's output folder, the run directory's path inside)."""
-    from runner.images import OUT_DIR
+    from runner.images.engine import OUT_DIR
 
     run_dir = resume.resolve()
     if not (run_dir / "resolved.yaml").is_file():

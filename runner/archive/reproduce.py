@@ -78,7 +78,12 @@ def _check_manifest(v: Verified, res: dict[str, Any], tmp: Path) -> None:
 
     path = tmp / "manifest.yaml"
     path.write_bytes(v.files["manifest.yaml"])
-    if resolved(load_manifest(path)) != res:
+    # the interpreter each variant ran with is a fact of the run's machine, not of the manifest
+    variants = {
+        n: {k: x for k, x in var.items() if k != "interpreter"}
+        for n, var in res["variants"].items()
+    }
+    if resolved(load_manifest(path)) != {**res, "variants": variants}:
         raise UserInputError(
             f"{v.path}: refused, its manifest.yaml does not resolve to its resolved.yaml "
             "(edited after the run, or another rlcrate version); nothing was rerun"
@@ -108,7 +113,7 @@ def _rerun(manifest: Path, name: str, opts: ReproduceOptions, console: Console) 
         except UnitFailed as exc:  # compared below: its units have no eval result
             console.print(f"[red]{escape(str(exc))}[/]")
             return _newest(opts.out / name, before)
-    from runner.images import run_in_image
+    from runner.images.run import run_in_image
 
     run_in_image(
         manifest,
