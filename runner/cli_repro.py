@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from runner.errors import UserInputError
+
 
 def _seed_list(text: str | None) -> list[int] | None:
     if not text:
@@ -15,7 +17,7 @@ def _seed_list(text: str | None) -> list[int] | None:
     try:
         return [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
-        raise typer.BadParameter(f"expected comma-separated integers, got {text!r}") from None
+        raise UserInputError(f"--seeds: expected comma-separated integers, got {text!r}") from None
 
 
 def register(app: typer.Typer) -> None:
@@ -58,9 +60,7 @@ def register(app: typer.Typer) -> None:
         ],
         units: Annotated[
             int | None,
-            typer.Option(
-                "--units", min=1, help="Rerun a sample: the first seeds covering N units."
-            ),
+            typer.Option("--units", help="Rerun a sample: the first seeds covering N units."),
         ] = None,
         seeds: Annotated[
             str | None, typer.Option("--seeds", help="Rerun only these seeds, e.g. 0,2.")
@@ -69,7 +69,7 @@ def register(app: typer.Typer) -> None:
         out: OutOpt = Path("runs"),
         executor: ExecutorOpt = "local",
         alpha: Annotated[
-            float, typer.Option("--alpha", min=1e-6, max=0.5, help="Significance level.")
+            float, typer.Option("--alpha", help="Significance level, in (0, 0.5].")
         ] = 0.05,
     ) -> None:
         """Verify an archive, rerun it (or a sample), compare with the original: one verdict line.
@@ -78,7 +78,11 @@ def register(app: typer.Typer) -> None:
         from runner.archive import ReproduceOptions, reproduce
 
         if units is not None and seeds:
-            raise typer.BadParameter("give --units or --seeds, not both", param_hint="--units")
+            raise UserInputError("--units and --seeds: give one of them, not both")
+        if units is not None and units < 1:
+            raise UserInputError(f"--units: expected a positive number of units, got {units}")
+        if not 0 < alpha <= 0.5:
+            raise UserInputError(f"--alpha: expected a significance level in (0, 0.5], got {alpha}")
         opts = ReproduceOptions(out, executor, units, _seed_list(seeds), image, alpha)
         raise typer.Exit(0 if reproduce(archive_file, opts, _console()) else 1)
 
@@ -88,12 +92,15 @@ def register(app: typer.Typer) -> None:
         manifest: ManifestArg,
         steps: Annotated[
             int | None,
-            typer.Option("--steps", min=1, help="Env steps per attempt (default: 2 rollouts)."),
+            typer.Option("--steps", help="Env steps per attempt (default: 2 rollouts)."),
         ] = None,
         seed: Annotated[int, typer.Option("--seed", help="The master seed both attempts use.")] = 0,
     ) -> None:
         """Train a short slice of the first unit twice with the same seed; compare hashes of
         observations, actions, rewards and final parameters: `bitwise`, or the first divergence."""
         from runner.check_determinism import check
+
+        if steps is not None and steps < 1:
+            raise UserInputError(f"--steps: expected a positive number of steps, got {steps}")
 
         raise typer.Exit(check(manifest, steps, seed, _console()))
