@@ -78,6 +78,15 @@ def _check_parallel(cfg: Manifest, source: str, lines: Lines, out: list[Problem]
         out.append(at(source, lines, ("parallel", "workers"), problem))
 
 
+def _check_atari(cfg: Manifest, source: str, lines: Lines, out: list[Problem]) -> None:
+    from runner.backends.atari import problem
+
+    found = problem(cfg.env)
+    if found:
+        loc, msg = found
+        out.append(at(source, lines, loc, msg))
+
+
 def _check_algo(
     cfg: Manifest, kind: str | None, source: str, lines: Lines, out: list[Problem]
 ) -> None:
@@ -106,6 +115,7 @@ def check_manifest(m: Manifest, source: str, lines: Lines) -> list[Problem]:
     for cfg in configs:  # the same problem in several variants is reported once (below)
         kind = _check_env(cfg, source, lines, out, env_seen)
         _check_parallel(cfg, source, lines, out)
+        _check_atari(cfg, source, lines, out)
         _check_algo(cfg, kind, source, lines, out)
     sweep_ok = True
     for path in m.bench.sweep:
