@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 # The CPU build of torch: this pin keeps pip from pulling a multi-GB CUDA build.
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
-APT_PACKAGES := godot3-server buildah podman debootstrap uidmap tini
+APT_PACKAGES := godot3-server buildah podman debootstrap uidmap tini slurm-wlm munge
 
 .PHONY: venv system-deps quickstart test test-fast lint type all clean
 

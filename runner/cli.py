@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from runner import __version__
+from runner import cli_cluster as cc
 from runner.errors import ManifestError, RunnerError
 
 app = typer.Typer(
@@ -45,9 +46,13 @@ ResumeOpt = Annotated[
         file_okay=False,
     ),
 ]
-ExecutorOpt = Annotated[str, typer.Option("--executor", "-x", help="local | ray")]
+ExecutorOpt = Annotated[str, typer.Option("--executor", "-x", help="local | ray | slurm")]
 ImageOpt = Annotated[
-    str | None, typer.Option("--image", help="Run inside this image: cpu | cuda | a full tag.")
+    str | None,
+    typer.Option(
+        "--image",
+        help="Run inside this image: cpu | cuda | a full tag; with slurm, a .sif (Apptainer).",
+    ),
 ]
 RayAddressOpt = Annotated[
     str | None,
@@ -113,6 +118,7 @@ def _run(
     out: Path,
     resume: Path | None,
     ray_address: str | None,
+    cluster: Any = None,
     expect: bool = True,
 ) -> None:
     from runner.executors import EXECUTORS
@@ -123,6 +129,8 @@ def _run(
         raise typer.BadParameter(
             f"expected {' or '.join(EXECUTORS)}, got {executor!r}", param_hint="--executor"
         )
+    if image and cluster is not None and image.endswith(".sif"):
+        cluster.image, image = str(Path(image).resolve()), None  # each Slurm unit in Apptainer
     if image:
         from runner.images.run import run_in_image
 
@@ -131,8 +139,9 @@ def _run(
             out, inner = _resume_in_image(resume)
             args += ["--resume", inner]
         raise typer.Exit(run_in_image(manifest, image, out, args))
-    run_dir = run(manifest, RunOptions(job_list, executor, out, resume, ray_address), _console())
-    if expect and "eval" in job_list:
+    opts = RunOptions(job_list, executor, out, resume, ray_address, cluster=cluster)
+    run_dir = run(manifest, opts, _console())
+    if expect and "eval" in job_list and not getattr(cluster, "detach", False):
         from runner.expect import gate
 
         gate(run_dir)
@@ -140,13 +149,12 @@ def _run(
 
 def _resume_in_image(resume: Path) -> tuple[Path, str]:
     """(the folder to mount as the image's output folder, the run directory's path inside)."""
+    from runner.errors import UserInputError
     from runner.images.engine import OUT_DIR
 
     run_dir = resume.resolve()
     if not (run_dir / "resolved.yaml").is_file():
-        raise typer.BadParameter(
-            f"{resume} is not a run directory (no resolved.yaml)", param_hint="--resume"
-        )
+        raise UserInputError(f"--resume {resume}: not a run directory (no resolved.yaml)")
     return run_dir.parent.parent, f"{OUT_DIR}/{run_dir.parent.name}/{run_dir.name}"
 
 
@@ -162,6 +170,12 @@ def run_cmd(
     out: OutOpt = Path("runs"),
     resume: ResumeOpt = None,
     ray_address: RayAddressOpt = None,
+    profile: cc.ProfileOpt = None,
+    partition: cc.PartitionOpt = None,
+    account: cc.AccountOpt = None,
+    time: cc.TimeOpt = None,
+    sbatch: cc.SbatchOpt = None,
+    detach: cc.DetachOpt = False,
     expect: Annotated[
         bool,
         typer.Option(
@@ -172,7 +186,15 @@ def run_cmd(
     ] = True,
 ) -> None:
     """Run the manifest's jobs for every (variant, seed) unit; print progress and a summary."""
-    _run(manifest, jobs, executor, image, out, resume, ray_address, expect)
+    cluster = cc.cluster_settings(executor, profile, partition, account, time, sbatch, detach)
+    _run(manifest, jobs, executor, image, out, resume, ray_address, cluster, expect)
+
+
+@app.command("status")
+@_handled
+def status_cmd(run_dir: RunDirArg) -> None:
+    """Where a run stands (units, their Slurm jobs); the summary once every unit has ended."""
+    raise typer.Exit(cc.status(run_dir))
 
 
 @app.command("train")
@@ -290,7 +312,7 @@ def envs_cmd(
 def _add_image_app() -> None:
     from runner.images.cli import app as image_app
 
-    app.add_typer(image_app, name="image", help="Build and list the versioned images.")
+    app.add_typer(image_app, name="image", help="Build, export and list the versioned images.")
 
 
 _add_image_app()
