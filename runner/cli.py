@@ -1,6 +1,7 @@
 """The `rlcrate` command line. Commands are thin; the one place errors become exit codes is `main`.
 
-Exit status: 0 success, 1 a unit failed, 2 bad input (manifest, arguments), 130 interrupted.
+Exit status: 0 success, 1 a unit failed (or `reproduce` found a difference), 2 bad input
+(manifest, arguments, a refused archive), 3 `expect:` claims not met, 130 interrupted.
 Heavy modules are imported inside the commands so `rlcrate --help` stays fast.
 """
 
@@ -16,6 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from runner import __version__
+from runner import cli_cluster as cc
 from runner.errors import BackendUnavailable, ManifestError, RunnerError
 
 app = typer.Typer(
@@ -44,13 +46,13 @@ ResumeOpt = Annotated[
         file_okay=False,
     ),
 ]
-ExecutorOpt = Annotated[str, typer.Option("--executor", "-x", help="local | ray")]
+ExecutorOpt = Annotated[str, typer.Option("--executor", "-x", help="local | ray | slurm")]
 ImageOpt = Annotated[
     str | None,
     typer.Option(
         "--image",
-        help="Where the units run: local (here), cpu, cuda or a full image tag. "
-        "Default: the manifest's `image:` (itself local by default).",
+        help="Where the units run: local (here), cpu, cuda or a full image tag; with slurm, a "
+        ".sif (Apptainer). Default: the manifest's `image:` (itself local by default).",
     ),
 ]
 RayAddressOpt = Annotated[
@@ -117,6 +119,8 @@ def _run(
     out: Path,
     resume: Path | None,
     ray_address: str | None,
+    cluster: Any = None,
+    expect: bool = True,
 ) -> None:
     from runner.executors import EXECUTORS
     from runner.orchestrate import RunOptions, parse_jobs, run
@@ -127,19 +131,36 @@ def _run(
             f"expected {' or '.join(EXECUTORS)}, got {executor!r}", param_hint="--executor"
         )
     where = image or _manifest_image(manifest)
+    if where != "local" and cluster is not None and where.endswith(".sif"):
+        cluster.image, where = str(Path(where).resolve()), "local"  # each Slurm unit in Apptainer
     if where != "local":
         from runner.images.run import run_in_image
 
-        if resume is not None:
-            raise typer.BadParameter(
-                "resuming inside an image is not supported yet; resume with --image local",
-                param_hint="--resume",
-            )
         args = (["--jobs", jobs] if jobs else []) + ["--executor", executor]
+        args += [] if expect else ["--no-expect"]
+        if resume is not None:  # the run's parent folders become /out; its units resume there
+            out, inner = _resume_in_image(resume)
+            args += ["--resume", inner]
         code = run_in_image(manifest, where, out, args)
         typer.echo(f"(paths under /out above are under {out.resolve()} on this host)")
         raise typer.Exit(code)
-    run(manifest, RunOptions(job_list, executor, out, resume, ray_address), _console())
+    opts = RunOptions(job_list, executor, out, resume, ray_address, cluster=cluster)
+    run_dir = run(manifest, opts, _console())  # fills in opts.jobs from the manifest when None
+    if expect and "eval" in (opts.jobs or []) and not getattr(cluster, "detach", False):
+        from runner.expect import gate
+
+        gate(run_dir)
+
+
+def _resume_in_image(resume: Path) -> tuple[Path, str]:
+    """(the folder to mount as the image's output folder, the run directory's path inside)."""
+    from runner.errors import UserInputError
+    from runner.images.engine import OUT_DIR
+
+    run_dir = resume.resolve()
+    if not (run_dir / "resolved.yaml").is_file():
+        raise UserInputError(f"--resume {resume}: not a run directory (no resolved.yaml)")
+    return run_dir.parent.parent, f"{OUT_DIR}/{run_dir.parent.name}/{run_dir.name}"
 
 
 def _manifest_image(manifest: Path) -> str:
@@ -167,13 +188,35 @@ def run_cmd(
     out: OutOpt = Path("runs"),
     resume: ResumeOpt = None,
     ray_address: RayAddressOpt = None,
+    profile: cc.ProfileOpt = None,
+    partition: cc.PartitionOpt = None,
+    account: cc.AccountOpt = None,
+    time: cc.TimeOpt = None,
+    sbatch: cc.SbatchOpt = None,
+    detach: cc.DetachOpt = False,
+    expect: Annotated[
+        bool,
+        typer.Option(
+            "--expect/--no-expect",
+            help="Exit with status 3 when an expect: claim does not hold (--no-expect: report "
+            "only).",
+        ),
+    ] = True,
 ) -> None:
     """Run the manifest's jobs for every (variant, seed) unit; print progress and a summary.
 
     The units run where the manifest's `image:` says (local by default); `--image` overrides it:
     `--image local` runs here, `--image cpu|cuda|TAG` inside that image.
     """
-    _run(manifest, jobs, executor, image, out, resume, ray_address)
+    cluster = cc.cluster_settings(executor, profile, partition, account, time, sbatch, detach)
+    _run(manifest, jobs, executor, image, out, resume, ray_address, cluster, expect)
+
+
+@app.command("status")
+@_handled
+def status_cmd(run_dir: RunDirArg) -> None:
+    """Where a run stands (units, their Slurm jobs); the summary once every unit has ended."""
+    raise typer.Exit(cc.status(run_dir))
 
 
 @app.command("train")
@@ -291,38 +334,6 @@ def report_cmd(
     typer.echo(f"report: {path}")
 
 
-@app.command("archive")
-@_handled
-def archive_cmd(
-    run_dir: RunDirArg,
-    output: Annotated[
-        Path, typer.Option("--output", "-o", help="The .tar.gz to write.", dir_okay=False)
-    ],
-    models: Annotated[bool, typer.Option(help="Include model.zip and checkpoints.")] = True,
-) -> None:
-    """Bundle a run directory for a paper."""
-    from runner.archive import archive
-
-    typer.echo(f"archive: {archive(run_dir, output, models=models)}")
-
-
-@app.command("reproduce")
-@_handled
-def reproduce_cmd(
-    archive_file: Annotated[
-        Path,
-        typer.Argument(help="An archive made by `rlcrate archive`.", exists=True, dir_okay=False),
-    ],
-    out: OutOpt = Path("runs"),
-    executor: ExecutorOpt = "local",
-) -> None:
-    """Rerun an archived run and compare its results and expectations with the original."""
-    from runner.archive import reproduce
-
-    ok = reproduce(archive_file, out, executor, _console())
-    raise typer.Exit(0 if ok else 1)
-
-
 @app.command("doctor")
 @_handled
 def doctor_cmd() -> None:
@@ -347,10 +358,19 @@ def envs_cmd(
 def _add_image_app() -> None:
     from runner.images.cli import app as image_app
 
-    app.add_typer(image_app, name="image", help="Build and list the versioned images.")
+    app.add_typer(image_app, name="image", help="Build, export and list the versioned images.")
 
 
 _add_image_app()
+
+
+def _add_reproducibility_commands() -> None:
+    from runner.cli_repro import register
+
+    register(app)
+
+
+_add_reproducibility_commands()
 
 
 def main() -> None:

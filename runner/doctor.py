@@ -27,8 +27,6 @@ def _blocker(name: str, module: Any, gpus: bool) -> str | None:
     """What keeps a backend from running here even once its packages are installed."""
     if _unported(module):
         return "running it is not implemented in this version of rlcrate"
-    if name == "isaaclab" and not gpus:
-        return "needs an NVIDIA GPU (none here): use the cuda image on a GPU machine"
     return None
 
 
@@ -111,6 +109,10 @@ def doctor(console: Console) -> None:
     for row in _engine_rows():
         table.add_row(*(escape(c) for c in row))
     table.add_row("GPU", YES if gpus else NO, YES if gpus else NO, escape(gpu_text))
+    from runner.doctor_accel import OK, accelerator_rows
+
+    for what, ok, detail in accelerator_rows():
+        table.add_row(what, "", YES if ok == OK else NO, escape(detail))
     cpu = cpu_info()
     table.add_row("CPU", "", "", f"{cpu['model']}, {cpu['count']} cores ({cpu['usable']} usable)")
     table.add_row("image", "", "", os.environ.get("RLCRATE_IMAGE") or "not in an rlcrate image")

@@ -1,7 +1,9 @@
-"""`rlcrate image build|ls`: thin commands over runner.images (added to the root app by cli.py)."""
+"""`rlcrate image build|export|ls`: thin commands over runner.images (added to the root app by
+cli.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -77,6 +79,24 @@ def build_cmd(
     except RunnerError as exc:
         raise _fail(exc) from None
     typer.echo(tag)
+
+
+@app.command("export")
+def export_cmd(
+    target: Annotated[str, typer.Argument(help="cpu | cuda | a full tag rlcrate-<variant>:<v>.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="oci-archive | sif.")] = "oci-archive",
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="File to write.", dir_okay=False)
+    ] = None,
+    engine: EngineOpt = None,
+) -> None:
+    """Write a built image as an OCI archive, or a .sif for Apptainer (where installed)."""
+    from runner.images.export import export
+
+    try:
+        typer.echo(export(target, fmt, output, engine))
+    except RunnerError as exc:
+        raise _fail(exc) from None
 
 
 @app.command("ls")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 from typing import Any
 
 from pydantic import ValidationError
@@ -95,6 +96,19 @@ def _check_algo(
     if problem:
         field, msg = problem
         out.append(at(source, lines, ("algo", *field.split(".")), msg))
+    if cfg.algo.device.startswith("cuda") and not _gpu_present():
+        msg = (
+            f"'{cfg.algo.device}' needs an NVIDIA GPU, and this machine has none (nvidia-smi "
+            "lists no GPU); use device: cpu, or run on a GPU machine"
+        )
+        out.append(at(source, lines, ("algo", "device"), msg))
+
+
+@functools.cache
+def _gpu_present() -> bool:
+    from runner.provenance import gpu_info
+
+    return bool(gpu_info()["gpus"])
 
 
 def _sweep_problems(m: Manifest, source: str, lines: Lines) -> list[Problem]:
