@@ -18,8 +18,10 @@ YES, NO = "yes", "no"
 
 def _unported(module: Any) -> bool:
     """A backend this version detects but cannot run (built on `_unported.not_runnable`)."""
-    from runner.backends import _unported
-
+    try:
+        from runner.backends import _unported  # type: ignore[attr-defined]
+    except ImportError:  # every backend runs in this version
+        return False
     return getattr(module, "not_runnable", None) is _unported.not_runnable
 
 
@@ -43,6 +45,8 @@ def _backend_row(name: str, gpus: bool) -> tuple[str, str, str]:
         return YES, YES, ""
     if blocker:
         return (NO if missing else YES), NO, blocker
+    if missing and name not in ("gymnasium", "envpool", "godot"):
+        return NO, NO, reason or ""  # its own environment (Isaac Lab, Brax): its own advice
     if missing:
         no_binary = name == "godot" and any(r[2] == NO for r in _program_rows() if "godot" in r[0])
         extra = " (and apt-get install godot3-server)" if no_binary else ""
