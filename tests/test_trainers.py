@@ -6,10 +6,14 @@ import inspect
 
 import pytest
 
+from runner.backends import brax
 from runner.errors import BackendUnavailable
 from runner.manifest.algos import ALGOS, check
 from runner.trainers import OWN_LOOPS, TRAINERS, get_trainer, trainer_for
 from runner.trainers.base import Trainer
+
+# brax_ppo's params are checked against `ppo.train` in Brax's own venv (`make brax-env`).
+needs_brax = pytest.mark.skipif(brax.available() is not None, reason=f"brax: {brax.available()}")
 
 HOOKS = [n for n, v in vars(Trainer).items() if inspect.isfunction(v) and not n.startswith("_")]
 
@@ -18,6 +22,7 @@ def test_every_sb3_algorithm_is_trained_by_sb3():
     assert {trainer_for(a) for a in ALGOS} == {"sb3"}
 
 
+@needs_brax
 def test_own_loops_resolve_to_their_trainer_and_backend_only():
     assert trainer_for("brax_ppo") == "brax_ppo"
     assert check("brax_ppo", {}, None, backend="brax") is None
@@ -27,6 +32,7 @@ def test_own_loops_resolve_to_their_trainer_and_backend_only():
     assert set(OWN_LOOPS) & set(ALGOS) == set()
 
 
+@needs_brax
 def test_own_loop_params_are_checked_against_its_function():
     field, msg = check("brax_ppo", {"unroll_lenght": 5}, None, backend="brax")
     assert field == "params.unroll_lenght" and "did you mean 'unroll_length'" in msg
