@@ -6,20 +6,74 @@ Heavy modules are imported inside the commands so `rlcrate --help` stays fast.
 
 from __future__ import annotations
 
-import functools
+import errno
+import importlib
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
+from typer.core import TyperGroup
 
 from runner import __version__
 from runner.errors import ManifestError, RunnerError
 
+# The click Typer carries (Typer 0.29 vendors its own; older ones use the click package).
+_click = importlib.import_module(typer.BadParameter.__module__)
+
+
+def exit_status(exc: BaseException) -> int:
+    """The one place an error becomes text on stderr and an exit status: a sentence per problem,
+    never a traceback. 0 success, 1 a unit failed or the machine failed us, 2 bad input (usage,
+    manifest, files), 130 interrupted."""
+    if isinstance(exc, typer.Exit):
+        return int(exc.exit_code)
+    if isinstance(exc, (KeyboardInterrupt, typer.Abort)):
+        typer.echo("interrupted", err=True)
+        return 130
+    if isinstance(exc, _click.UsageError):
+        ctx = exc.ctx
+        where = f"{ctx.command_path}: " if ctx is not None else ""
+        if isinstance(exc, _click.NoArgsIsHelpError):  # the help was shown; say why it was
+            what = "a command" if ctx is None or ctx.parent is None else "arguments"
+            typer.echo(f"error: {where}expected {what}", err=True)
+        else:
+            hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+            typer.echo(f"error: {where}{exc.format_message()}{hint}", err=True)
+        return 2
+    if isinstance(exc, _click.ClickException):
+        typer.echo(f"error: {exc.format_message()}", err=True)
+        return exc.exit_code
+    if isinstance(exc, ManifestError):
+        for line in exc.problems:
+            typer.echo(f"error: {line}", err=True)
+        return exc.exit_code
+    if isinstance(exc, RunnerError):
+        typer.echo(f"error: {exc}", err=True)
+        return exc.exit_code
+    if isinstance(exc, OSError):
+        what = "out of disk space" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "cannot write"
+        name = f" ({exc.filename})" if exc.filename else ""
+        typer.echo(f"error: {what}{name}: {exc.strerror or exc}", err=True)
+        return 1
+    raise exc
+
+
+class _Group(TyperGroup):
+    """Runs every command (image subcommands included) under `exit_status`, so Typer's test
+    runner sees the same messages and exit codes as a shell."""
+
+    def invoke(self, ctx):  # type: ignore[no-untyped-def]
+        try:
+            return super().invoke(ctx)
+        except (RunnerError, KeyboardInterrupt, OSError) as exc:
+            raise typer.Exit(exit_status(exc)) from None
+
+
 app = typer.Typer(
     name="rlcrate",
+    cls=_Group,
     help="Reproducible RL experiments: run a manifest locally, in an image or on Ray.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -54,28 +108,6 @@ RayAddressOpt = Annotated[
         "--ray-address", help="Ray cluster address (default: RAY_ADDRESS, else a local cluster)."
     ),
 ]
-
-
-def _handled(fn: Callable[..., None]) -> Callable[..., None]:
-    """Map runner errors to one clear sentence on stderr and an exit status (inside the app, so
-    Typer's test runner sees the same exit codes as a shell)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> None:
-        try:
-            fn(*args, **kwargs)
-        except ManifestError as exc:
-            for line in exc.problems:
-                typer.echo(f"error: {line}", err=True)
-            raise typer.Exit(exc.exit_code) from None
-        except RunnerError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(exc.exit_code) from None
-        except KeyboardInterrupt:
-            typer.echo("interrupted", err=True)
-            raise typer.Exit(130) from None
-
-    return wrapper
 
 
 def _console():
@@ -134,7 +166,6 @@ def _run(
 
 
 @app.command("run")
-@_handled
 def run_cmd(
     manifest: ManifestArg,
     jobs: Annotated[
@@ -151,7 +182,6 @@ def run_cmd(
 
 
 @app.command("train")
-@_handled
 def train_cmd(
     manifest: ManifestArg,
     executor: ExecutorOpt = "local",
@@ -164,7 +194,6 @@ def train_cmd(
 
 
 @app.command("eval")
-@_handled
 def eval_cmd(
     manifest: ManifestArg,
     resume: Annotated[
@@ -194,14 +223,12 @@ def eval_cmd(
 
 
 @app.command("bench")
-@_handled
 def bench_cmd(manifest: ManifestArg, image: ImageOpt = None, out: OutOpt = Path("runs")) -> None:
     """Benchmark env-only and training steps/s over the manifest's bench.sweep."""
     _run(manifest, "bench", "local", image, out, None, None)
 
 
 @app.command("validate")
-@_handled
 def validate_cmd(manifest: ManifestArg) -> None:
     """Check a manifest; every problem names the file, line and field."""
     from runner.manifest import expand, load_manifest
@@ -215,7 +242,6 @@ def validate_cmd(manifest: ManifestArg) -> None:
 
 
 @app.command("schema")
-@_handled
 def schema_cmd() -> None:
     """Print the manifest JSON Schema (for editor completion)."""
     from runner.manifest import json_schema
@@ -224,7 +250,6 @@ def schema_cmd() -> None:
 
 
 @app.command("report")
-@_handled
 def report_cmd(
     run_dir: RunDirArg,
     other: Annotated[
@@ -242,7 +267,6 @@ def report_cmd(
 
 
 @app.command("archive")
-@_handled
 def archive_cmd(
     run_dir: RunDirArg,
     output: Annotated[
@@ -257,7 +281,6 @@ def archive_cmd(
 
 
 @app.command("reproduce")
-@_handled
 def reproduce_cmd(
     archive_file: Annotated[
         Path,
@@ -274,7 +297,6 @@ def reproduce_cmd(
 
 
 @app.command("doctor")
-@_handled
 def doctor_cmd() -> None:
     """What this machine has: backends, Godot, container engines, GPU/driver, CPUs."""
     from runner.doctor import doctor
@@ -283,7 +305,6 @@ def doctor_cmd() -> None:
 
 
 @app.command("envs")
-@_handled
 def envs_cmd(
     backend: Annotated[str | None, typer.Argument(help="Only this backend.")] = None,
     all_ids: Annotated[bool, typer.Option("--all", help="List every id, not a sample.")] = False,
@@ -306,25 +327,9 @@ _add_image_app()
 
 
 def main() -> None:
-    """Console-script entry point: map errors to one clear sentence and an exit status."""
-    import click
-
+    """Console-script entry point: every error through `exit_status`."""
     try:
         code = app(standalone_mode=False)
-        sys.exit(code if isinstance(code, int) else 0)
-    except click.exceptions.Abort:
-        typer.echo("interrupted", err=True)
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(2 if exc.exit_code == 2 else exc.exit_code)
-    except ManifestError as exc:
-        for line in exc.problems:
-            typer.echo(f"error: {line}", err=True)
-        sys.exit(exc.exit_code)
-    except RunnerError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
-        sys.exit(130)
+    except (_click.ClickException, typer.Abort, RunnerError, KeyboardInterrupt, OSError) as exc:
+        code = exit_status(exc)
+    sys.exit(code if isinstance(code, int) else 0)

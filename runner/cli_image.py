@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from runner.errors import RunnerError, UserInputError
+from runner.errors import UserInputError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
@@ -18,11 +18,6 @@ EngineOpt = Annotated[
         help="docker | podman | buildah (default: $RLCRATE_ENGINE, else the first one installed).",
     ),
 ]
-
-
-def _fail(exc: RunnerError) -> typer.Exit:
-    typer.echo(f"error: {exc}", err=True)
-    return typer.Exit(exc.exit_code)
 
 
 def _pairs(items: list[str], what: str) -> dict[str, str]:
@@ -66,16 +61,13 @@ def build_cmd(
     """Build a versioned image from Dockerfile.<variant> and images/<variant>/."""
     from runner import images
 
-    try:
-        tag = images.build(
-            target,
-            engine=engine,
-            base=base,
-            build_args=_pairs(build_arg or [], "--build-arg"),
-            volumes=volume or [],
-        )
-    except RunnerError as exc:
-        raise _fail(exc) from None
+    tag = images.build(
+        target,
+        engine=engine,
+        base=base,
+        build_args=_pairs(build_arg or [], "--build-arg"),
+        volumes=volume or [],
+    )
     typer.echo(tag)
 
 
@@ -84,10 +76,7 @@ def ls_cmd(engine: EngineOpt = None) -> None:
     """List the local rlcrate images with their version, lock hash and digest."""
     from runner import images
 
-    try:
-        found = images.list_images(engine)
-    except RunnerError as exc:
-        raise _fail(exc) from None
+    found = images.list_images(engine)  # errors reach the root command's one mapping
     if not found:
         typer.echo("no rlcrate images; build one with `rlcrate image build cpu`")
         return

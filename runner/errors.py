@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class RunnerError(Exception):
     """Base class: a one-sentence message meant for the user. Exit status 1."""
@@ -16,11 +18,12 @@ class UserInputError(RunnerError):
 
 
 class ManifestError(UserInputError):
-    """One or more problems in a manifest, each a line `file:line: field: message`."""
+    """One or more problems in a manifest, each a line `file:line: field: message` (a `Problem`
+    from runner.manifest.problems, or its text)."""
 
-    def __init__(self, problems: list[str]):
+    def __init__(self, problems: list[Any]):
         self.problems = list(problems)
-        super().__init__("\n".join(self.problems))
+        super().__init__("\n".join(str(p) for p in self.problems))
 
 
 class BackendUnavailable(RunnerError):

@@ -24,7 +24,7 @@ def test_golden_error_messages(path, monkeypatch):
     with pytest.raises(ManifestError) as exc:
         load_manifest(path.name)
     expected = path.with_suffix(".txt").read_text().splitlines()
-    assert ["error: " + p for p in exc.value.problems] == expected
+    assert [f"error: {p}" for p in exc.value.problems] == expected
 
 
 def test_every_problem_at_once(write_manifest):

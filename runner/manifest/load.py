@@ -9,53 +9,11 @@ import difflib
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from runner.errors import ManifestError
+from runner.manifest.parse import parse_yaml, read_text  # the parse stage (bounded YAML)
 from runner.manifest.schema import Manifest
-
-# ---------------------------------------------------------------- parse (YAML with line numbers)
-
-
-class _LineLoader(yaml.SafeLoader):
-    """SafeLoader that remembers the line of every mapping key and sequence item."""
-
-
-def _compose_lines(
-    node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]
-) -> None:
-    lines.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            key = key_node.value
-            lines[path + (key,)] = key_node.start_mark.line + 1
-            _compose_lines(value_node, path + (key,), lines)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            lines[path + (i,)] = item.start_mark.line + 1
-            _compose_lines(item, path + (i,), lines)
-
-
-def parse_yaml(text: str, source: str) -> tuple[Any, dict[tuple[Any, ...], int]]:
-    """Safe-load YAML text; return the data and a map from key path to line number."""
-    try:
-        node = yaml.compose(text, Loader=_LineLoader)
-        data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else 0
-        what = exc.problem or "invalid YAML"
-        if "could not determine a constructor" in str(exc):
-            what = f"tag not allowed (manifests are plain YAML; {what.strip()})"
-        raise ManifestError([f"{source}:{line}: {what}"]) from None
-    except yaml.YAMLError as exc:
-        raise ManifestError([f"{source}: not valid YAML ({exc})"]) from None
-    lines: dict[tuple[Any, ...], int] = {}
-    if node is not None:
-        _compose_lines(node, (), lines)
-    return data, lines
-
 
 # ---------------------------------------------------------------- validate (pydantic -> lines)
 
@@ -158,17 +116,6 @@ def validate_data(data: Any, source: str, lines: dict[tuple[Any, ...], int]) -> 
 # ---------------------------------------------------------------- the whole pipeline
 
 
-def read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ManifestError([f"{path}: no such manifest file"]) from None
-    except (IsADirectoryError, UnicodeDecodeError, PermissionError) as exc:
-        raise ManifestError(
-            [f"{path}: cannot read the manifest ({exc.__class__.__name__})"]
-        ) from None
-
-
 def _without(data: Any, locs: list[tuple[Any, ...]]) -> Any:
     """A copy of `data` with the values at `locs` removed, so defaults can stand in for them."""
     import copy
@@ -227,6 +174,9 @@ def load_manifest(path: str | Path, *, check: bool = True) -> Manifest:
     return manifest
 
 
-def _line_number(problem: str) -> int:
-    parts = problem.split(":")
+def _line_number(problem: Any) -> int:
+    line = getattr(problem, "line", None)
+    if line is not None:
+        return int(line)
+    parts = str(problem).split(":")
     return int(parts[1]) if len(parts) > 2 and parts[1].isdigit() else 0
