@@ -5,6 +5,7 @@ params and fits the env's action space, and `expect:` names real metrics.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import ValidationError
@@ -12,7 +13,12 @@ from pydantic import ValidationError
 from runner.errors import RunnerError
 from runner.manifest import algos
 from runner.manifest.load import dotted, line_of, validation_problems
-from runner.manifest.matrix import apply_overrides, override_sets, path_problem
+from runner.manifest.matrix import (
+    apply_overrides,
+    conflict_problem,
+    override_sets,
+    path_problem,
+)
 from runner.manifest.schema import Manifest
 
 EXPECT_METRICS = {
@@ -43,7 +49,10 @@ def _variant_configs(m: Manifest, source: str, lines: Lines, out: list[str]) -> 
             if problem:
                 out.append(_at(source, lines, base_loc + (path,), problem))
                 bad = True
-        if bad:
+        conflict = None if bad else conflict_problem(list(overrides))
+        if conflict:
+            out.append(_at(source, lines, base_loc + (next(iter(overrides)),), conflict))
+        if bad or conflict:
             continue
         try:
             configs.append(apply_overrides(m, overrides))
@@ -65,7 +74,7 @@ def _variant_configs(m: Manifest, source: str, lines: Lines, out: list[str]) -> 
 def _check_env(cfg: Manifest, source: str, lines: Lines, out: list[str], seen: set[Any]) -> Any:
     from runner.backends import get_backend
 
-    key = (cfg.env.backend, cfg.env.id, tuple(sorted(cfg.env.kwargs.items(), key=str)))
+    key = (cfg.env.backend, cfg.env.id, json.dumps(cfg.env.kwargs, sort_keys=True, default=str))
     backend = get_backend(cfg.env.backend)
     try:
         backend.check_env(cfg.env)
