@@ -208,12 +208,11 @@ def eval_cmd(
     executor: ExecutorOpt = "local",
 ) -> None:
     """Evaluate the trained models of a run directory with the manifest's eval protocol."""
-    import yaml
-
+    from runner.manifest.parse import read_yaml
     from runner.orchestrate import RunOptions, run
     from runner.rundir import UnitRef, read_status, write_status
 
-    res = yaml.safe_load((resume / "resolved.yaml").read_text())
+    res, _ = read_yaml(resume / "resolved.yaml")
     for v in res["variants"]:
         for s in res["seeds"]:
             d = UnitRef(v, s).dir(resume)

@@ -18,6 +18,7 @@ from rich.markup import escape
 from runner import provenance
 from runner.errors import UnitFailed, UserInputError
 from runner.manifest import Manifest, load_manifest, resolved
+from runner.manifest.parse import read_yaml
 from runner.rundir import (
     UnitRef,
     new_run_dir,
@@ -60,7 +61,9 @@ def prepare_run_dir(
         old = run_dir / "resolved.yaml"
         if not old.is_file():
             raise UserInputError(f"--resume {run_dir}: not a run directory (no resolved.yaml)")
-        res = yaml.safe_load(old.read_text(encoding="utf-8"))
+        res, _ = read_yaml(old)
+        if not isinstance(res, dict) or not isinstance(res.get("variants"), dict):
+            raise UserInputError(f"{old}: damaged (no variants); the run cannot be resumed")
         if res != resolved(manifest):
             raise UserInputError(
                 f"--resume {run_dir}: {manifest_path} resolves differently from the manifest that "

@@ -13,15 +13,14 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from runner.manifest.parse import read_yaml
 from runner.manifest.schema import Manifest
 from runner.rundir import UnitRef, read_status, write_status
 from runner.seeding import derive, seed_everything
 
 
 def unit_config(run_dir: Path, variant: str) -> Manifest:
-    data = yaml.safe_load((run_dir / "resolved.yaml").read_text(encoding="utf-8"))
+    data, _ = read_yaml(run_dir / "resolved.yaml")
     return Manifest.model_validate(data["variants"][variant]["config"])
 
 
