@@ -17,7 +17,7 @@ import typer
 from typer.core import TyperGroup
 
 from runner import __version__
-from runner.errors import ManifestError, RunnerError
+from runner.errors import ManifestError, RunnerError, UserInputError
 
 # The click Typer carries (Typer 0.29 vendors its own; older ones use the click package).
 _click = importlib.import_module(typer.BadParameter.__module__)
@@ -208,17 +208,21 @@ def eval_cmd(
     executor: ExecutorOpt = "local",
 ) -> None:
     """Evaluate the trained models of a run directory with the manifest's eval protocol."""
+    from runner.lock import locked
     from runner.manifest.parse import read_yaml
     from runner.orchestrate import RunOptions, run
     from runner.rundir import UnitRef, read_status, write_status
 
-    res, _ = read_yaml(resume / "resolved.yaml")
-    for v in res["variants"]:
-        for s in res["seeds"]:
-            d = UnitRef(v, s).dir(resume)
-            if read_status(d).get("state") == "done":
-                write_status(d, "pending")  # evaluate again
-    run(manifest, RunOptions(["eval"], executor, Path("runs"), resume), _console())
+    with locked(resume):
+        res, _ = read_yaml(resume / "resolved.yaml")
+        if not isinstance(res, dict) or not isinstance(res.get("variants"), dict):
+            raise UserInputError(f"{resume / 'resolved.yaml'}: damaged (no variants)")
+        for v in res["variants"]:
+            for s in res["seeds"]:
+                d = UnitRef(v, s).dir(resume)
+                if read_status(d).get("state") == "done":
+                    write_status(d, "pending")  # evaluate again
+        run(manifest, RunOptions(["eval"], executor, Path("runs"), resume), _console())
 
 
 @app.command("bench")

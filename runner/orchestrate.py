@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -17,6 +18,8 @@ from rich.markup import escape
 
 from runner import provenance
 from runner.errors import UnitFailed, UserInputError
+from runner.finish import recover_stale, settle, unreadable_status
+from runner.lock import locked
 from runner.manifest import Manifest, load_manifest, resolved
 from runner.manifest.parse import read_yaml
 from runner.rundir import (
@@ -75,12 +78,16 @@ def prepare_run_dir(
     except (ValueError, OSError) as exc:
         raise UserInputError(f"--out {opts.out}: cannot create the run directory ({exc})") from None
     res = resolved(manifest)
-    shutil.copyfile(manifest_path, run_dir / "manifest.yaml")
-    write_text_atomic(run_dir / "resolved.yaml", yaml.safe_dump(res, sort_keys=False))
-    backends = {v["config"]["env"]["backend"] for v in res["variants"].values()}
-    write_json_atomic(
-        run_dir / "provenance.json", provenance.collect(sys.argv, manifest_path, backends)
-    )
+    try:
+        shutil.copyfile(manifest_path, run_dir / "manifest.yaml")
+        write_text_atomic(run_dir / "resolved.yaml", yaml.safe_dump(res, sort_keys=False))
+        backends = {v["config"]["env"]["backend"] for v in res["variants"].values()}
+        write_json_atomic(
+            run_dir / "provenance.json", provenance.collect(sys.argv, manifest_path, backends)
+        )
+    except BaseException:  # a full disk, a signal: no half-made run directory stays behind
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
     return run_dir, res
 
 
@@ -103,7 +110,9 @@ def _parallelism(manifest: Manifest, res: dict[str, Any]) -> tuple[int, int]:
 def _finish_provenance(run_dir: Path, units: list[UnitRef]) -> None:
     import time
 
-    prov = read_json(run_dir / "provenance.json") or {}
+    prov = read_json(run_dir / "provenance.json")
+    if not isinstance(prov, dict):  # damaged: keep what is there rather than replace it
+        return
     prov["finished"] = time.time()
     prov["units"] = {
         u.key: {"state": (s := read_status(u.dir(run_dir))).get("state"), "seeds": s.get("seeds")}
@@ -122,6 +131,8 @@ def run_units(
     if not unit_jobs:
         return {}
     units = [UnitRef(v, s) for v in res["variants"] for s in res["seeds"]]
+    for path in unreadable_status(run_dir, units):
+        console.print(f"[yellow]{escape(str(path))}: unreadable; that unit runs again[/]")
     todo = [u for u in units if read_status(u.dir(run_dir)).get("state") != "done"]
     for u in todo:
         if not (u.dir(run_dir) / "status.json").exists():
@@ -131,9 +142,11 @@ def run_units(
     at_once, per_unit = _parallelism(manifest, res)
     steps = {u: res["variants"][u.variant]["config"]["train"]["timesteps"] for u in units}
     view = ProgressView(run_dir, units, steps)
+    results: dict[UnitRef, Any] = {}
+    stopping = True
     with Live(view, console=console, auto_refresh=False, transient=True) as live:
         try:
-            return launch(
+            results = launch(
                 opts.executor,
                 run_dir,
                 todo,
@@ -143,19 +156,36 @@ def run_units(
                 on_tick=live.refresh,
                 address=opts.ray_address,
             )
+            stopping = False
+            return results
         finally:
+            settle(run_dir, todo, results, stopping)
             _finish_provenance(run_dir, units)
 
 
 def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
-    """Run the manifest; returns the run directory. Raises UnitFailed if any unit failed."""
+    """Run the manifest; returns the run directory. Raises UnitFailed if any unit failed.
+
+    The run directory is locked while this runner uses it (a second `--resume` is refused).
+    """
+    manifest = load_manifest(manifest_path)
+    signal.signal(signal.SIGTERM, _as_interrupt)  # SIGTERM stops as cleanly as Ctrl-C
+    with locked(opts.resume) if opts.resume is not None else contextlib.nullcontext():
+        run_dir, res = prepare_run_dir(manifest_path, manifest, opts)
+        with locked(run_dir):
+            return _run_locked(run_dir, res, manifest, opts, console)
+
+
+def _run_locked(
+    run_dir: Path, res: dict[str, Any], manifest: Manifest, opts: RunOptions, console: Console
+) -> Path:
     from runner.progress import print_failures, summary_table
     from runner.summary import write_summary
 
-    manifest = load_manifest(manifest_path)
-    signal.signal(signal.SIGTERM, _as_interrupt)  # SIGTERM stops as cleanly as Ctrl-C
-    run_dir, res = prepare_run_dir(manifest_path, manifest, opts)
     console.print(f"run directory: [bold]{escape(str(run_dir))}[/]")
+    units = [UnitRef(v, s) for v in res["variants"] for s in res["seeds"]]
+    for key in recover_stale(run_dir, units):
+        console.print(f"[yellow]{escape(key)}: left running by a runner that stopped[/]")
     try:
         results = run_units(run_dir, res, manifest, opts, console)
     except KeyboardInterrupt:

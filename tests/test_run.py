@@ -58,9 +58,12 @@ def test_gymnasium_run_directory(write_manifest, tmp_path):
             assert set(status["seeds"]) == {"python", "numpy", "torch", "model", "env", "eval_env"}
             assert (unit / "model.zip").is_file()
             assert sorted(p.name for p in (unit / "checkpoints").iterdir()) == [
+                "step-256.json",
                 "step-256.zip",
+                "step-512.json",
                 "step-512.zip",
             ]
+            assert json.loads((unit / "train.json").read_text())["timesteps_done"] == 512
             assert list((unit / "tb").glob("events.out.tfevents.*"))
             ev = json.loads((unit / "eval.json").read_text())
             assert len(ev["episodes"]) == 3 and all(e["length"] > 0 for e in ev["episodes"])

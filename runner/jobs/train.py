@@ -6,36 +6,17 @@ Interrupted (Ctrl-C, SIGTERM), a unit saves a checkpoint and says so in its stat
 
 from __future__ import annotations
 
-import os
-import re
 import time
 from pathlib import Path
 from typing import Any
 
 from runner.jobs.common import load_model, make_env, make_model
+from runner.jobs.resume import Start, newest_readable, save_atomic, save_checkpoint, totals
 from runner.manifest.schema import Manifest
 from runner.rundir import write_json_atomic
 
-CKPT = re.compile(r"^step-(\d+)\.zip$")
 
-
-def save_atomic(model: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}.zip")
-    model.save(str(tmp))
-    os.replace(tmp, path)
-
-
-def latest_checkpoint(unit_dir: Path) -> tuple[int, Path] | None:
-    found = []
-    for p in (unit_dir / "checkpoints").glob("step-*.zip"):
-        m = CKPT.match(p.name)
-        if m:
-            found.append((int(m.group(1)), p))
-    return max(found) if found else None
-
-
-def _callback(cfg: Manifest, unit_dir: Path, started: float, done_before: int):
+def _callback(cfg: Manifest, unit_dir: Path, started: float, start: Start):
     from stable_baselines3.common.callbacks import BaseCallback
 
     total = cfg.train.timesteps
@@ -47,18 +28,21 @@ def _callback(cfg: Manifest, unit_dir: Path, started: float, done_before: int):
         def __init__(self) -> None:
             super().__init__()
             self.last_write = 0.0
-            self.next_ckpt = (done_before // every + 1) * every if every else None
+            self.next_ckpt = (start.steps_done // every + 1) * every if every else None
             self.t0 = time.perf_counter()
+
+        def train_wall_s(self) -> float:
+            return start.wall_before_s + time.perf_counter() - self.t0
 
         def _on_step(self) -> bool:
             steps = self.model.num_timesteps
             if self.next_ckpt is not None and steps >= self.next_ckpt:
-                save_atomic(self.model, unit_dir / "checkpoints" / f"step-{steps}.zip")
+                save_checkpoint(self.model, unit_dir, self.train_wall_s())
                 self.next_ckpt += every
             now = time.perf_counter()
             if now - self.last_write >= 1.0:
                 self.last_write = now
-                rate = (steps - done_before) / max(now - self.t0, 1e-9)
+                rate = (steps - start.steps_done) / max(now - self.t0, 1e-9)
                 write_json_atomic(
                     unit_dir / "progress.json",
                     {"steps": steps, "total": total, "steps_per_s": rate, "started": started},
@@ -73,39 +57,30 @@ def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any
     """Train one unit; returns fields for its status.json. Raises KeyboardInterrupt if stopped."""
     venv = make_env(cfg, seed=seeds["env"], log_dir=unit_dir)
     try:
-        resume = latest_checkpoint(unit_dir)
-        if resume:
-            done_before, path = resume
-            model = load_model(cfg, path, venv)
+        start = newest_readable(unit_dir, lambda path: load_model(cfg, path, venv))
+        if start is not None:
             from stable_baselines3.common.logger import configure
 
-            model.set_logger(configure(str(unit_dir / "tb"), ["tensorboard"]))
+            start.model.set_logger(configure(str(unit_dir / "tb"), ["tensorboard"]))
         else:
-            done_before = 0
-            model = make_model(cfg, venv, seed=seeds["model"], tb_dir=unit_dir / "tb")
+            start = Start(make_model(cfg, venv, seed=seeds["model"], tb_dir=unit_dir / "tb"))
+        model = start.model
         started = time.time()
-        t0 = time.perf_counter()
-        callback = _callback(cfg, unit_dir, started, done_before)
+        callback = _callback(cfg, unit_dir, started, start)
         try:
             model.learn(
-                total_timesteps=cfg.train.timesteps - done_before,
+                total_timesteps=cfg.train.timesteps - start.steps_done,
                 callback=callback,
                 log_interval=cfg.train.log_interval,
-                reset_num_timesteps=not resume,
+                reset_num_timesteps=not start.steps_done,
                 progress_bar=False,
             )
         except KeyboardInterrupt:
-            save_atomic(model, unit_dir / "checkpoints" / f"step-{model.num_timesteps}.zip")
+            save_checkpoint(model, unit_dir, callback.train_wall_s())
             raise
-        wall = time.perf_counter() - t0
+        segment = time.perf_counter() - callback.t0
         save_atomic(model, unit_dir / "model.zip")
-        steps = model.num_timesteps - done_before
-        return {
-            "timesteps_done": model.num_timesteps,
-            "train_wall_time_s": wall,
-            "train_started": started,
-            "train_steps_per_s": steps / wall if wall > 0 else 0.0,
-            "resumed_from": done_before or None,
-        }
+        fields = totals(model.num_timesteps, start.steps_done, start.wall_before_s, segment)
+        return {**fields, "train_started": started}
     finally:
         venv.close()

@@ -9,10 +9,11 @@ from __future__ import annotations
 import signal
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
+from runner.finish import record_failure, remove_debris
+from runner.jobs.resume import train_once
 from runner.manifest.parse import read_yaml
 from runner.manifest.schema import Manifest
 from runner.rundir import UnitRef, read_status, write_status
@@ -35,6 +36,11 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
     unit_dir.mkdir(parents=True, exist_ok=True)
     seeds = derive(seed)
     started = time.time()
+    before = float(read_status(unit_dir).get("wall_time_s") or 0.0)  # earlier segments
+
+    def wall() -> float:
+        return before + time.time() - started
+
     write_status(
         unit_dir,
         "running",
@@ -51,37 +57,38 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
         cfg = unit_config(run_dir, variant)
         seed_everything(seeds, torch_threads=cfg.algo.torch_threads)
         if "train" in jobs:
-            from runner.jobs.train import train
-
-            fields.update(train(cfg, unit_dir, seeds))
+            fields.update(train_unit(cfg, unit_dir, seeds))
             write_status(unit_dir, "running", **fields)
         if "eval" in jobs:
             from runner.jobs.evaluate import evaluate
 
             fields.update(evaluate(cfg, unit_dir, seeds))
     except KeyboardInterrupt:
+        remove_debris(unit_dir)
         write_status(
             unit_dir,
             "interrupted",
             **fields,
             finished=time.time(),
+            wall_time_s=wall(),
             error="interrupted; `rlcrate run --resume` continues from the last checkpoint",
         )
         return 130
     except Exception as exc:  # a unit's failure is recorded, never raised into the run
-        (unit_dir / "error.log").write_text(traceback.format_exc(), encoding="utf-8")
-        write_status(
-            unit_dir,
-            "failed",
-            **fields,
-            finished=time.time(),
-            error=f"{type(exc).__name__}: {exc}".strip(),
-        )
+        record_failure(unit_dir, exc, fields, finished=time.time(), wall_time_s=wall())
         return 1
-    write_status(
-        unit_dir, "done", **fields, finished=time.time(), wall_time_s=time.time() - started
-    )
+    write_status(unit_dir, "done", **fields, finished=time.time(), wall_time_s=wall())
     return 0
+
+
+def train_unit(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+    """Train, or keep a training that already finished (never roll it back to a checkpoint)."""
+    from runner.jobs.common import load_model
+    from runner.jobs.train import train
+
+    return train_once(
+        unit_dir, lambda: train(cfg, unit_dir, seeds), lambda p: load_model(cfg, p, None)
+    )
 
 
 def main(argv: list[str]) -> int:

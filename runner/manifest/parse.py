@@ -141,7 +141,6 @@ class _Walk:
         self.problems.append(Problem(self.source, line, path, message))
 
 
-
 def parse_yaml(text: str, source: str) -> tuple[Any, Lines]:
     """Safe-load YAML text within the bounds above; return the data and each key path's line.
 
@@ -149,8 +148,13 @@ def parse_yaml(text: str, source: str) -> tuple[Any, Lines]:
     """
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_BYTES:
-        raise _fail(source, 0, (), f"{size / 1e6:.1f} MB is too large for a manifest (the limit "
-                    f"is {MAX_BYTES / 1e6:.0f} MB)")
+        raise _fail(
+            source,
+            0,
+            (),
+            f"{size / 1e6:.1f} MB is too large for a manifest (the limit "
+            f"is {MAX_BYTES / 1e6:.0f} MB)",
+        )
     try:
         _check_events(text, source)
         loader = _Loader(text)
@@ -160,8 +164,13 @@ def parse_yaml(text: str, source: str) -> tuple[Any, Lines]:
                 return None, {}
             values, depth = _expanded(node, {})
             if values > MAX_NODES or depth > MAX_DEPTH:
-                raise _fail(source, 0, (), f"expands to more than {MAX_NODES:,} values or "
-                            f"{MAX_DEPTH} levels (YAML aliases?); a manifest is far smaller")
+                raise _fail(
+                    source,
+                    0,
+                    (),
+                    f"expands to more than {MAX_NODES:,} values or "
+                    f"{MAX_DEPTH} levels (YAML aliases?); a manifest is far smaller",
+                )
             walk = _Walk(loader, source)
             walk(node, ())
             if walk.problems:
@@ -180,8 +189,13 @@ def read_text(path: Path) -> str:
     """The file's text, or a ManifestError naming it (missing, a folder, unreadable, too large)."""
     try:
         if path.stat().st_size > MAX_BYTES:
-            raise _fail(str(path), 0, (), f"{path.stat().st_size / 1e6:.1f} MB is too large for a "
-                        f"manifest (the limit is {MAX_BYTES / 1e6:.0f} MB)")
+            raise _fail(
+                str(path),
+                0,
+                (),
+                f"{path.stat().st_size / 1e6:.1f} MB is too large for a "
+                f"manifest (the limit is {MAX_BYTES / 1e6:.0f} MB)",
+            )
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise _fail(str(path), 0, (), "no such file") from None
