@@ -232,11 +232,30 @@ def bench_cmd(manifest: ManifestArg, image: ImageOpt = None, out: OutOpt = Path(
 
 
 @app.command("validate")
-def validate_cmd(manifest: ManifestArg) -> None:
+def validate_cmd(
+    manifest: ManifestArg,
+    deep: Annotated[
+        bool,
+        typer.Option(
+            "--deep",
+            help="Also build each variant's env and model once on this machine, as `run` does "
+            "before any unit starts (no training).",
+        ),
+    ] = False,
+) -> None:
     """Check a manifest; every problem names the file, line and field."""
-    from runner.manifest import expand, load_manifest
+    from runner import resources
+    from runner.manifest import expand, load_manifest, resolved
+    from runner.orchestrate import parallelism
 
     m = load_manifest(manifest)
+    res = resolved(m)
+    for line in resources.warnings(res, parallelism(m, res)[0]):
+        typer.echo(f"warning: {line}", err=True)
+    if deep:
+        from runner.dry import construct
+
+        construct(manifest)
     variants = expand(m)
     typer.echo(
         f"{manifest}: ok ({len(variants)} variant(s) x {len(m.seeds)} seed(s) = "

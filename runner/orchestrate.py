@@ -97,7 +97,7 @@ def _cpus_per_unit(config: dict[str, Any]) -> int:
     return max(per_unit, par["envs"]) if par["mode"] == "subproc" else per_unit
 
 
-def _parallelism(manifest: Manifest, res: dict[str, Any]) -> tuple[int, int]:
+def parallelism(manifest: Manifest, res: dict[str, Any]) -> tuple[int, int]:
     """(units at once, CPUs each unit needs): sized for the hungriest variant."""
     per_unit = max(_cpus_per_unit(v["config"]) for v in res["variants"].values())
     cpus = (
@@ -139,7 +139,7 @@ def run_units(
             write_status(u.dir(run_dir), "pending", variant=u.variant, seed=u.seed)
     if not todo:
         return {}
-    at_once, per_unit = _parallelism(manifest, res)
+    at_once, per_unit = parallelism(manifest, res)
     steps = {u: res["variants"][u.variant]["config"]["train"]["timesteps"] for u in units}
     view = ProgressView(run_dir, units, steps)
     results: dict[UnitRef, Any] = {}
@@ -170,10 +170,24 @@ def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
     """
     manifest = load_manifest(manifest_path)
     signal.signal(signal.SIGTERM, _as_interrupt)  # SIGTERM stops as cleanly as Ctrl-C
+    preflight(manifest_path, manifest, opts.executor, console)
     with locked(opts.resume) if opts.resume is not None else contextlib.nullcontext():
         run_dir, res = prepare_run_dir(manifest_path, manifest, opts)
         with locked(run_dir):
             return _run_locked(run_dir, res, manifest, opts, console)
+
+
+def preflight(manifest_path: Path, manifest: Manifest, executor: str, console: Console) -> None:
+    """Before any unit: warn about what the machine cannot give, then build every variant's env
+    and model once (ManifestError, one line per variant, if one cannot be built). On Ray the
+    device is checked where the units land, not here."""
+    from runner import resources
+    from runner.dry import construct
+
+    res = resolved(manifest)
+    for line in resources.warnings(res, parallelism(manifest, res)[0]):
+        console.print(f"[yellow]warning: {escape(line)}[/]")
+    construct(manifest_path, check_device=executor != "ray")
 
 
 def _run_locked(
