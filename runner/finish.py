@@ -106,3 +106,22 @@ def unreadable_status(run_dir: Path, units: list[UnitRef]) -> list[Path]:
         if path.exists() and not isinstance(read_json(path), dict):
             bad.append(path)
     return bad
+
+
+def damaged_results(run_dir: Path, units: list[UnitRef], jobs: list[str]) -> list[Path]:
+    """Units recorded done whose results are unreadable (eval.json, model.zip): set back to
+    pending so they run again (a finished training is kept and only evaluated again)."""
+    bad = []
+    for unit in units:
+        unit_dir = unit.dir(run_dir)
+        status = read_json(unit_dir / "status.json")
+        if not isinstance(status, dict) or status.get("state") != "done":
+            continue
+        wanted = [unit_dir / "model.zip"] if "train" in jobs else []
+        wanted += [unit_dir / "eval.json"] if "eval" in jobs else []
+        for path in wanted:
+            if not path.is_file() or (path.suffix == ".json" and read_json(path) is None):
+                write_status(unit_dir, "pending", error=f"{path.name} was unreadable")
+                bad.append(path)
+                break
+    return bad

@@ -18,7 +18,7 @@ from rich.markup import escape
 
 from runner import provenance
 from runner.errors import UnitFailed, UserInputError
-from runner.finish import recover_stale, settle, unreadable_status
+from runner.finish import damaged_results, recover_stale, settle, unreadable_status
 from runner.lock import locked
 from runner.manifest import Manifest, load_manifest, resolved
 from runner.manifest.parse import read_yaml
@@ -131,8 +131,10 @@ def run_units(
     if not unit_jobs:
         return {}
     units = [UnitRef(v, s) for v in res["variants"] for s in res["seeds"]]
-    for path in unreadable_status(run_dir, units):
-        console.print(f"[yellow]{escape(str(path))}: unreadable; that unit runs again[/]")
+    for path in unreadable_status(run_dir, units) + damaged_results(run_dir, units, unit_jobs):
+        console.print(
+            f"[yellow]{escape(str(path))}: missing or unreadable; that unit runs again[/]"
+        )
     todo = [u for u in units if read_status(u.dir(run_dir)).get("state") != "done"]
     for u in todo:
         if not (u.dir(run_dir) / "status.json").exists():
