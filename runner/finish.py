@@ -56,6 +56,16 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
+def _wall(status: Any, until: float | None = None) -> float | None:
+    """Earlier segments plus this one (from its start to `until`, default now)."""
+    import time
+
+    if not isinstance(status, dict) or not isinstance(status.get("started"), (int, float)):
+        return None
+    end = until if isinstance(until, (int, float)) else time.time()
+    return float(status.get("wall_time_s") or 0.0) + max(0.0, end - status["started"])
+
+
 def settle(
     run_dir: Path, units: list[UnitRef], results: dict[UnitRef, int | None], stopping: bool
 ) -> None:
@@ -80,7 +90,7 @@ def settle(
         else:
             new, why = "failed", f"exited with status {code} without recording why; see unit.log"
         with contextlib.suppress(OSError):
-            write_status(unit_dir, new, error=why, finished=time.time())
+            write_status(unit_dir, new, error=why, finished=time.time(), wall_time_s=_wall(status))
 
 
 def recover_stale(run_dir: Path, units: list[UnitRef]) -> list[str]:
@@ -91,7 +101,12 @@ def recover_stale(run_dir: Path, units: list[UnitRef]) -> list[str]:
         unit_dir = unit.dir(run_dir)
         status = read_json(unit_dir / "status.json")
         if isinstance(status, dict) and status.get("state") == "running":
-            write_status(unit_dir, "interrupted", error="the runner stopped without recording it")
+            write_status(
+                unit_dir,
+                "interrupted",
+                error="the runner stopped without recording it",
+                wall_time_s=_wall(status, status.get("updated")),
+            )
             stale.append(unit.key)
         remove_debris(unit_dir)
     remove_debris(run_dir)

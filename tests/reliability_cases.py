@@ -40,8 +40,7 @@ MANIFESTS: dict[str, Any] = {
     "huge_file": "rlcrate: 1\nname: huge\n" + "# padding\n" * 300_000,
     "list_for_mapping": "rlcrate: 1\nname: x\nenv: [gymnasium, CartPole-v1]\n",
     "list_as_key": "rlcrate: 1\nname: x\n? [a, b]\n: 1\n",
-    "duplicate_train": yaml.safe_dump(tiny_manifest())
-    + "train: {timesteps: 100000}\n",
+    "duplicate_train": yaml.safe_dump(tiny_manifest()) + "train: {timesteps: 100000}\n",
     "bool_seed": tiny_manifest(seeds=[True]),
     "string_seed": tiny_manifest(seeds=["0"]),
     "string_number": tiny_manifest(parallel__envs="4"),

@@ -50,8 +50,6 @@ def one_clear_line(proc: subprocess.CompletedProcess) -> str | None:
     return None
 
 
-
-
 def _names(deep: bool) -> list[str]:
     import tempfile
 
