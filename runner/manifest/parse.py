@@ -55,7 +55,7 @@ def _check_events(text: str, source: str) -> None:
             if depth > MAX_DEPTH:
                 raise _fail(
                     source,
-                    event.start_mark.line + 1,
+                    event.start_mark.line + 1 if event.start_mark else 0,
                     (),
                     f"nested more than {MAX_DEPTH} levels deep; a manifest needs a few",
                 )
@@ -102,7 +102,7 @@ class _Walk:
             for i, item in enumerate(node.value):
                 self.lines[path + (i,)] = item.start_mark.line + 1
                 self(item, path + (i,))
-        elif node.tag == FLOAT_TAG:
+        elif isinstance(node, yaml.ScalarNode) and node.tag == FLOAT_TAG:
             self.number(node, path)
 
     def mapping(self, node: yaml.MappingNode, path: Loc) -> None:
