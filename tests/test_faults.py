@@ -33,7 +33,7 @@ UNIT = "units/default/seed-0"
 
 
 def _manifest(**over):
-    return tiny_manifest(train__timesteps=1024, train__checkpoint_every=256, **over)
+    return tiny_manifest(**{"train__timesteps": 1024, "train__checkpoint_every": 256, **over})
 
 
 def _sha(path: Path) -> str:
