@@ -186,7 +186,9 @@ def test_corrupt_run_definition_is_one_line(name, finished, tmp_path):
 
 def test_two_resumes_at_once_run_each_unit_once(finished, tmp_path):
     run = _copy(finished, tmp_path)
-    (run / UNIT / "eval.json").unlink()  # one unit to evaluate again
+    for name in ("eval.json", "train.json", "model.zip"):  # one unit to train again
+        (run / UNIT / name).unlink()
+    shutil.rmtree(run / UNIT / "checkpoints")
     log_before = (run / UNIT / "unit.log").stat().st_size
     cmd = [rlcrate_exe(), "run", str(run / "manifest.yaml"), "--resume", str(run)]
     a, b = (subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True) for _ in range(2))
