@@ -43,10 +43,13 @@ def record_failure(unit_dir: Path, exc: BaseException, fields: dict[str, Any], *
     """The unit failed: debris removed, traceback to error.log, reason to status.json. Each step
     is best effort, so a full disk still gets as much written as fits."""
     remove_debris(unit_dir)
+    log = unit_dir / "error.log"
+    try:
+        log.write_text(traceback.format_exc(), encoding="utf-8")
+    except OSError:
+        log.unlink(missing_ok=True)  # never an empty or cut-off log
     with contextlib.suppress(OSError):
-        (unit_dir / "error.log").write_text(traceback.format_exc(), encoding="utf-8")
-    with contextlib.suppress(OSError):
-        write_status(unit_dir, "failed", **fields, **more, error=describe(exc))
+        write_status_anyway(unit_dir, "failed", **fields, **more, error=describe(exc))
 
 
 def _signal_name(code: int) -> str:
@@ -90,7 +93,9 @@ def settle(
         else:
             new, why = "failed", f"exited with status {code} without recording why; see unit.log"
         with contextlib.suppress(OSError):
-            write_status(unit_dir, new, error=why, finished=time.time(), wall_time_s=_wall(status))
+            write_status_anyway(
+                unit_dir, new, error=why, finished=time.time(), wall_time_s=_wall(status)
+            )
 
 
 def recover_stale(run_dir: Path, units: list[UnitRef]) -> list[str]:
@@ -140,3 +145,21 @@ def damaged_results(run_dir: Path, units: list[UnitRef], jobs: list[str]) -> lis
                 bad.append(path)
                 break
     return bad
+
+
+def write_status_anyway(unit_dir: Path, state: str, **fields: Any) -> None:
+    """write_status; on a full disk, overwrite status.json in place instead (truncating it
+    frees the room its new text needs), so the reason is recorded even then."""
+    try:
+        write_status(unit_dir, state, **fields)
+    except OSError as exc:
+        if exc.errno not in NO_SPACE:
+            raise
+        import json
+        import time
+
+        old = read_json(unit_dir / "status.json")
+        record = {**(old if isinstance(old, dict) else {}), **fields}
+        record.update(state=state, updated=time.time())
+        with open(unit_dir / "status.json", "w", encoding="utf-8") as f:
+            f.write(json.dumps(record, default=str))
