@@ -7,12 +7,13 @@
 #
 # RLCRATE_BASE_CACHE   where the rootfs tarball is kept (default /var/cache/rlcrate)
 # RLCRATE_BASE_TAG     the local tag (default localhost/rlcrate-base:bookworm)
-# DEBIAN_MIRROR        default http://deb.debian.org/debian
+# DEBIAN_MIRROR        the Debian archive to bootstrap from (default: debootstrap's own)
+# DEBIAN_SECURITY_MIRROR  the security archive for the image's apt sources (default: the archive's
+#                      address with /debian-security in place of /debian, Debian's own layout)
 set -eu
 
 cache=${RLCRATE_BASE_CACHE:-/var/cache/rlcrate}
 tag=${RLCRATE_BASE_TAG:-localhost/rlcrate-base:bookworm}
-mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 tarball="$cache/debian-bookworm-minbase.tar"
 
 if ! podman image exists "$tag" 2>/dev/null; then
@@ -20,8 +21,10 @@ if ! podman image exists "$tag" 2>/dev/null; then
         mkdir -p "$cache"
         root=$(mktemp -d "$cache/rootfs.XXXXXX")
         # The rest of the image is pinned by the Dockerfile; the base only needs apt.
-        debootstrap --variant=minbase bookworm "$root" "$mirror" >&2
-        # Same apt sources as the official debian:bookworm-slim image.
+        debootstrap --variant=minbase bookworm "$root" ${DEBIAN_MIRROR:+"$DEBIAN_MIRROR"} >&2
+        # The suites of the official debian:bookworm-slim image, from the archive debootstrap used.
+        mirror=$(awk '$1 == "deb" { print $2; exit }' "$root/etc/apt/sources.list")
+        security=${DEBIAN_SECURITY_MIRROR:-$(printf '%s' "$mirror" | sed 's#/debian/*$#/debian-security#')}
         rm -f "$root/etc/apt/sources.list"
         cat > "$root/etc/apt/sources.list.d/debian.sources" <<SRC
 Types: deb
@@ -31,7 +34,7 @@ Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 
 Types: deb
-URIs: ${DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
+URIs: $security
 Suites: bookworm-security
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg

