@@ -92,6 +92,21 @@ def _write(folder: Path, name: str, content: Any) -> Path:
     return path
 
 
+def _archive(folder: Path, manifest_text: str) -> Path:
+    """An archive shaped like `rlcrate archive`'s, whose manifest is `manifest_text`."""
+    import tarfile
+
+    run = folder / "archived" / "20260101-000000-abcd"
+    run.mkdir(parents=True, exist_ok=True)
+    for name in ("manifest.yaml", "resolved.yaml"):
+        (run / name).write_text(manifest_text)
+    (run / "summary.json").write_text('{"variants": {}}')
+    path = folder / "bomb.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        tar.add(run, arcname=run.name)
+    return path
+
+
 def cases(folder: Path, out: Path) -> list[Case]:
     """Every bad input, its files written under `folder`; runs would go to `out`."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -101,6 +116,7 @@ def cases(folder: Path, out: Path) -> list[Case]:
     not_tar = folder / "not.tar.gz"
     not_tar.write_text("not an archive")
     o = ["--out", str(out)]
+    bomb_archive = _archive(folder, MANIFESTS["alias_bomb"])
     usage = [
         Case("bare_rlcrate", []),
         Case("run_no_manifest", ["run"]),
@@ -118,6 +134,7 @@ def cases(folder: Path, out: Path) -> list[Case]:
         Case("report_not_a_run", ["report", str(not_a_run)]),
         Case("archive_not_a_run", ["archive", str(not_a_run), "-o", str(folder / "a.tgz")]),
         Case("reproduce_not_tar", ["reproduce", str(not_tar), *o]),
+        Case("reproduce_alias_bomb", ["reproduce", str(bomb_archive), *o]),
         Case("eval_without_resume", ["eval", str(ok)]),
         Case("image_no_subcommand", ["image"]),
     ]

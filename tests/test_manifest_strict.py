@@ -110,3 +110,14 @@ def test_run_directory_lock_is_exclusive_and_never_stale(tmp_path):
         holder.wait()
     with locked(tmp_path), locked(tmp_path):  # free again after a kill; re-entrant in-process
         pass
+
+
+def test_resource_and_budget_warnings_through_validate(write_manifest):
+    from tests.helpers import rlcrate
+
+    m = tiny_manifest(parallel={"envs": 64, "workers": 64, "mode": "subproc"}, train__timesteps=256)
+    res = rlcrate("validate", str(write_manifest(m)))
+    assert res.returncode == 0, res.stderr
+    warnings = [ln for ln in res.stderr.splitlines() if ln.startswith("warning:")]
+    assert any("64 env processes on" in w for w in warnings), res.stderr
+    assert any("trains 4096 steps for train.timesteps = 256" in w for w in warnings), res.stderr
