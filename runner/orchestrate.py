@@ -173,8 +173,9 @@ def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
     manifest = load_manifest(manifest_path)
     signal.signal(signal.SIGTERM, _as_interrupt)  # SIGTERM stops as cleanly as Ctrl-C
     with locked(opts.resume) if opts.resume is not None else contextlib.nullcontext():
-        preflight(manifest_path, manifest, opts.executor, console)
-        run_dir, res = prepare_run_dir(manifest_path, manifest, opts)
+        resumed = prepare_run_dir(manifest_path, manifest, opts) if opts.resume else None
+        preflight(manifest_path, manifest, opts.executor, console)  # a resume checked first
+        run_dir, res = resumed or prepare_run_dir(manifest_path, manifest, opts)
         with locked(run_dir):
             return _run_locked(run_dir, res, manifest, opts, console)
 
