@@ -53,9 +53,11 @@ def exit_status(exc: BaseException) -> int:
         typer.echo(f"error: {exc}", err=True)
         return exc.exit_code
     if isinstance(exc, OSError):
-        what = "out of disk space" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else "cannot write"
-        name = f" ({exc.filename})" if exc.filename else ""
-        typer.echo(f"error: {what}{name}: {exc.strerror or exc}", err=True)
+        full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+        name = f"{exc.filename}: " if exc.filename else ""
+        typer.echo(
+            f"error: {'out of disk space: ' if full else ''}{name}{exc.strerror or exc}", err=True
+        )
         return 1
     raise exc
 

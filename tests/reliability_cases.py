@@ -130,6 +130,7 @@ def cases(folder: Path, out: Path) -> list[Case]:
         Case("bad_jobs", ["run", str(ok), "--jobs", "trian", *o]),
         Case("bad_executor", ["run", str(ok), "--executor", "slurm", *o]),
         Case("validate_nothing", ["validate"]),
+        Case("validate_dev_zero", ["validate", "/dev/zero"]),
         Case("report_missing", ["report", str(folder / "nope")]),
         Case("report_not_a_run", ["report", str(not_a_run)]),
         Case("archive_not_a_run", ["archive", str(not_a_run), "-o", str(folder / "a.tgz")]),

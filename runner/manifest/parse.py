@@ -188,15 +188,13 @@ def parse_yaml(text: str, source: str) -> tuple[Any, Lines]:
 def read_text(path: Path) -> str:
     """The file's text, or a ManifestError naming it (missing, a folder, unreadable, too large)."""
     try:
-        if path.stat().st_size > MAX_BYTES:
+        with open(path, "rb") as f:  # bounded even for /dev/zero or a file still growing
+            raw = f.read(MAX_BYTES + 1)
+        if len(raw) > MAX_BYTES:
             raise _fail(
-                str(path),
-                0,
-                (),
-                f"{path.stat().st_size / 1e6:.1f} MB is too large for a "
-                f"manifest (the limit is {MAX_BYTES / 1e6:.0f} MB)",
+                str(path), 0, (), f"larger than {MAX_BYTES / 1e6:.0f} MB: too large for a manifest"
             )
-        return path.read_text(encoding="utf-8")
+        return raw.decode("utf-8")
     except FileNotFoundError:
         raise _fail(str(path), 0, (), "no such file") from None
     except IsADirectoryError:
