@@ -45,6 +45,7 @@ test-fast: venv
 
 lint: venv
 	$(BIN)/ruff check runner tests
+	$(BIN)/ruff format --check runner tests
 
 type: venv
 	$(BIN)/mypy

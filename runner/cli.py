@@ -147,15 +147,16 @@ def _run(
     resume: Path | None,
     ray_address: str | None,
 ) -> None:
+    from runner.executors import EXECUTORS
     from runner.orchestrate import RunOptions, parse_jobs, run
 
     job_list = parse_jobs(jobs)
-    if executor not in ("local", "ray"):
+    if executor not in EXECUTORS:
         raise typer.BadParameter(
-            f"expected local or ray, got {executor!r}", param_hint="--executor"
+            f"expected {' or '.join(EXECUTORS)}, got {executor!r}", param_hint="--executor"
         )
     if image:
-        from runner.images import run_in_image
+        from runner.images.run import run_in_image
 
         if resume is not None:
             raise typer.BadParameter(
@@ -340,10 +341,8 @@ def envs_cmd(
 
 
 def _add_image_app() -> None:
-    try:
-        from runner.cli_image import app as image_app
-    except ImportError:
-        return
+    from runner.images.cli import app as image_app
+
     app.add_typer(image_app, name="image", help="Build and list the versioned images.")
 
 

@@ -12,7 +12,6 @@ from rich.table import Table
 
 from runner import __version__
 from runner.backends import BACKENDS, get_backend
-from runner.errors import RunnerError
 
 
 def _backend_rows() -> list[tuple[str, str, str]]:
@@ -26,20 +25,32 @@ def _backend_rows() -> list[tuple[str, str, str]]:
     return rows
 
 
-def _godot() -> tuple[str, str]:
-    try:
-        from runner.backends.godot import godot_binary
-
-        path, version = godot_binary()
-        return "[green]ok[/]", f"{path} ({version})"
-    except (ImportError, AttributeError):
-        return "[red]no[/]", "the godot backend module is not available"
-    except RunnerError as exc:
-        return "[red]no[/]", str(exc)
+def _program_rows() -> list[tuple[str, str, str]]:
+    """One row per external program a backend runs (its `versions()`), e.g. the Godot binary."""
+    rows = []
+    for name in BACKENDS:
+        try:
+            programs = get_backend(name).versions()
+        except Exception as exc:  # a broken install is reported, not raised
+            programs = {name: {"error": f"{type(exc).__name__}: {exc}"}}
+        for program, info in programs.items():
+            if "error" in info:
+                rows.append((f"{program} binary", "[red]no[/]", str(info["error"])))
+            else:
+                rows.append(
+                    (
+                        f"{program} binary",
+                        "[green]ok[/]",
+                        f"{info.get('path')} ({info.get('version')})",
+                    )
+                )
+    return rows
 
 
 def _engines() -> str:
-    found = [e for e in ("docker", "podman", "buildah") if shutil.which(e)]
+    from runner.images.engine import ENGINES
+
+    found = [e for e in ENGINES if shutil.which(e)]
     return ", ".join(found) or "none (install docker, podman or buildah to build images)"
 
 
@@ -64,8 +75,8 @@ def doctor(console: Console) -> None:
     table.add_column("detail", overflow="fold")
     for name, ok, reason in _backend_rows():
         table.add_row(f"backend {name}", ok, escape(reason))
-    ok, detail = _godot()
-    table.add_row("godot binary", ok, escape(detail))
+    for what, ok, detail in _program_rows():
+        table.add_row(what, ok, escape(detail))
     table.add_row("container engines", "", _engines())
     table.add_row("GPU", "", _gpu())
     cpu = cpu_info()

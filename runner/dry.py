@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from runner.errors import ManifestError
@@ -20,12 +21,32 @@ from runner.manifest.problems import Problem
 TIMEOUT_S = 600.0
 
 
-def construct(manifest_path: Path, *, check_device: bool = True) -> None:
-    """Build every variant's env and model once; ManifestError with one line per variant that
-    cannot be built."""
+def construct(
+    manifest_path: Path,
+    *,
+    check_device: bool = True,
+    pythons: Mapping[str, str | None] | None = None,
+) -> None:
+    """Build every variant's env and model once, each with the Python its units will run with
+    (`pythons`: variant -> interpreter, None for the runner's own); ManifestError with one line
+    per variant that cannot be built."""
+    groups: dict[str, list[str]] = {}
+    for variant, python in (pythons or {}).items():
+        groups.setdefault(python or sys.executable, []).append(variant)
+    found: list[Problem] = []
+    for python, variants in (groups or {sys.executable: []}).items():
+        found += _construct_with(python, manifest_path, variants, check_device)
+    if found:
+        raise ManifestError(found)
+
+
+def _construct_with(
+    python: str, manifest_path: Path, variants: list[str], check_device: bool
+) -> list[Problem]:
     with tempfile.TemporaryDirectory(prefix="rlcrate-construct-") as tmp:
         out = Path(tmp) / "problems.json"
-        cmd = [sys.executable, "-m", "runner.jobs.construct", str(manifest_path), str(out)]
+        cmd = [python, "-m", "runner.jobs.construct", str(manifest_path), str(out)]
+        cmd += [f"--only={','.join(variants)}"] if variants else []
         if not check_device:
             cmd.append("--cpu")
         proc = subprocess.Popen(
@@ -51,8 +72,5 @@ def construct(manifest_path: Path, *, check_device: bool = True) -> None:
         tail = log.decode(errors="replace").strip().splitlines()[-1:] or ["no output"]
         code = proc.returncode
         why = f"exit status {code}" if code >= 0 else f"killed by {signal.Signals(-code).name}"
-        raise ManifestError(
-            [Problem(source, 0, (), f"building the envs and models failed ({why}): {tail[0]}")]
-        )
-    if found:
-        raise ManifestError([Problem(source, line, tuple(loc), msg) for line, loc, msg in found])
+        return [Problem(source, 0, (), f"building the envs and models failed ({why}): {tail[0]}")]
+    return [Problem(source, line, tuple(loc), msg) for line, loc, msg in found]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from runner.manifest.problems import Problem
 
 
 class RunnerError(Exception):
@@ -17,11 +20,23 @@ class UserInputError(RunnerError):
     exit_code = 2
 
 
-class ManifestError(UserInputError):
-    """One or more problems in a manifest, each a line `file:line: field: message` (a `Problem`
-    from runner.manifest.problems, or its text)."""
+class FieldError(UserInputError):
+    """Bad input at one manifest field: its key path and what was expected, apart, so a check can
+    place it (file and line of that field) without parsing text. str(): `env.kwargs.x: message`.
+    """
 
-    def __init__(self, problems: list[Any]):
+    def __init__(self, path: tuple[str | int, ...], message: str):
+        from runner.manifest.problems import dotted
+
+        self.path, self.message = tuple(path), message
+        super().__init__(f"{dotted(self.path)}: {message}")
+
+
+class ManifestError(UserInputError):
+    """One or more problems in a manifest, as values (`Problem`: file, line, field path, message);
+    each prints as one line `file:line: field: message`."""
+
+    def __init__(self, problems: list[Problem]):
         self.problems = list(problems)
         super().__init__("\n".join(str(p) for p in self.problems))
 

@@ -17,6 +17,7 @@ from rich.live import Live
 from rich.markup import escape
 
 from runner import provenance
+from runner.backends import unit_interpreter
 from runner.errors import UnitFailed, UserInputError
 from runner.finish import damaged_results, recover_stale, settle, unreadable_status
 from runner.lock import locked
@@ -67,28 +68,46 @@ def prepare_run_dir(
         res, _ = read_yaml(old)
         if not isinstance(res, dict) or not isinstance(res.get("variants"), dict):
             raise UserInputError(f"{old}: damaged (no variants); the run cannot be resumed")
-        if res != resolved(manifest):
+        if _without_interpreters(res) != resolved(manifest):
             raise UserInputError(
                 f"--resume {run_dir}: {manifest_path} resolves differently from the manifest that "
                 "run was started with; resume with the run's own manifest.yaml"
             )
         return run_dir, res
+    res = resolved(manifest)
+    for variant in res["variants"].values():  # null: the runner's own Python
+        variant["interpreter"] = unit_interpreter(variant["config"]["env"]["backend"])
     try:
         run_dir = new_run_dir(opts.out, manifest.name)
     except (ValueError, OSError) as exc:
         raise UserInputError(f"--out {opts.out}: cannot create the run directory ({exc})") from None
-    res = resolved(manifest)
     try:
         shutil.copyfile(manifest_path, run_dir / "manifest.yaml")
         write_text_atomic(run_dir / "resolved.yaml", yaml.safe_dump(res, sort_keys=False))
         backends = {v["config"]["env"]["backend"] for v in res["variants"].values()}
-        write_json_atomic(
-            run_dir / "provenance.json", provenance.collect(sys.argv, manifest_path, backends)
-        )
+        prov = provenance.collect(sys.argv, manifest_path, backends, _pythons(res))
+        write_json_atomic(run_dir / "provenance.json", prov)
     except BaseException:  # a full disk, a signal: no half-made run directory stays behind
         shutil.rmtree(run_dir, ignore_errors=True)
         raise
     return run_dir, res
+
+
+def _without_interpreters(res: dict[str, Any]) -> dict[str, Any]:
+    """resolved.yaml as `resolved()` makes it: a resumed run keeps the interpreters it recorded."""
+    variants = {
+        name: {k: v for k, v in variant.items() if k != "interpreter"}
+        for name, variant in res.get("variants", {}).items()
+    }
+    return {**res, "variants": variants}
+
+
+def _pythons(res: dict[str, Any]) -> dict[str, str]:
+    """variant -> the interpreter its units run with (recorded, else the runner's own)."""
+    return {
+        name: variant.get("interpreter") or sys.executable
+        for name, variant in res["variants"].items()
+    }
 
 
 def _cpus_per_unit(config: dict[str, Any]) -> int:
@@ -115,7 +134,11 @@ def _finish_provenance(run_dir: Path, units: list[UnitRef]) -> None:
         return
     prov["finished"] = time.time()
     prov["units"] = {
-        u.key: {"state": (s := read_status(u.dir(run_dir))).get("state"), "seeds": s.get("seeds")}
+        u.key: {
+            "state": (s := read_status(u.dir(run_dir))).get("state"),
+            "seeds": s.get("seeds"),
+            "python": s.get("python"),
+        }
         for u in units
     }
     write_json_atomic(run_dir / "provenance.json", prov)
@@ -153,6 +176,7 @@ def run_units(
                 run_dir,
                 todo,
                 unit_jobs,
+                pythons=_pythons(res),
                 max_parallel=at_once,
                 cpus_per_unit=per_unit,
                 on_tick=live.refresh,
@@ -190,7 +214,11 @@ def preflight(manifest_path: Path, manifest: Manifest, executor: str, console: C
     res = resolved(manifest)
     for line in resources.warnings(res, parallelism(manifest, res)[0]):
         console.print(f"[yellow]warning: {escape(line)}[/]")
-    construct(manifest_path, check_device=executor != "ray")
+    pythons = {
+        name: unit_interpreter(variant["config"]["env"]["backend"])
+        for name, variant in res["variants"].items()
+    }
+    construct(manifest_path, check_device=executor != "ray", pythons=pythons)
 
 
 def _run_locked(
@@ -216,7 +244,7 @@ def _run_locked(
     units_ran = any(j in opts.jobs for j in ("train", "eval"))
     summary = write_summary(run_dir, res) if units_ran else None
     if "bench" in opts.jobs:
-        from runner.jobs.bench import run_bench
+        from runner.jobs.bench.run import run_bench
 
         run_bench(manifest, run_dir, console=console)
     if summary is not None:  # a bench-only run has no per-seed results to summarise
@@ -237,9 +265,7 @@ def _as_interrupt(signum: int, frame: Any) -> None:
 
 
 def _report(run_dir: Path, console: Console) -> None:
-    try:
-        from runner.report import write_report
-    except ImportError:
-        return
+    from runner.report import write_report
+
     path = write_report(run_dir)
     console.print(f"report: {path}")

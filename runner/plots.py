@@ -8,17 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
-
-class Curve(NamedTuple):
-    """One unit's learning curve: env steps, values, seconds since training started."""
-
-    steps: np.ndarray
-    values: np.ndarray
-    wall_s: np.ndarray
+from runner.tb import Curve
 
 
 def _plt() -> Any:

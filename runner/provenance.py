@@ -81,19 +81,24 @@ def packages() -> dict[str, str]:
     )
 
 
-def godot_version(backends: set[str]) -> dict[str, Any] | None:
-    if "godot" not in backends:
-        return None
-    try:
-        from runner.backends.godot import godot_binary
+def backend_programs(backends: set[str]) -> dict[str, Any]:
+    """The external programs (path, version) the run's backends use, by name; `godot` is always
+    present (None when no backend of the run uses Godot), as provenance.json has always had it."""
+    from runner.backends import get_backend
 
-        path, version = godot_binary()
-        return {"path": path, "version": version}
-    except Exception as exc:  # provenance records what it can
-        return {"error": str(exc)}
+    out: dict[str, Any] = {"godot": None}
+    for name in sorted(backends):
+        try:
+            out.update(get_backend(name).versions())
+        except Exception as exc:  # provenance records what it can
+            out[name] = {"error": str(exc)}
+    return out
 
 
-def collect(argv: list[str], manifest_path: Path, backends: set[str]) -> dict[str, Any]:
+def collect(
+    argv: list[str], manifest_path: Path, backends: set[str], interpreters: dict[str, str]
+) -> dict[str, Any]:
+    """`interpreters`: variant -> the Python its units run with (as in resolved.yaml)."""
     pkgs = packages()
     return {
         "rlcrate": __version__,
@@ -107,6 +112,7 @@ def collect(argv: list[str], manifest_path: Path, backends: set[str]) -> dict[st
             "executable": sys.executable,
             "implementation": platform.python_implementation(),
         },
+        "unit_interpreters": interpreters,
         "platform": {
             "system": platform.system(),
             "release": platform.release(),
@@ -120,7 +126,7 @@ def collect(argv: list[str], manifest_path: Path, backends: set[str]) -> dict[st
         "cuda": _run([sys.executable, "-c", "import torch; print(torch.version.cuda)"], timeout=60)
         if "torch" in pkgs and shutil.which("nvidia-smi")
         else None,
-        "godot": godot_version(backends),
+        **backend_programs(backends),
         "image": {
             "tag": os.environ.get("RLCRATE_IMAGE"),
             "digest": os.environ.get("RLCRATE_IMAGE_DIGEST"),

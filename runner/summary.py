@@ -9,22 +9,38 @@ from typing import Any
 
 from runner import stats
 from runner.rundir import UnitRef, read_json, read_status, write_json_atomic
+from runner.trainers.base import EVAL_FILE, TB_DIR
 
+# The metrics `expect:` claims may name (validate checks names against this one list).
+EXPECT_METRICS = {
+    "eval.mean_reward": "across-seed mean of the per-seed mean eval return",
+    "eval.std_reward": "across-seed standard deviation of the per-seed means",
+    "eval.iqm": "interquartile mean of the per-seed means",
+    "eval.iqm_ci_low": "lower end of the IQM's 95% bootstrap CI",
+    "eval.min_seed_reward": "the worst seed's mean eval return",
+    "train.steps_per_s": "mean training steps per second across seeds",
+    "train.wall_time_s": "mean training wall time across seeds",
+}
 OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}
-REWARD_TAG = "rollout/ep_rew_mean"
 
 
 def _time_to_reward(unit_dir: Path, levels: list[float], started: float | None) -> dict[str, Any]:
-    from runner.tb import TBReadError, read_scalars, time_to_reach
+    from runner.tb import read_curve, time_to_reach
 
-    try:
-        series = read_scalars(unit_dir / "tb", REWARD_TAG)
-    except TBReadError as exc:
-        return {"error": str(exc)}
-    return {str(level): time_to_reach(series, level, started) for level in levels}
+    curve, problem = read_curve(unit_dir / TB_DIR, started)
+    if curve is None:
+        return {"error": problem}
+    return {str(level): (t[0] if (t := time_to_reach(curve, level)) else None) for level in levels}
 
 
-def _metric_values(variant: dict[str, Any]) -> dict[str, float | None]:
+def train_origin(status: dict[str, Any]) -> float | None:
+    """When the unit's training started: the origin of every time-to-reach."""
+    started = status.get("train_started", status.get("started"))
+    return float(started) if isinstance(started, (int, float)) else None
+
+
+def metric_values(variant: dict[str, Any]) -> dict[str, float | None]:
+    """Each of EXPECT_METRICS for one variant of summary.json."""
     ev = variant["eval"]
     return {
         "eval.mean_reward": ev.get("mean"),
@@ -42,7 +58,7 @@ def _metric_values(variant: dict[str, Any]) -> dict[str, float | None]:
 def check_expectations(
     variant: dict[str, Any], expect: dict[str, dict[str, float]]
 ) -> list[dict[str, Any]]:
-    values = _metric_values(variant)
+    values = metric_values(variant)
     results = []
     for metric, claims in expect.items():
         for op, target in claims.items():
@@ -76,7 +92,7 @@ def summarize_variant(
     for seed in seeds:
         unit_dir = UnitRef(name, seed).dir(run_dir)
         status = read_status(unit_dir)
-        ev = read_json(unit_dir / "eval.json")
+        ev = read_json(unit_dir / EVAL_FILE)
         units[str(seed)] = {
             "state": status.get("state"),
             "error": status.get("error"),
@@ -91,10 +107,8 @@ def summarize_variant(
         if status.get("train_wall_time_s") is not None:
             walls.append(status["train_wall_time_s"])
             rates.append(status["train_steps_per_s"])
-        if levels and (unit_dir / "tb").exists():
-            ttr[str(seed)] = _time_to_reward(
-                unit_dir, levels, status.get("train_started", status.get("started"))
-            )
+        if levels and (unit_dir / TB_DIR).exists():
+            ttr[str(seed)] = _time_to_reward(unit_dir, levels, train_origin(status))
     means = list(per_seed.values())
     m, s = stats.mean_std(means) if means else (None, None)
     iqm, lo, hi = stats.iqm_ci(means) if means else (None, None, None)

@@ -1,42 +1,68 @@
-"""Reading TensorBoard event files with TensorBoard's own reader (EventAccumulator)."""
+"""The one TensorBoard reader (TensorBoard's own EventAccumulator) and the one time-to-reach.
+
+summary.json and report.md both read a unit's reward curve here, with wall times measured from
+the same origin (the unit's `train_started`, see the trainer contract), so they cannot disagree.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
-Scalar = tuple[float, int, float]  # (wall_time, step, value)
+import numpy as np
+
+from runner.trainers.base import REWARD_TAG
 
 
-class TBReadError(Exception):
-    pass
+class Curve(NamedTuple):
+    """One unit's learning curve: env steps, values, seconds since training started."""
+
+    steps: np.ndarray
+    values: np.ndarray
+    wall_s: np.ndarray
 
 
-def read_scalars(tb_dir: Path, tag: str) -> list[Scalar]:
-    """All values of `tag` under `tb_dir`, sorted by step. Missing tag: []. Corrupt: TBReadError."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+def read_curve(
+    tb_dir: Path, origin: float | None, tag: str = REWARD_TAG
+) -> tuple[Curve | None, str | None]:
+    """The `tag` curve under `tb_dir`, sorted by step, wall times in seconds since `origin`
+    (None: the first event written); and a problem (missing, empty or corrupt files), or None.
+    Readable files are used even when others are not."""
+    from tensorboard.backend.event_processing import event_accumulator as ea
 
-    if not tb_dir.is_dir() or not any(tb_dir.rglob("events.out.tfevents.*")):
-        raise TBReadError(f"{tb_dir}: no TensorBoard event files")
-    out: list[Scalar] = []
-    for events in sorted({p.parent for p in tb_dir.rglob("events.out.tfevents.*")}):
-        acc = EventAccumulator(str(events), size_guidance={"scalars": 0})
+    files = sorted(tb_dir.rglob("events.out.tfevents.*")) if tb_dir.is_dir() else []
+    if not files:
+        return None, f"no TensorBoard event files in {tb_dir}"
+    points: list[tuple[float, int, float]] = []
+    starts, bad = [], []
+    for folder in sorted({f.parent for f in files}):
+        acc = ea.EventAccumulator(str(folder), size_guidance={ea.SCALARS: 0})
         try:
             acc.Reload()
-        except Exception as exc:  # the reader raises several types for damaged files
-            raise TBReadError(f"{events}: unreadable TensorBoard file ({exc})") from None
+            starts.append(acc.FirstEventTimestamp())
+        except Exception:  # the reader raises several types for damaged or empty files
+            bad += [f.name for f in files if f.parent == folder]
+            continue
         if tag in acc.Tags().get("scalars", []):
-            out += [(e.wall_time, e.step, e.value) for e in acc.Scalars(tag)]
-    return sorted(out, key=lambda s: (s[1], s[0]))
+            points += [(e.wall_time, e.step, e.value) for e in acc.Scalars(tag)]
+    kind = ""
+    if bad:
+        empty = all(f.stat().st_size == 0 for f in files if f.name in bad)
+        kind = "empty" if empty else "corrupt or unreadable"
+    if not points:
+        why = f"{kind} event file(s) {', '.join(bad)}" if bad else f"no '{tag}' scalars"
+        return None, f"{tb_dir}: {why}"
+    points.sort(key=lambda p: (p[1], p[0]))
+    wall, steps, values = (np.array(v, dtype=float) for v in zip(*points, strict=True))
+    start = origin if origin is not None else min(starts)
+    curve = Curve(steps, values, wall - start)
+    return curve, (f"{tb_dir}: skipped {kind} event file(s) {', '.join(bad)}" if bad else None)
 
 
-def time_to_reach(series: list[Scalar], level: float, start: float | None = None) -> float | None:
-    """Seconds from `start` (default: the first logged point) until the value first reaches
-    `level` (None: never)."""
-    if not series:
+def time_to_reach(curve: Curve, level: float) -> tuple[float, float] | None:
+    """(seconds, env steps) when the curve first reached `level`, or None if it never did."""
+    hit = curve.values >= level
+    if not hit.any():
         return None
-    if start is None:
-        start = min(w for w, _, _ in series)
-    for wall, _, value in series:
-        if value >= level:
-            return wall - start
-    return None
+    i = int(np.argmax(hit))
+    return float(curve.wall_s[i]), float(curve.steps[i])

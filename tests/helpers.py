@@ -32,9 +32,13 @@ def tiny_manifest(**over) -> dict:
 
 
 def rlcrate(
-    *args: str, cwd: Path | None = None, timeout: float = 600, **kw
+    *args: str,
+    cwd: Path | None = None,
+    timeout: float = 600,
+    env_extra: dict[str, str] | None = None,
+    **kw,
 ) -> subprocess.CompletedProcess:
-    """Run the real console script in a subprocess (what a user types)."""
+    """Run the real console script in a subprocess (what a user types), with `env_extra` set."""
     exe = Path(sys.executable).with_name("rlcrate")
     return subprocess.run(
         [str(exe), *args],
@@ -42,7 +46,7 @@ def rlcrate(
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, "COLUMNS": "200"},
+        env={**os.environ, "COLUMNS": "200", **(env_extra or {})},
         **kw,
     )
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from runner.errors import ManifestError
-from runner.jobs import bench
+from runner.jobs.bench import analysis
+from runner.jobs.bench import run as bench
 from runner.manifest.schema import Manifest
 from tests.helpers import tiny_manifest
 
@@ -25,6 +26,7 @@ def _manifest(**over) -> Manifest:
 
 
 @pytest.mark.gymnasium
+@pytest.mark.slow  # measures real training
 def test_tiny_sweep_writes_bench_json_and_plot(tmp_path: Path):
     from rich.console import Console
 
@@ -96,7 +98,7 @@ def test_analysis_flattening_on_fixed_numbers():
             _point("8", 8, 380, 60),
         ],
     }
-    bench.analyse(data)
+    analysis.analyse(data)
     eff = [p["efficiency"]["env_only"] for p in data["points"]]
     assert eff == pytest.approx([1.0, 0.95, 0.9, 0.475])
     assert data["flatten"]["default"]["env_only"]["x"] == 8  # first efficiency below 0.5
@@ -113,6 +115,6 @@ def test_analysis_ratios_for_categorical_sweep():
             _point("envpool", None, 9000, 150, "b"),
         ],
     }
-    bench.analyse(data)
+    analysis.analyse(data)
     assert data["points"][1]["speedup"] == pytest.approx({"env_only": 9.0, "train": 1.5})
     assert "env-only steps/s: envpool is ×9.00 subproc" in data["findings"]

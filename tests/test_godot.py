@@ -23,14 +23,21 @@ import pytest
 
 from runner.backends import godot
 from runner.errors import BackendUnavailable, EnvTimeout, RunnerError, UserInputError
-from runner.manifest.schema import EnvSpec
+from runner.manifest.schema import EnvSpec, ParallelSpec
 
 try:
     godot.godot_binary()
     HAVE_GODOT = godot.available() is None
 except BackendUnavailable:
     HAVE_GODOT = False
-needs_godot = pytest.mark.skipif(not HAVE_GODOT, reason="needs godot3-server and godot-rl")
+_have_godot = pytest.mark.skipif(not HAVE_GODOT, reason="needs godot3-server and godot-rl")
+
+
+def needs_godot(test):
+    """Starts real Godot processes: skipped without Godot, and slow (not in `make test-fast`)."""
+    return pytest.mark.slow(_have_godot(test))
+
+
 pytestmark = [pytest.mark.godot]
 GAME = godot.GAMES_DIR / "ballchase"
 
@@ -39,9 +46,16 @@ def spec(**kw) -> EnvSpec:
     return EnvSpec(**{"backend": "godot", "id": "ballchase", "timeout": 20.0, **kw})
 
 
-def make(env: EnvSpec | None = None, envs: int = 2, workers: int = 1, seed: int = 0, **kw):
-    return godot.make_vec_env(env or spec(), n_envs=envs, workers=workers, mode="dummy",
-                              seed=seed, **kw)
+def make(
+    env: EnvSpec | None = None,
+    envs: int = 2,
+    workers: int = 1,
+    seed: int = 0,
+    log_dir: Path | None = None,
+):
+    return godot.make_vec_env(
+        env or spec(), ParallelSpec(envs=envs, workers=workers), seed=seed, log_dir=log_dir
+    )
 
 
 def group_members(pids: list[int]) -> list[int]:
@@ -54,7 +68,7 @@ def group_members(pids: list[int]) -> list[int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        fields = stat[stat.rindex(")") + 2:].split()
+        fields = stat[stat.rindex(")") + 2 :].split()
         pid, pgid = int(entry.name), int(fields[2])
         if pid in pids or pgid in pids:
             found.append(pid)
@@ -114,8 +128,6 @@ def test_bad_ids_and_kwargs(tmp_path):
         godot.check_env(spec(kwargs={"speed": 3}))
     with pytest.raises(UserInputError, match="multiple"):
         make(envs=5, workers=2)
-    from runner.manifest.schema import ParallelSpec
-
     assert "multiple" in godot.check_parallel(ParallelSpec(envs=6, workers=4))
     assert godot.check_parallel(ParallelSpec(envs=8, workers=4)) is None
     assert godot.action_kind(spec()) == "Discrete"
@@ -140,8 +152,9 @@ def _launcher(tmp: Path, instances: int, extra: str = "") -> Path:
     """An 'exported game' as godot-rl expects one: an executable named *.x86_64."""
     binary, _ = godot.godot_binary()
     path = tmp / f"ballchase{instances}.x86_64"
-    path.write_text(f'#!/bin/sh\nexec "{binary}" --path "{GAME}" "$@" --instances={instances}'
-                    f" {extra}\n")
+    path.write_text(
+        f'#!/bin/sh\nexec "{binary}" --path "{GAME}" "$@" --instances={instances} {extra}\n'
+    )
     path.chmod(0o755)
     return path
 
@@ -193,8 +206,9 @@ def test_conformance_stable_baselines_godot_env(tmp_path):
     from godot_rl.wrappers.stable_baselines_wrapper import StableBaselinesGodotEnv
 
     with contextlib.redirect_stdout(io.StringIO()):
-        venv = StableBaselinesGodotEnv(str(_launcher(tmp_path, 2)), n_parallel=2,
-                                       port=_free_port(2), framerate=60, speedup=1)
+        venv = StableBaselinesGodotEnv(
+            str(_launcher(tmp_path, 2)), n_parallel=2, port=_free_port(2), framerate=60, speedup=1
+        )
     pids = [e.proc.pid for e in venv.envs]
     try:
         assert venv.num_envs == 4
@@ -219,8 +233,12 @@ def test_conformance_stable_baselines_godot_env(tmp_path):
 def test_vector_size_and_logs(tmp_path, workers, envs, kind):
     from stable_baselines3.common.env_checker import check_env  # noqa: F401 (SB3 importable)
 
-    venv = make(spec(kwargs={"action_space": kind, "episode_steps": 20}), envs=envs,
-                workers=workers, log_dir=tmp_path)
+    venv = make(
+        spec(kwargs={"action_space": kind, "episode_steps": 20}),
+        envs=envs,
+        workers=workers,
+        log_dir=tmp_path,
+    )
     pids = venv.pids
     try:
         assert venv.num_envs == envs and len(pids) == workers and len(set(venv.ports)) == workers
@@ -231,14 +249,16 @@ def test_vector_size_and_logs(tmp_path, workers, envs, kind):
         steps = random_steps(venv, 25)
         obs, rew, done, infos = steps[19]  # episode_steps 20: every instance ends here
         assert done.all() and rew.dtype == np.float32 and len(infos) == envs
-        assert all(i["TimeLimit.truncated"] and i["terminal_observation"].shape == (10,)
-                   for i in infos)
+        assert all(
+            i["TimeLimit.truncated"] and i["terminal_observation"].shape == (10,) for i in infos
+        )
         assert not any(s[2].any() for s in steps[:19] + steps[20:])
     finally:
         venv.close()
     assert group_members(pids) == []
     assert [p.name for p in sorted(tmp_path.glob("godot-*.log"))] == [
-        f"godot-{i}.log" for i in range(workers)]
+        f"godot-{i}.log" for i in range(workers)
+    ]
 
 
 @needs_godot
@@ -316,9 +336,10 @@ def test_preoccupied_ports_still_work():
 SCRIPT = textwrap.dedent("""
     import sys, time, numpy as np
     from runner.backends import godot
-    from runner.manifest.schema import EnvSpec
+    from runner.manifest.schema import EnvSpec, ParallelSpec
     venv = godot.make_vec_env(EnvSpec(backend="godot", id="ballchase", timeout=20),
-                              n_envs=4, workers=2, mode="dummy", seed=int(sys.argv[1]))
+                              ParallelSpec(envs=4, workers=2), seed=int(sys.argv[1]),
+                              log_dir=None)
     print(" ".join(map(str, venv.pids)), flush=True)
     venv.reset()
     n = int(sys.argv[2])
@@ -332,8 +353,13 @@ SCRIPT = textwrap.dedent("""
 
 
 def _spawn(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", SCRIPT, *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parent.parent)
+    return subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).parent.parent,
+    )
 
 
 @needs_godot
@@ -364,8 +390,11 @@ def test_runner_signals_leave_no_godot(sig):
 
 
 def _expect_fault(kind: str, error: type, timeout: float, match: str, budget: float):
-    venv = make(spec(kwargs={"fault": kind}, timeout=timeout), envs=2, workers=2) \
-        if kind != "noconnect" else None
+    venv = (
+        make(spec(kwargs={"fault": kind}, timeout=timeout), envs=2, workers=2)
+        if kind != "noconnect"
+        else None
+    )
     t = time.monotonic()
     pids = venv.pids if venv else []
     with pytest.raises(error, match=match) as err:
@@ -427,7 +456,6 @@ def test_kill9_during_training_is_a_clear_error():
 
 
 @needs_godot
-@pytest.mark.slow
 def test_short_training_beats_random():
     import torch
     from stable_baselines3 import PPO
@@ -437,8 +465,9 @@ def test_short_training_beats_random():
     torch.set_num_threads(1)
     venv = VecMonitor(make(envs=16, workers=2, seed=0))
     try:
-        model = PPO("MlpPolicy", venv, n_steps=64, batch_size=256, learning_rate=1e-3, seed=0,
-                    device="cpu")
+        model = PPO(
+            "MlpPolicy", venv, n_steps=64, batch_size=256, learning_rate=1e-3, seed=0, device="cpu"
+        )
         model.learn(TRAIN_STEPS)
         trained, _ = evaluate_policy(model, venv, n_eval_episodes=16, deterministic=True)
         rng = np.random.default_rng(0)

@@ -21,20 +21,23 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from runner import __version__, images
+from runner import __version__
 from runner.errors import UserInputError
+from runner.images import build as image_build
+from runner.images import engine as image_engine
+from runner.images import run as image_run
 
 ROOT = Path(__file__).resolve().parents[1]
 OLD_DRIVER, NEW_DRIVER = "535.104.05", "580.95.05"
 
 
-def _info(variant: str = "cpu", **labels: str) -> images.ImageInfo:
-    return images.ImageInfo(
+def _info(variant: str = "cpu", **labels: str) -> image_engine.ImageInfo:
+    return image_engine.ImageInfo(
         f"rlcrate-{variant}:{__version__}",
         "sha256:" + "a" * 64,
         "sha256:" + "b" * 64,
         None,
-        {images.LABEL_VARIANT: variant, **labels},
+        {image_engine.LABEL_VARIANT: variant, **labels},
     )
 
 
@@ -54,28 +57,28 @@ def fake_path(tmp_path, monkeypatch):
 
 
 def test_targets_and_tags():
-    assert images.resolve_target("cpu") == ("cpu", f"rlcrate-cpu:{__version__}")
-    assert images.resolve_target("localhost/rlcrate-cuda:dev") == (
+    assert image_engine.resolve_target("cpu") == ("cpu", f"rlcrate-cpu:{__version__}")
+    assert image_engine.resolve_target("localhost/rlcrate-cuda:dev") == (
         "cuda",
         "localhost/rlcrate-cuda:dev",
     )
     with pytest.raises(UserInputError, match="expected cpu, cuda"):
-        images.resolve_target("ubuntu:24.04")
+        image_engine.resolve_target("ubuntu:24.04")
 
 
 def test_base_must_be_pinned_by_digest():
-    args = images.base_args("mirror.example/debian:bookworm-slim@sha256:" + "c" * 64)
+    args = image_build.base_args("mirror.example/debian:bookworm-slim@sha256:" + "c" * 64)
     assert args["BASE_NAME"] == "mirror.example/debian:bookworm-slim"
     assert args["BASE_DIGEST"] == "sha256:" + "c" * 64
     with pytest.raises(UserInputError, match="pinned by digest"):
-        images.base_args("debian:bookworm-slim")
+        image_build.base_args("debian:bookworm-slim")
 
 
-@pytest.mark.parametrize("engine", images.ENGINES)
+@pytest.mark.parametrize("engine", image_engine.ENGINES)
 def test_build_command(engine, tmp_path):
     args = {"SOURCE_DATE_EPOCH": "1700000000", "VERSION": "1.2.3"}
     vols = [] if engine == "docker" else ["/etc/ssl/certs/ca-certificates.crt:/run/ca.crt:ro"]
-    cmd = images.build_command(
+    cmd = image_build.build_command(
         engine, "cpu", "rlcrate-cpu:1.2.3", root=tmp_path, build_args=args, volumes=vols
     )
     assert cmd[0] == engine and cmd[-1] == str(tmp_path)
@@ -91,19 +94,21 @@ def test_build_command(engine, tmp_path):
 
 def test_docker_build_cannot_mount(tmp_path):
     with pytest.raises(UserInputError, match="cannot mount"):
-        images.build_command("docker", "cpu", "t", root=tmp_path, build_args={}, volumes=["a:b"])
+        image_build.build_command(
+            "docker", "cpu", "t", root=tmp_path, build_args={}, volumes=["a:b"]
+        )
 
 
 def test_metadata_created_from_source_date_epoch(monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
-    meta = images.metadata_args(ROOT)
+    meta = image_build.metadata_args(ROOT)
     assert meta["CREATED"] == "2023-11-14T22:13:20Z" and meta["VERSION"] == __version__
 
 
 def test_run_command_docker_cuda(tmp_path):
     manifest = tmp_path / "m.yaml"
-    info = _info("cuda", **{images.LABEL_MIN_DRIVER: "580.65.06"})
-    cmd = images.run_command(
+    info = _info("cuda", **{image_engine.LABEL_MIN_DRIVER: "580.65.06"})
+    cmd = image_run.run_command(
         "docker",
         info,
         manifest=manifest,
@@ -129,11 +134,11 @@ def test_run_command_docker_cuda(tmp_path):
 def test_run_command_podman_and_buildah(tmp_path, monkeypatch):
     manifest = tmp_path / "m.yaml"
     monkeypatch.setattr(os, "getuid", lambda: 1234)
-    podman = images.run_command(
+    podman = image_run.run_command(
         "podman", _info("cuda"), manifest=manifest, out_dir=tmp_path, rlcrate_args=[]
     )
     assert "keep-id" in podman and "nvidia.com/gpu=all" in podman
-    buildah = images.run_command(
+    buildah = image_run.run_command(
         "buildah",
         _info("cpu"),
         manifest=manifest,
@@ -143,7 +148,7 @@ def test_run_command_podman_and_buildah(tmp_path, monkeypatch):
     )
     assert buildah[buildah.index("ctr") + 1 :][:3] == ["--", "/usr/bin/tini", "--"]
     with pytest.raises(UserInputError, match="buildah cannot give a container GPUs"):
-        images.run_command(
+        image_run.run_command(
             "buildah", _info("cuda"), manifest=manifest, out_dir=tmp_path, rlcrate_args=[]
         )
 
@@ -153,13 +158,13 @@ def test_run_command_podman_and_buildah(tmp_path, monkeypatch):
 )
 def test_driver_preflight_with_fake_nvidia_smi(fake_path, driver, ok):
     _fake_bin(fake_path, "nvidia-smi", f'echo "{driver}"\n')
-    assert images.host_driver_version() == driver
-    info = _info("cuda", **{images.LABEL_MIN_DRIVER: "580.65.06"})
+    assert image_run.host_driver_version() == driver
+    info = _info("cuda", **{image_engine.LABEL_MIN_DRIVER: "580.65.06"})
     if ok:
-        images.check_driver(info, images.host_driver_version())
+        image_run.check_driver(info, image_run.host_driver_version())
         return
     with pytest.raises(UserInputError) as err:
-        images.check_driver(info, images.host_driver_version())
+        image_run.check_driver(info, image_run.host_driver_version())
     message = str(err.value)
     assert "\n" not in message and "580.65.06" in message and OLD_DRIVER in message
 
@@ -167,8 +172,9 @@ def test_driver_preflight_with_fake_nvidia_smi(fake_path, driver, ok):
 def test_no_driver_is_one_line(fake_path, monkeypatch):
     monkeypatch.setenv("PATH", str(fake_path))  # no nvidia-smi anywhere
     with pytest.raises(UserInputError, match="nvidia-smi found none"):
-        images.check_driver(
-            _info("cuda", **{images.LABEL_MIN_DRIVER: "580.65.06"}), images.host_driver_version()
+        image_run.check_driver(
+            _info("cuda", **{image_engine.LABEL_MIN_DRIVER: "580.65.06"}),
+            image_run.host_driver_version(),
         )
 
 
@@ -176,7 +182,7 @@ def test_run_in_image_refuses_old_driver_before_starting(fake_path, tmp_path, wr
     """`rlcrate run M --image rlcrate-cuda:...` against a fake docker and an old fake driver:
     exit 2, one line naming both versions, and no `docker run`."""
     log = tmp_path / "docker.log"
-    labels = {images.LABEL_VARIANT: "cuda", images.LABEL_MIN_DRIVER: "580.65.06"}
+    labels = {image_engine.LABEL_VARIANT: "cuda", image_engine.LABEL_MIN_DRIVER: "580.65.06"}
     inspect = json.dumps([{"Id": "sha256:" + "d" * 64, "Config": {"Labels": labels}}])
     _fake_bin(
         fake_path,
@@ -256,11 +262,11 @@ def _build(*extra: str, tag: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def cpu_image() -> images.ImageInfo:
+def cpu_image() -> image_engine.ImageInfo:
     tag = f"localhost/rlcrate-cpu:{__version__}"
     out = _build(tag=tag)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    info = images.inspect("buildah", tag)
+    info = image_engine.inspect("buildah", tag)
     assert info is not None
     return info
 
@@ -287,13 +293,13 @@ class TestCpuImage:
     def test_labels_and_lock_hash(self, cpu_image):
         labels = cpu_image.labels
         lock = (ROOT / "images" / "cpu" / "requirements.lock").read_bytes()
-        assert labels[images.LABEL_LOCK] == hashlib.sha256(lock).hexdigest()
-        assert labels[images.LABEL_VARIANT] == "cpu"
+        assert labels[image_engine.LABEL_LOCK] == hashlib.sha256(lock).hexdigest()
+        assert labels[image_engine.LABEL_VARIANT] == "cpu"
         for key in ("version", "revision", "source", "created", "base.name", "base.digest"):
             assert labels.get(f"org.opencontainers.image.{key}"), key
         assert labels["org.opencontainers.image.version"] == __version__
         assert labels["org.opencontainers.image.base.digest"].startswith("sha256:")
-        assert images.LABEL_MIN_DRIVER not in labels
+        assert image_engine.LABEL_MIN_DRIVER not in labels
 
     def test_runs_as_non_root_under_tini(self, cpu_image):
         config = json.loads(
@@ -311,7 +317,7 @@ class TestCpuImage:
         assert out.stdout.split()[0] != "0" and "writable" in out.stdout, out.stderr
 
     def test_doctor_inside(self, cpu_image):
-        out = _in_image(cpu_image.ref, *images.ENTRYPOINT, "doctor")
+        out = _in_image(cpu_image.ref, *image_engine.ENTRYPOINT, "doctor")
         assert out.returncode == 0, out.stderr
         assert "godot3-server" in out.stdout and "3.2.3" in out.stdout
 
@@ -330,7 +336,7 @@ class TestCpuImage:
         manifest.parent.mkdir()
         manifest.write_text(yaml.safe_dump(data, sort_keys=False))
         out_dir = tmp_path / "runs"
-        code = images.run_in_image(
+        code = image_run.run_in_image(
             manifest, cpu_image.ref, out_dir, ["--jobs", "train,eval"], engine="buildah"
         )
         assert code == 0

@@ -11,7 +11,7 @@ from runner.errors import ManifestError
 from runner.manifest import expand, load_manifest, resolved
 from runner.manifest.matrix import apply_overrides, path_problem
 from runner.seeding import derive
-from tests.helpers import tiny_manifest
+from tests.helpers import rlcrate, tiny_manifest
 
 GOLDEN = Path(__file__).parent / "golden"
 BAD = sorted(GOLDEN.glob("*.yaml"))
@@ -27,16 +27,25 @@ def test_golden_error_messages(path, monkeypatch):
     assert [f"error: {p}" for p in exc.value.problems] == expected
 
 
+@pytest.mark.parametrize("name", ["godot_bad_kwarg", "unknown_env", "broken_yaml"])
+def test_golden_through_the_console_script(name):
+    """What a user sees: the same lines on stderr, exit status 2. (godot_bad_kwarg once printed
+    `:5: env.id: env.kwargs: ...`: the env.id line and a doubled field path.)"""
+    res = rlcrate("validate", f"{name}.yaml", cwd=GOLDEN)
+    assert res.returncode == 2
+    assert res.stderr.splitlines() == (GOLDEN / f"{name}.txt").read_text().splitlines()
+
+
 def test_every_problem_at_once(write_manifest):
     m = tiny_manifest(parallel__envs=0, algo__name="PPOO", seeds=[1, 1], train__timesteps=-1)
     m["env"]["id"] = "CartPol-v1"
     with pytest.raises(ManifestError) as exc:
         load_manifest(write_manifest(m))
-    text = "\n".join(exc.value.problems)
+    text = "\n".join(map(str, exc.value.problems))
     for field in ("parallel.envs", "algo.name", "seeds", "train.timesteps", "env.id"):
         assert f": {field}:" in text
     assert "did you mean 'PPO'" in text
-    lines = [int(p.split(":")[1]) for p in exc.value.problems]
+    lines = [p.line for p in exc.value.problems]
     assert lines == sorted(lines) and all(n > 0 for n in lines)
 
 
@@ -136,3 +145,14 @@ def test_relative_game_path_is_relative_to_the_manifest(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # elsewhere: the path must not depend on the shell's folder
     m = load_manifest(path)
     assert Path(m.env.id) == game.resolve()
+
+
+def test_expect_names_are_the_metrics_the_summary_computes():
+    from runner.summary import EXPECT_METRICS, metric_values
+
+    variant = {
+        "eval": {"mean": 1.0, "std": 0.0, "iqm": 1.0, "iqm_ci95": [1, 1], "per_seed_mean": {}},
+        "train_steps_per_s": {"mean": 2.0},
+        "wall_time_s": {"mean": 3.0},
+    }
+    assert list(metric_values(variant)) == list(EXPECT_METRICS)

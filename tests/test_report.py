@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -12,10 +13,24 @@ import yaml
 
 from runner import report
 from runner.errors import UserInputError
-from runner.plots import Curve
+from runner.manifest import Manifest, resolved
+from runner.rundir import write_status
+from runner.summary import write_summary
+from runner.tb import Curve, read_curve, time_to_reach
+from tests.helpers import tiny_manifest
 
 SEEDS = [0, 1, 2, 3]
-V1, V2 = "algo.params.n_steps=32", "algo.params.n_steps=64"
+LEVEL = 15.0  # a reward level the tiny runs reach
+MANIFEST = Manifest.model_validate(
+    tiny_manifest(
+        seeds=SEEDS,
+        matrix={"algo.params.n_steps": [32, 64]},
+        expect={"eval.mean_reward": {">=": 30.0}},  # V1 (27.5) misses, V2 (34) meets
+        eval__reward_levels=[LEVEL],
+    )
+)
+RESOLVED = resolved(MANIFEST)
+V1, V2 = RESOLVED["variants"]  # the runner's own variant names
 EVAL = {  # per-seed eval means; V2 seed 2 failed, V2 seed 3 never ran
     V1: {0: 20.0, 1: 30.0, 2: 25.0, 3: 35.0},
     V2: {0: 40.0, 1: 28.0},
@@ -45,20 +60,26 @@ def _write(path: Path, obj) -> None:
 
 
 def _make_run(root: Path, name: str, run_id: str, seeds: list[int], tb_from: Path | None) -> Path:
+    """A run directory as the runner leaves one: real TensorBoard files (trained here, or copied
+    from `tb_from`), status.json and eval.json per unit, summary.json by the runner's writer."""
     run = root / name / run_id
-    variants = {}
     for variant, n_steps in ((V1, 32), (V2, 64)):
         for seed in seeds:
             udir = run / "units" / variant / f"seed-{seed}"
             if seed not in EVAL[variant] and seed != 2:
                 continue  # never started: no directory at all
+            started = time.time()
             if tb_from is not None:
                 shutil.copytree(tb_from / "units" / variant / f"seed-{seed}" / "tb", udir / "tb")
+                started = json.loads(
+                    (tb_from / "units" / variant / f"seed-{seed}" / "status.json").read_text()
+                )["train_started"]
             else:
                 _train(udir, seed, n_steps)
+            status = {"variant": variant, "seed": seed, "train_started": started}
             if seed in EVAL[variant]:
                 mean = EVAL[variant][seed]
-                _write(udir / "status.json", {"state": "done", "variant": variant, "seed": seed})
+                write_status(udir, "done", **status)
                 _write(
                     udir / "eval.json",
                     {
@@ -69,48 +90,10 @@ def _make_run(root: Path, name: str, run_id: str, seeds: list[int], tb_from: Pat
                     },
                 )
             else:
-                _write(
-                    udir / "status.json",
-                    {
-                        "state": "failed",
-                        "variant": variant,
-                        "seed": seed,
-                        "error": "RuntimeError: boom",
-                    },
-                )
-        variants[variant] = {
-            "overrides": {"algo.params.n_steps": n_steps},
-            "expect": [
-                {
-                    "metric": "eval.mean_reward",
-                    "op": ">=",
-                    "value": 26.0,
-                    "actual": float(np.mean(list(EVAL[variant].values()))),
-                    "met": variant == V2,
-                }
-            ],
-        }
-    _write(
-        run / "summary.json",
-        {
-            "name": name,
-            "run_id": run_id,
-            "seeds": seeds,
-            "variants": variants,
-            "expectations_met": False,
-        },
-    )
-    (run / "resolved.yaml").write_text(
-        yaml.safe_dump(
-            {
-                "rlcrate": 1,
-                "name": name,
-                "seeds": seeds,
-                "eval": {"reward_levels": []},
-                "matrix": {"algo.params.n_steps": [32, 64]},
-            }
-        )
-    )
+                write_status(udir, "failed", **status, error="RuntimeError: boom")
+    res = {**RESOLVED, "name": name, "seeds": seeds}
+    (run / "resolved.yaml").write_text(yaml.safe_dump(res, sort_keys=False))
+    write_summary(run, res)
     return run
 
 
@@ -127,6 +110,7 @@ def run_dir(tmp_path_factory) -> Path:
 pytestmark = pytest.mark.gymnasium
 
 
+@pytest.mark.slow  # its run directory trains real agents
 def test_report_on_run_with_failed_missing_and_corrupt_units(run_dir):
     md = report.write_report(run_dir)
     text = md.read_text()
@@ -150,9 +134,21 @@ def test_report_on_run_with_failed_missing_and_corrupt_units(run_dir):
         assert path.is_file() and path.stat().st_size > 20_000, png
         assert f"plots/{png}" in text
     tex = (run_dir / "eval_table.tex").read_text()
-    assert r"\toprule" in tex and r"algo.params.n\_steps=32 & 27.5 $\pm$ 6.45" in tex
+    assert r"\toprule" in tex and r"n\_steps-32 & 27.5 $\pm$ 6.45" in tex
 
 
+@pytest.mark.slow  # its run directory trains real agents
+def test_summary_and_report_measure_time_to_reach_alike(run_dir):
+    """One reader, one origin (train_started): summary.json and the report's curves agree."""
+    summary = json.loads((run_dir / "summary.json").read_text())
+    run = report.load_run(run_dir)
+    for seed in (0, 1):
+        in_summary = summary["variants"][V2]["time_to_reward"][str(LEVEL)]["per_seed"][str(seed)]
+        hit = time_to_reach(run.units[V2, seed].curve, LEVEL)
+        assert in_summary is not None and hit is not None and in_summary == hit[0]
+
+
+@pytest.mark.slow  # its run directory trains real agents
 def test_report_includes_bench_and_regenerates_scaling_plot(run_dir, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(run_dir, run)
@@ -180,6 +176,7 @@ def test_report_includes_bench_and_regenerates_scaling_plot(run_dir, tmp_path):
     assert (run / "plots" / "scaling.png").stat().st_size > 20_000
 
 
+@pytest.mark.slow  # its run directory trains real agents
 def test_compare_runs_pairs_seeds(run_dir, tmp_path):
     other = _make_run(tmp_path, "tiny", "r2", SEEDS, run_dir)
     md = report.compare_runs(run_dir, other, tmp_path / "cmp")
@@ -189,6 +186,7 @@ def test_compare_runs_pairs_seeds(run_dir, tmp_path):
     assert (tmp_path / "cmp" / "learning_curves.png").is_file()
 
 
+@pytest.mark.slow  # its run directory trains real agents
 def test_compare_runs_refuses_mismatched_seeds(run_dir, tmp_path):
     other = _make_run(tmp_path, "tiny", "r3", [0, 1, 5, 6], run_dir)
     with pytest.raises(UserInputError, match="seeds differ"):
@@ -201,10 +199,10 @@ def test_not_a_run_directory(tmp_path):
 
 
 def test_read_curve_problems(tmp_path):
-    assert report.read_curve(tmp_path / "nope")[1].startswith("no TensorBoard event files")
+    assert read_curve(tmp_path / "nope", None)[1].startswith("no TensorBoard event files")
     (tmp_path / "tb").mkdir()
     (tmp_path / "tb" / "events.out.tfevents.1.host").write_bytes(b"")
-    curve, problem = report.read_curve(tmp_path / "tb")
+    curve, problem = read_curve(tmp_path / "tb", None)
     assert curve is None and "empty event file" in problem
 
 

@@ -1,33 +1,55 @@
 """Backend registry: name -> module, imported only when asked for.
 
-Each backend module provides (see `base.py` for the contract):
-    available() -> str | None          None when usable, else a one-line reason
-    env_ids() -> list[str]             ids it offers (may be a representative list)
-    check_env(env) -> None             raises UserInputError for an unknown id (with suggestion)
-    spaces(env) -> (obs, act) | None   gymnasium spaces, when cheap to know without launching
-    make_vec_env(env, *, n_envs, workers, mode, seed, log_dir=None) -> VecEnv
+Each backend module implements the `Backend` protocol (`base.py`). The names are the manifest's
+`env.backend` values (`BACKEND_NAMES`, one list); backend `x` lives in `runner.backends.x`.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
+import shutil
 from functools import cache
-from types import ModuleType
-from typing import Final
+from typing import TYPE_CHECKING, Final, cast
 
 from runner.errors import UserInputError
+from runner.manifest.schema import BACKEND_NAMES
 
-BACKENDS: Final[dict[str, str]] = {
-    "gymnasium": "runner.backends.gymnasium",
-    "envpool": "runner.backends.envpool",
-    "godot": "runner.backends.godot",
-    "isaaclab": "runner.backends.isaaclab",
-    "brax": "runner.backends.brax",
-}
+if TYPE_CHECKING:
+    from runner.backends.base import Backend
+
+BACKENDS: Final[dict[str, str]] = {name: f"runner.backends.{name}" for name in BACKEND_NAMES}
 
 
 @cache
-def get_backend(name: str) -> ModuleType:
+def get_backend(name: str) -> Backend:
     if name not in BACKENDS:
         raise UserInputError(f"Unknown backend '{name}'. Valid backends: {', '.join(BACKENDS)}.")
-    return importlib.import_module(BACKENDS[name])
+    return cast("Backend", importlib.import_module(BACKENDS[name]))
+
+
+def python_env_var(name: str) -> str:
+    return f"RLCRATE_PYTHON_{name.upper()}"
+
+
+def unit_interpreter(name: str) -> str | None:
+    """The Python that runs units of backend `name`: RLCRATE_PYTHON_<NAME> when set, else the
+    backend's own `interpreter()`; None: the runner's own. Checked to be an executable file."""
+    var = python_env_var(name)
+    python = os.environ.get(var) or get_backend(name).interpreter()
+    if python is None:
+        return None
+    path = shutil.which(python) or python
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        source = var if os.environ.get(var) else f"the {name} backend's interpreter"
+        raise UserInputError(
+            f"{source}: {python} is not an executable file (expected the Python "
+            f"that runs {name} units)"
+        )
+    return os.path.abspath(path)
+
+
+if TYPE_CHECKING:  # mypy checks every registered module against the protocol
+    from runner.backends import brax, envpool, godot, gymnasium, isaaclab
+
+    _CONFORMING: tuple[Backend, ...] = (brax, envpool, godot, gymnasium, isaaclab)

@@ -1,28 +1,86 @@
-"""Helpers shared by backends (the contract itself is documented in `__init__.py`)."""
+"""The backend contract, and helpers backends share.
+
+A backend is a module (registered in `runner.backends.BACKENDS`) whose functions match the
+`Backend` protocol below; mypy checks every registered module against it, and
+`tests/test_registry.py` runs the same conformance test over each. A new backend is a new module
+with these functions, its name added to `BackendName` in the manifest schema: nothing else in
+the runner names a backend.
+"""
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
-from runner.errors import UserInputError
+from runner.errors import FieldError
+
+if TYPE_CHECKING:
+    from runner.manifest.schema import EnvSpec, ParallelSpec
 
 
-def unknown_id(
-    backend: str, env_id: str, known: Iterable[str], *, limit: int = 12
-) -> UserInputError:
+class Backend(Protocol):
+    """Every hook is required; a backend with nothing to say returns the documented default."""
+
+    def available(self) -> str | None:
+        """None when this machine can run the backend, else a one-line reason (shown by
+        `rlcrate doctor` and `rlcrate envs`, and raised when a unit needs it). Cheap: no heavy
+        import."""
+        ...
+
+    def env_ids(self) -> list[str]:
+        """The env ids it offers (may be a representative list, e.g. the bundled Godot games)."""
+        ...
+
+    def check_env(self, env: EnvSpec) -> None:
+        """Raise FieldError (the field's key path, e.g. ("env", "kwargs", "x"), and one sentence)
+        when the env cannot be made; `validate` reports it at that field's line."""
+        ...
+
+    def spaces(self, env: EnvSpec) -> tuple[Any, Any] | None:
+        """(observation space, action space) as gymnasium spaces, or None when only launching
+        the env would tell."""
+        ...
+
+    def action_kind(self, env: EnvSpec) -> str | None:
+        """The action space's gymnasium class name ('Box', 'Discrete', ...) checked against the
+        algorithm; None when unknown without launching. Must stay cheap (validate answers in
+        under a second), so backends answer from what they know before asking `spaces`."""
+        ...
+
+    def check_parallel(self, parallel: ParallelSpec) -> str | None:
+        """Why this backend cannot run `parallel` (envs, workers, mode), or None when it can."""
+        ...
+
+    def make_vec_env(
+        self, env: EnvSpec, parallel: ParallelSpec, *, seed: int, log_dir: Path | None
+    ) -> Any:
+        """A Stable-Baselines3 VecEnv of `parallel.envs` envs, stepped by `parallel.workers`
+        workers as this backend understands them; env i is seeded from `seed + i`. `log_dir`
+        takes the env processes' own logs (None: a temporary folder, removed on close)."""
+        ...
+
+    def versions(self) -> dict[str, dict[str, Any]]:
+        """External programs the backend runs, beyond Python packages (provenance records those):
+        {component: {"path": ..., "version": ...}}, or {component: {"error": reason}} when one
+        is missing. provenance.json records each component under its name; `rlcrate doctor`
+        shows it as '<component> binary'. Empty when there are none."""
+        ...
+
+    def interpreter(self) -> str | None:
+        """The Python that runs this backend's units (an executable path), or None for the
+        runner's own. A unit talks to the runner only through files, so it may run anywhere
+        rlcrate and the backend's packages are installed (e.g. Isaac Lab's Python 3.12)."""
+        ...
+
+
+def unknown_id(backend: str, env_id: str, known: Iterable[str], *, limit: int = 12) -> FieldError:
     known = sorted(set(known), key=lambda i: ("/" in i, i))  # plain ids before namespaced ones
     close = difflib.get_close_matches(env_id, known, n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
     shown = ", ".join(known[:limit]) + (
         f", ... ({len(known)} in all)" if len(known) > limit else ""
     )
-    return UserInputError(
-        f"env.id: '{env_id}' is not an id the {backend} backend knows.{hint} Known ids: {shown}."
-    )
-
-
-def split_envs(n_envs: int, workers: int) -> list[int]:
-    """Spread n_envs over workers as evenly as possible (first workers take the remainder)."""
-    base, extra = divmod(n_envs, workers)
-    return [base + (1 if i < extra else 0) for i in range(workers)]
+    msg = f"'{env_id}' is not an id the {backend} backend knows.{hint} Known ids: {shown}."
+    return FieldError(("env", "id"), msg)

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from runner.backends.base import unknown_id
-from runner.errors import BackendUnavailable, UserInputError
-from runner.manifest.schema import EnvSpec
+from runner.errors import BackendUnavailable, FieldError
+from runner.manifest.schema import EnvSpec, ParallelSpec
 from runner.rundir import write_text_atomic
 
 
@@ -68,7 +68,7 @@ def spaces(env: EnvSpec) -> tuple[Any, Any]:
     try:
         spec = envpool.make_spec(env.id, **env.kwargs)
     except (TypeError, ValueError, RuntimeError) as exc:
-        raise UserInputError(f"env.kwargs: EnvPool's {env.id} rejected them ({exc})") from None
+        raise FieldError(("env", "kwargs"), f"EnvPool's {env.id} rejected them ({exc})") from None
     return spec.observation_space, spec.action_space
 
 
@@ -103,18 +103,29 @@ def action_kind(env: EnvSpec) -> str | None:
     return type(spaces(env)[1]).__name__
 
 
-def make_vec_env(
-    env: EnvSpec, *, n_envs: int, workers: int, mode: str, seed: int, log_dir: Path | None = None
-):
+def check_parallel(parallel: ParallelSpec) -> str | None:
+    return None  # any envs x threads; `parallel.mode` does not apply
+
+
+def versions() -> dict[str, dict[str, Any]]:
+    return {}  # Python packages only, which provenance records anyway
+
+
+def interpreter() -> str | None:
+    return None
+
+
+def make_vec_env(env: EnvSpec, parallel: ParallelSpec, *, seed: int, log_dir: Path | None) -> Any:
+    """One pool of `parallel.envs` envs stepped by `parallel.workers` threads (no logs)."""
     import envpool
 
     check_env(env)
     pool = envpool.make(
         env.id,
         env_type="gymnasium",
-        num_envs=n_envs,
-        batch_size=n_envs,
-        num_threads=workers,
+        num_envs=parallel.envs,
+        batch_size=parallel.envs,
+        num_threads=parallel.workers,
         seed=seed,
         **env.kwargs,
     )

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.backends.base import unknown_id
-from runner.errors import BackendUnavailable, UserInputError
+from runner.errors import BackendUnavailable, FieldError, UserInputError
 from runner.manifest.schema import EnvSpec, ParallelSpec
 
 GAMES_DIR = Path(__file__).resolve().parent.parent / "games"
@@ -46,8 +46,13 @@ def bundled_games() -> list[str]:
 @functools.cache
 def _probe_version(path: str) -> str | None:
     try:
-        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=20,
-                             stdin=subprocess.DEVNULL)
+        out = subprocess.run(
+            [path, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     m = re.search(r"\d+\.\d+(\.\d+)?\.\w+", out.stdout)
@@ -60,12 +65,14 @@ def godot_binary() -> tuple[str, str]:
     if override:
         path = shutil.which(override) or override
         if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-            raise BackendUnavailable(f"{GODOT_ENV_VAR}={override} is not an executable file; "
-                                     f"{INSTALL_HINT}")
+            raise BackendUnavailable(
+                f"{GODOT_ENV_VAR}={override} is not an executable file; {INSTALL_HINT}"
+            )
         version = _probe_version(path)
         if version is None:
-            raise BackendUnavailable(f"{GODOT_ENV_VAR}={override} did not report a Godot "
-                                     "version with --version")
+            raise BackendUnavailable(
+                f"{GODOT_ENV_VAR}={override} did not report a Godot version with --version"
+            )
         return path, version
     probed = [(p, _probe_version(p)) for p in filter(None, map(shutil.which, GODOT_NAMES))]
     found = [(p, v) for p, v in probed if v]
@@ -104,18 +111,25 @@ def _target(env: EnvSpec) -> tuple[str, Path]:
     path = Path(env.id).expanduser()
     if path.is_dir():
         if not (path / "project.godot").is_file():
-            raise UserInputError(f"env.id: '{env.id}' is a folder without a project.godot; "
-                                 "expected a Godot project folder")
+            raise FieldError(
+                ("env", "id"),
+                f"'{env.id}' is a folder without a project.godot; expected a Godot project folder",
+            )
         return "project", path.resolve()
     if path.is_file():
         if not os.access(path, os.X_OK):
-            raise UserInputError(f"env.id: '{env.id}' is not executable (chmod +x it, or give "
-                                 "the exported game binary)")
+            raise FieldError(
+                ("env", "id"),
+                f"'{env.id}' is not executable (chmod +x it, or give the exported game binary)",
+            )
         return "binary", path.resolve()
     if "/" in env.id or path.suffix:
-        raise UserInputError(f"env.id: '{env.id}' does not exist (expected a bundled game "
-                             f"({', '.join(bundled_games())}), a Godot project folder or an "
-                             "exported game binary)")
+        raise FieldError(
+            ("env", "id"),
+            f"'{env.id}' does not exist (expected a bundled game "
+            f"({', '.join(bundled_games())}), a Godot project folder or an "
+            "exported game binary)",
+        )
     raise unknown_id("godot", env.id, bundled_games())
 
 
@@ -126,23 +140,30 @@ def check_env(env: EnvSpec) -> None:
     known = GAME_KWARGS.get(env.id, {})
     for key in env.kwargs:
         if key not in known:
-            raise UserInputError(f"env.kwargs: '{key}' is not an argument of {env.id}; known: "
-                                 + "; ".join(f"{k}: {v}" for k, v in known.items()))
+            raise FieldError(
+                ("env", "kwargs", key),
+                f"'{key}' is not an argument of {env.id}; "
+                "known: " + "; ".join(f"{k}: {v}" for k, v in known.items()),
+            )
     if env.kwargs.get("action_space", "discrete") not in ("discrete", "continuous"):
-        raise UserInputError("env.kwargs.action_space: expected 'discrete' or 'continuous', got "
-                             f"{env.kwargs['action_space']!r}")
+        raise FieldError(
+            ("env", "kwargs", "action_space"),
+            f"expected 'discrete' or 'continuous', got {env.kwargs['action_space']!r}",
+        )
     steps = env.kwargs.get("episode_steps", 500)
     if not isinstance(steps, int) or steps < 1:
-        raise UserInputError(
-            f"env.kwargs.episode_steps: expected a positive integer, got {steps!r}"
+        raise FieldError(
+            ("env", "kwargs", "episode_steps"), f"expected a positive integer, got {steps!r}"
         )
 
 
 def check_parallel(parallel: ParallelSpec) -> str | None:
     if parallel.envs % parallel.workers:
-        return (f"the godot backend runs parallel.envs / parallel.workers instances in each "
-                f"Godot process; parallel.envs ({parallel.envs}) must be a multiple of "
-                f"parallel.workers ({parallel.workers})")
+        return (
+            f"the godot backend runs parallel.envs / parallel.workers instances in each "
+            f"Godot process; parallel.envs ({parallel.envs}) must be a multiple of "
+            f"parallel.workers ({parallel.workers})"
+        )
     return None
 
 
@@ -180,9 +201,11 @@ def launch_argvs(env: EnvSpec, *, workers: int, instances: int, seed: int) -> li
         binary, version = godot_binary()
         need = 4 if kind == "project" and _project_major(path) == 4 else 3
         if not version.startswith(f"{need}."):
-            raise BackendUnavailable(f"{env.id} is a Godot {need} project but the Godot binary "
-                                     f"{binary} is version {version}; set {GODOT_ENV_VAR} to a "
-                                     f"Godot {need} binary")
+            raise BackendUnavailable(
+                f"{env.id} is a Godot {need} project but the Godot binary "
+                f"{binary} is version {version}; set {GODOT_ENV_VAR} to a "
+                f"Godot {need} binary"
+            )
         head = [binary, "--path", str(path)]
     paced = env.pacing == "paced"
     if not paced:
@@ -191,27 +214,45 @@ def launch_argvs(env: EnvSpec, *, workers: int, instances: int, seed: int) -> li
     seeds = np.random.SeedSequence(seed).generate_state(workers)
     extra = [f"--{k}={_kwarg(v)}" for k, v in env.kwargs.items()]
     return [
-        [*head, f"--env_seed={int(seeds[p]) & 0x7FFFFFFF}",
-         f"--speedup={env.speedup if paced else 1:g}",
-         f"--action_repeat={env.action_repeat}", f"--instances={instances}", *extra]
+        [
+            *head,
+            f"--env_seed={int(seeds[p]) & 0x7FFFFFFF}",
+            f"--speedup={env.speedup if paced else 1:g}",
+            f"--action_repeat={env.action_repeat}",
+            f"--instances={instances}",
+            *extra,
+        ]
         for p in range(workers)
     ]
 
 
-def make_vec_env(env: EnvSpec, *, n_envs: int, workers: int, mode: str, seed: int,
-                 log_dir: Path | None = None):
-    """`workers` Godot processes x (n_envs / workers) instances; `mode` does not apply."""
+def versions() -> dict[str, dict[str, Any]]:
+    try:
+        path, version = godot_binary()
+    except BackendUnavailable as exc:
+        return {"godot": {"error": str(exc)}}
+    return {"godot": {"path": path, "version": version}}
+
+
+def interpreter() -> str | None:
+    return None
+
+
+def make_vec_env(env: EnvSpec, parallel: ParallelSpec, *, seed: int, log_dir: Path | None) -> Any:
+    """`parallel.workers` Godot processes x (envs / workers) instances; `mode` does not apply."""
     check_env(env)
     if importlib.util.find_spec("godot_rl") is None:
         raise BackendUnavailable("godot-rl is not installed (pip install 'rlcrate[godot]')")
-    if n_envs % workers:
-        raise UserInputError(f"parallel.envs ({n_envs}) must be a multiple of parallel.workers "
-                             f"({workers}) for the godot backend")
-    instances = n_envs // workers
+    problem = check_parallel(parallel)
+    if problem:
+        raise UserInputError(problem)
+    workers = parallel.workers
+    instances = parallel.envs // workers
     argvs = launch_argvs(env, workers=workers, instances=instances, seed=seed)
     from runner.godot.vec_env import GodotVecEnv
 
     own = log_dir is None
     logs = Path(tempfile.mkdtemp(prefix="rlcrate-godot-")) if log_dir is None else Path(log_dir)
-    return GodotVecEnv(argvs, instances=instances, timeout=env.timeout, log_dir=logs,
-                       own_log_dir=own)
+    return GodotVecEnv(
+        argvs, instances=instances, timeout=env.timeout, log_dir=logs, own_log_dir=own
+    )

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.backends.base import unknown_id
-from runner.errors import BackendUnavailable, UserInputError
+from runner.errors import BackendUnavailable, FieldError
 from runner.manifest.schema import EnvSpec, ParallelSpec
 
 # Modules that register extra ids with Gymnasium when imported, by id namespace. Imported only
@@ -60,7 +60,14 @@ def check_parallel(parallel: ParallelSpec) -> str | None:
         )
     if parallel.mode == "dummy" and parallel.workers != 1:
         return "gymnasium's DummyVecEnv steps every env in one process; set parallel.workers: 1"
+    return None
 
+
+def versions() -> dict[str, dict[str, Any]]:
+    return {}  # Python packages only, which provenance records anyway
+
+
+def interpreter() -> str | None:
     return None
 
 
@@ -78,7 +85,7 @@ def spaces(env: EnvSpec) -> tuple[Any, Any]:
     try:
         e = gym.make(env.id, **env.kwargs)
     except TypeError as exc:
-        raise UserInputError(f"env.kwargs: {env.id} rejected them ({exc})") from None
+        raise FieldError(("env", "kwargs"), f"{env.id} rejected them ({exc})") from None
     try:
         return e.observation_space, e.action_space
     finally:
@@ -97,13 +104,14 @@ def _maker(env_id: str, kwargs: dict[str, Any], seed: int):
     return make
 
 
-def make_vec_env(
-    env: EnvSpec, *, n_envs: int, workers: int, mode: str, seed: int, log_dir: Path | None = None
-):
+def make_vec_env(env: EnvSpec, parallel: ParallelSpec, *, seed: int, log_dir: Path | None) -> Any:
+    """`parallel.envs` envs; SubprocVecEnv runs one process each (`parallel.workers` is checked
+    by `check_parallel`, not used); gymnasium writes no logs of its own."""
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     check_env(env)
-    fns = [_maker(env.id, dict(env.kwargs), seed + i) for i in range(n_envs)]
+    mode = parallel.mode
+    fns = [_maker(env.id, dict(env.kwargs), seed + i) for i in range(parallel.envs)]
     # subproc even for one env (a benchmark of subproc must measure subproc); forkserver, so
     # workers do not inherit the parent's torch threads or signal handlers
     venv: Any = (

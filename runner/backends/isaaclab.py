@@ -1,5 +1,45 @@
 """Isaac Lab tasks: reported by `doctor`; running them is not implemented here yet."""
 
-from runner.backends._unported import contract
+from __future__ import annotations
 
-available, env_ids, check_env, spaces, make_vec_env = contract("isaaclab", "isaaclab", "isaaclab")
+from pathlib import Path
+from typing import Any
+
+from runner.backends._unported import missing, not_runnable
+from runner.manifest.schema import EnvSpec, ParallelSpec
+
+
+def available() -> str | None:
+    return missing("isaaclab", "isaaclab") or str(not_runnable("isaaclab"))
+
+
+def env_ids() -> list[str]:
+    return []
+
+
+def check_env(env: EnvSpec) -> None:
+    raise not_runnable("isaaclab")
+
+
+def spaces(env: EnvSpec) -> tuple[Any, Any] | None:
+    return None
+
+
+def action_kind(env: EnvSpec) -> str | None:
+    return None
+
+
+def check_parallel(parallel: ParallelSpec) -> str | None:
+    return None
+
+
+def make_vec_env(env: EnvSpec, parallel: ParallelSpec, *, seed: int, log_dir: Path | None) -> Any:
+    raise not_runnable("isaaclab")
+
+
+def versions() -> dict[str, dict[str, Any]]:
+    return {}
+
+
+def interpreter() -> str | None:
+    return None

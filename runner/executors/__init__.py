@@ -1,11 +1,14 @@
 """Executors run units behind one interface: `launch(run_dir, units, jobs, ...) -> {unit: exit}`.
 
-Both start `python -m runner.jobs.unit` per unit, so a unit runs the same code wherever it lands.
+Both start `python -m runner.jobs.unit` per unit, so a unit runs the same code wherever it lands;
+`python` is the interpreter its backend names (`pythons`: variant -> executable, recorded in
+resolved.yaml), the runner's own when none.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from runner.rundir import UnitRef
@@ -20,6 +23,7 @@ def launch(
     units: list[UnitRef],
     jobs: list[str],
     *,
+    pythons: Mapping[str, str | None],
     max_parallel: int,
     cpus_per_unit: int,
     on_tick: Tick,
@@ -28,21 +32,29 @@ def launch(
     if name == "local":
         from runner.executors.local import launch as local_launch
 
-        return local_launch(run_dir, units, jobs, max_parallel=max_parallel, on_tick=on_tick)
+        return local_launch(
+            run_dir, units, jobs, pythons=pythons, max_parallel=max_parallel, on_tick=on_tick
+        )
     if name == "ray":
         from runner.executors.ray import launch as ray_launch
 
         return ray_launch(
-            run_dir, units, jobs, cpus_per_unit=cpus_per_unit, on_tick=on_tick, address=address
+            run_dir,
+            units,
+            jobs,
+            pythons=pythons,
+            cpus_per_unit=cpus_per_unit,
+            on_tick=on_tick,
+            address=address,
         )
     raise ValueError(f"unknown executor {name!r}; choose one of {', '.join(EXECUTORS)}")
 
 
-def unit_command(run_dir: Path, unit: UnitRef, jobs: list[str]) -> list[str]:
-    import sys
-
+def unit_command(
+    run_dir: Path, unit: UnitRef, jobs: list[str], pythons: Mapping[str, str | None]
+) -> list[str]:
     return [
-        sys.executable,
+        pythons.get(unit.variant) or sys.executable,
         "-m",
         "runner.jobs.unit",
         str(run_dir),

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from runner.executors import Tick, unit_command
@@ -35,12 +36,14 @@ def _die_with_parent() -> None:
         pass
 
 
-def _start(run_dir: Path, unit: UnitRef, jobs: list[str]) -> subprocess.Popen[bytes]:
+def _start(
+    run_dir: Path, unit: UnitRef, jobs: list[str], pythons: Mapping[str, str | None]
+) -> subprocess.Popen[bytes]:
     unit_dir = unit.dir(run_dir)
     unit_dir.mkdir(parents=True, exist_ok=True)
     with open(unit_dir / "unit.log", "ab") as log:
         return subprocess.Popen(
-            unit_command(run_dir, unit, jobs),
+            unit_command(run_dir, unit, jobs, pythons),
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -67,7 +70,13 @@ def stop_all(procs: dict[UnitRef, subprocess.Popen[bytes]], grace: float = GRACE
 
 
 def launch(
-    run_dir: Path, units: list[UnitRef], jobs: list[str], *, max_parallel: int, on_tick: Tick
+    run_dir: Path,
+    units: list[UnitRef],
+    jobs: list[str],
+    *,
+    pythons: Mapping[str, str | None],
+    max_parallel: int,
+    on_tick: Tick,
 ) -> dict[UnitRef, int]:
     pending = list(units)
     running: dict[UnitRef, subprocess.Popen[bytes]] = {}
@@ -76,7 +85,7 @@ def launch(
         while pending or running:
             while pending and len(running) < max(1, max_parallel):
                 unit = pending.pop(0)
-                running[unit] = _start(run_dir, unit, jobs)
+                running[unit] = _start(run_dir, unit, jobs, pythons)
             for unit, p in list(running.items()):
                 if p.poll() is not None:
                     results[unit] = p.returncode

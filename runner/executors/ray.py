@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from runner.errors import BackendUnavailable
@@ -40,6 +41,7 @@ def launch(
     units: list[UnitRef],
     jobs: list[str],
     *,
+    pythons: Mapping[str, str | None],
     cpus_per_unit: int,
     on_tick: Tick,
     address: str | None = None,
@@ -63,7 +65,8 @@ def launch(
     refs = {}
     for unit in units:
         unit.dir(run_dir).mkdir(parents=True, exist_ok=True)
-        ref = task.remote(unit_command(run_dir, unit, jobs), str(unit.dir(run_dir) / "unit.log"))
+        cmd = unit_command(run_dir, unit, jobs, pythons)  # cmd[0]: the unit's interpreter
+        ref = task.remote(cmd, str(unit.dir(run_dir) / "unit.log"))
         refs[ref] = unit
     results: dict[UnitRef, int] = {}
     try:

@@ -24,8 +24,15 @@ class GodotVecEnv(VecEnv):
     `infos[i]["terminal_observation"]`, as SB3 expects.
     """
 
-    def __init__(self, argvs: list[list[str]], *, instances: int, timeout: float,
-                 log_dir: Path, own_log_dir: bool = False):
+    def __init__(
+        self,
+        argvs: list[list[str]],
+        *,
+        instances: int,
+        timeout: float,
+        log_dir: Path,
+        own_log_dir: bool = False,
+    ):
         self.log_dir = log_dir
         self._own_log_dir = own_log_dir
         self.instances = instances
@@ -62,8 +69,10 @@ class GodotVecEnv(VecEnv):
                     f"parallel.workers asks for {self.instances} per process; set parallel.envs "
                     f"to parallel.workers x {c.num_envs}"
                 )
-            if (c.observation_space != self.conns[0].observation_space
-                    or c.action_space != self.conns[0].action_space):
+            if (
+                c.observation_space != self.conns[0].observation_space
+                or c.action_space != self.conns[0].action_space
+            ):
                 raise RunnerError(
                     f"{c.process.describe()} reports different observation/action spaces than "
                     "Godot process 0"
@@ -95,7 +104,7 @@ class GodotVecEnv(VecEnv):
         k = self.instances
         try:
             for i, c in enumerate(self.conns):
-                c.step_send(actions[i * k:(i + 1) * k])
+                c.step_send(actions[i * k : (i + 1) * k])
         except BaseException:
             self._fail()
             raise
@@ -117,8 +126,12 @@ class GodotVecEnv(VecEnv):
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         if any(dones):
             self._episode_ends(responses, obs, dones, infos)
-        return (self._obs_array(obs), np.asarray(rewards, dtype=np.float32),
-                np.asarray(dones, dtype=bool), infos)
+        return (
+            self._obs_array(obs),
+            np.asarray(rewards, dtype=np.float32),
+            np.asarray(dones, dtype=bool),
+            infos,
+        )
 
     def _episode_ends(self, responses, obs, dones, infos) -> None:
         for p, resp in enumerate(responses):
@@ -150,8 +163,9 @@ class GodotVecEnv(VecEnv):
         self._failed = True
         self.close(grace=0.0)
 
-    def env_method(self, method_name: str, *method_args, indices=None,
-                   **method_kwargs) -> list[Any]:
+    def env_method(
+        self, method_name: str, *method_args, indices=None, **method_kwargs
+    ) -> list[Any]:
         """Calls a method on every instance through the protocol's `call` message."""
         if method_args or method_kwargs:
             raise RunnerError("Godot env methods take no arguments (godot-rl's call message)")

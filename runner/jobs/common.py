@@ -8,8 +8,7 @@ from typing import Any
 
 from runner.backends import get_backend
 from runner.manifest.algos import ALGOS
-from runner.manifest.schema import Manifest
-from runner.seeding import seed_everything  # noqa: F401  (re-exported for jobs)
+from runner.manifest.schema import Manifest, ParallelSpec
 
 
 def algo_class(name: str) -> Any:
@@ -22,23 +21,15 @@ def make_env(
     *,
     seed: int,
     log_dir: Path | None = None,
-    n_envs: int | None = None,
-    mode: str | None = None,
+    parallel: ParallelSpec | None = None,
     monitor: bool = True,
 ) -> Any:
-    """The manifest's VecEnv (wrapped in VecMonitor for episode statistics); `n_envs` and `mode`
-    override the manifest's (evaluation runs one in-process env)."""
+    """The manifest's VecEnv (wrapped in VecMonitor for episode statistics); `parallel`
+    overrides the manifest's (evaluation runs one in-process env)."""
     from stable_baselines3.common.vec_env import VecMonitor
 
     backend = get_backend(cfg.env.backend)
-    n = n_envs or cfg.parallel.envs
-    workers = min(cfg.parallel.workers, n)
-    mode = mode or cfg.parallel.mode
-    if cfg.env.backend == "gymnasium" and mode == "subproc":
-        workers = n
-    venv = backend.make_vec_env(
-        cfg.env, n_envs=n, workers=workers, mode=mode, seed=seed, log_dir=log_dir
-    )
+    venv = backend.make_vec_env(cfg.env, parallel or cfg.parallel, seed=seed, log_dir=log_dir)
     return VecMonitor(venv) if monitor else venv
 
 

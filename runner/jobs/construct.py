@@ -1,11 +1,11 @@
 """Dry construction: build each variant's env and model once, and take one action, no training.
 
-`python -m runner.jobs.construct MANIFEST OUT.json [--cpu]` writes a JSON list of problems
-`[line, [path...], message]`, one per variant that cannot be built. The runner starts it before any
-unit (and `rlcrate validate --deep` on demand), so a configuration that the schema allows but the
-algorithm, the policy, the device or the env refuses is one line per variant with exit status 2,
-never N failed units. It runs as a child process so the runner stays free of torch and a crash
-in a backend takes down only this check.
+`python -m runner.jobs.construct MANIFEST OUT.json [--cpu] [--only=V1,V2]` writes a JSON list of
+problems `[line, [path...], message]`, one per variant that cannot be built. The runner starts it
+before any unit (and `rlcrate validate --deep` on demand), so a configuration that the schema
+allows but the algorithm, the policy, the device or the env refuses is one line per variant with
+exit status 2, never N failed units. It runs as a child process so the runner stays free of torch
+and a crash in a backend takes down only this check.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from runner.manifest.schema import Manifest
+from runner.manifest.schema import Manifest, ParallelSpec
 
 
 def device_problem(device: str) -> str | None:
@@ -49,6 +49,7 @@ def build_once(cfg: Manifest, *, check_device: bool = True) -> tuple[tuple[str, 
     """(field path, message) if the variant's env or model cannot be built; None if it can."""
     from runner.jobs.common import make_env, make_model
     from runner.seeding import derive, seed_everything
+    from runner.trainers import trainer_for
 
     if check_device:
         problem = device_problem(cfg.algo.device)
@@ -68,10 +69,13 @@ def build_once(cfg: Manifest, *, check_device: bool = True) -> tuple[tuple[str, 
     except Exception as exc:
         return ("algo", "torch_threads"), f"torch refuses it: {_first_line(exc)}"
     try:
-        venv = make_env(cfg, seed=0, n_envs=1, mode="dummy")
+        one = ParallelSpec(envs=1, workers=1, mode="dummy")
+        venv = make_env(cfg, seed=0, parallel=one)
     except Exception as exc:
         return ("env",), f"cannot build the env: {_first_line(exc)}"
     try:
+        if trainer_for(cfg.algo.name) != "sb3":  # its own loop builds its model itself
+            return None
         model = make_model(cfg, venv, seed=0, tb_dir=None)
         model.predict(venv.reset(), deterministic=True)
     except Exception as exc:
@@ -81,17 +85,20 @@ def build_once(cfg: Manifest, *, check_device: bool = True) -> tuple[tuple[str, 
     return None
 
 
-def problems(path: Path, *, check_device: bool = True) -> list[list[Any]]:
+def problems(
+    path: Path, *, check_device: bool = True, only: set[str] | None = None
+) -> list[list[Any]]:
     """[line, path, message] for every variant that cannot be built (each distinct config once)."""
     from runner.manifest import expand, load_manifest
-    from runner.manifest.load import line_of
     from runner.manifest.parse import read_yaml
+    from runner.manifest.problems import line_of
 
     _, lines = read_yaml(path)
     out: list[list[Any]] = []
     seen: dict[str, tuple[tuple[str, ...], str] | None] = {}
     for variant in expand(load_manifest(path, check=False)):
-        assert variant.config is not None
+        if variant.config is None or (only is not None and variant.name not in only):
+            continue
         cfg = variant.config.model_dump_json(exclude={"matrix", "expect", "bench", "seeds"})
         if cfg not in seen:
             seen[cfg] = build_once(variant.config, check_device=check_device)
@@ -109,7 +116,12 @@ def main(argv: list[str]) -> int:
 
     warnings.simplefilter("ignore")  # SB3's advice on batch sizes is not a problem here
     logging.disable(logging.WARNING)
-    found = problems(Path(argv[0]), check_device="--cpu" not in argv)
+    only = next((a.split("=", 1)[1] for a in argv if a.startswith("--only=")), None)
+    found = problems(
+        Path(argv[0]),
+        check_device="--cpu" not in argv,
+        only=set(only.split(",")) if only is not None else None,
+    )
     Path(argv[1]).write_text(json.dumps(found), encoding="utf-8")
     return 0
 

@@ -6,6 +6,7 @@ The unit's config comes from the run's resolved.yaml, the one source of truth fo
 
 from __future__ import annotations
 
+import platform
 import signal
 import sys
 import time
@@ -13,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from runner.finish import record_failure, remove_debris
-from runner.jobs.resume import train_once
 from runner.manifest.parse import read_yaml
 from runner.manifest.schema import Manifest
 from runner.rundir import UnitRef, read_status, write_status
 from runner.seeding import derive, seed_everything
+from runner.trainers import get_trainer, trainer_for
 
 
 def unit_config(run_dir: Path, variant: str) -> Manifest:
@@ -48,6 +49,7 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
         seed=seed,
         seeds=seeds,
         jobs=jobs,
+        python={"executable": sys.executable, "version": platform.python_version()},
         started=started,
         error=None,
         finished=None,
@@ -56,13 +58,12 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
     try:
         cfg = unit_config(run_dir, variant)
         seed_everything(seeds, torch_threads=cfg.algo.torch_threads)
+        trainer = get_trainer(trainer_for(cfg.algo.name))
         if "train" in jobs:
-            fields.update(train_unit(cfg, unit_dir, seeds))
+            fields.update(trainer.train(cfg, unit_dir, seeds))  # keeps a finished training
             write_status(unit_dir, "running", **fields)
         if "eval" in jobs:
-            from runner.jobs.evaluate import evaluate
-
-            fields.update(evaluate(cfg, unit_dir, seeds))
+            fields.update(trainer.evaluate(cfg, unit_dir, seeds))
     except KeyboardInterrupt:
         remove_debris(unit_dir)
         write_status(
@@ -79,16 +80,6 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
         return 1
     write_status(unit_dir, "done", **fields, finished=time.time(), wall_time_s=wall())
     return 0
-
-
-def train_unit(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
-    """Train, or keep a training that already finished (never roll it back to a checkpoint)."""
-    from runner.jobs.common import load_model
-    from runner.jobs.train import train
-
-    return train_once(
-        unit_dir, lambda: train(cfg, unit_dir, seeds), lambda p: load_model(cfg, p, None)
-    )
 
 
 def main(argv: list[str]) -> int:

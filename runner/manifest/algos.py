@@ -14,6 +14,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from runner.trainers import OWN_LOOPS
+
 # name -> (module, class, action space kinds it supports)
 ALGOS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "PPO": (
@@ -48,7 +50,6 @@ ALGOS: dict[str, tuple[str, str, tuple[str, ...]]] = {
 }
 # Arguments the runner itself supplies; users may not pass them in algo.params.
 RUNNER_ARGS = ("policy", "env", "seed", "tensorboard_log", "device", "verbose", "_init_setup_model")
-OFF_POLICY = ("DQN", "SAC", "TD3", "DDPG", "QRDQN", "TQC", "CrossQ")
 
 
 @cache
@@ -77,10 +78,12 @@ def check(
     name: str, params: dict[str, Any], action_kind: str | None, *, backend: str
 ) -> tuple[str, str] | None:
     """(field, message) for the first problem with this algorithm choice, or None."""
-    if backend == "brax" or name == "brax_ppo":
-        if name != "brax_ppo" or backend != "brax":
-            return "name", "brax_ppo runs only on the brax backend, and brax only with brax_ppo"
-        return None
+    for algo, (_, only) in OWN_LOOPS.items():
+        if backend == only or name == algo:
+            if (name, backend) != (algo, only):
+                msg = f"{algo} runs only on the {only} backend, and {only} only with {algo}"
+                return "name", msg
+            return None
     if name not in ALGOS:
         close = difflib.get_close_matches(name, list(ALGOS), n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""

@@ -5,53 +5,39 @@ params and fits the env's action space, and `expect:` names real metrics.
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import json
 from typing import Any
 
 from pydantic import ValidationError
 
-from runner.errors import RunnerError
+from runner.errors import FieldError, ManifestError, RunnerError
 from runner.manifest import algos
-from runner.manifest.load import dotted, line_of, validation_problems
 from runner.manifest.matrix import (
     apply_overrides,
     conflict_problem,
     override_sets,
     path_problem,
 )
+from runner.manifest.problems import Lines, Loc, Problem, at, validation_problems
 from runner.manifest.schema import Manifest
 
-EXPECT_METRICS = {
-    "eval.mean_reward": "across-seed mean of the per-seed mean eval return",
-    "eval.std_reward": "across-seed standard deviation of the per-seed means",
-    "eval.iqm": "interquartile mean of the per-seed means",
-    "eval.iqm_ci_low": "lower end of the IQM's 95% bootstrap CI",
-    "eval.min_seed_reward": "the worst seed's mean eval return",
-    "train.steps_per_s": "mean training steps per second across seeds",
-    "train.wall_time_s": "mean training wall time across seeds",
-}
 
-Lines = dict[tuple[Any, ...], int]
-
-
-def _at(source: str, lines: Lines, loc: tuple[Any, ...], msg: str) -> str:
-    return f"{source}:{line_of(loc, lines)}: {dotted(loc)}: {msg}"
-
-
-def _variant_configs(m: Manifest, source: str, lines: Lines, out: list[str]) -> list[Manifest]:
+def _variant_configs(m: Manifest, source: str, lines: Lines, out: list[Problem]) -> list[Manifest]:
     sets = override_sets(m)
     configs = []
     for i, overrides in enumerate(sets):
-        base_loc: tuple[Any, ...] = ("matrix", i) if isinstance(m.matrix, list) else ("matrix",)
+        base_loc: Loc = ("matrix", i) if isinstance(m.matrix, list) else ("matrix",)
         bad = False
         for path in overrides:
             problem = path_problem(path)
             if problem:
-                out.append(_at(source, lines, base_loc + (path,), problem))
+                out.append(at(source, lines, base_loc + (path,), problem))
                 bad = True
         conflict = None if bad else conflict_problem(list(overrides))
         if conflict:
-            out.append(_at(source, lines, base_loc + (next(iter(overrides)),), conflict))
+            out.append(at(source, lines, base_loc + (next(iter(overrides)),), conflict))
         if bad or conflict:
             continue
         try:
@@ -59,94 +45,91 @@ def _variant_configs(m: Manifest, source: str, lines: Lines, out: list[str]) -> 
         except ValidationError as exc:
             where = ", ".join(f"{k}={v!r}" for k, v in overrides.items())
             # point at the matrix entry that produced the bad value
-            at = {tuple(k.split(".")): lines.get(base_loc + (k,), 0) for k in overrides}
-            for err_lines in validation_problems(exc, source, {**lines, **at}, ()):
-                out.append(f"{err_lines} (in matrix variant {where})")
+            at_entry = {tuple(k.split(".")): lines.get(base_loc + (k,), 0) for k in overrides}
+            for p in validation_problems(exc, source, {**lines, **at_entry}):
+                msg = f"{p.message} (in matrix variant {where})"
+                out.append(dataclasses.replace(p, message=msg))
     if isinstance(m.matrix, dict):
         for key, values in m.matrix.items():
             if not values:
                 out.append(
-                    _at(source, lines, ("matrix", key), "expected a non-empty list of values")
+                    at(source, lines, ("matrix", key), "expected a non-empty list of values")
                 )
     return configs
 
 
-def _check_env(cfg: Manifest, source: str, lines: Lines, out: list[str], seen: set[Any]) -> Any:
+def _check_env(
+    cfg: Manifest, source: str, lines: Lines, out: list[Problem], seen: set[Any]
+) -> str | None:
+    """The env's action kind, or None (unknown, or a problem: added to `out` once per env)."""
     from runner.backends import get_backend
 
     key = (cfg.env.backend, cfg.env.id, json.dumps(cfg.env.kwargs, sort_keys=True, default=str))
     backend = get_backend(cfg.env.backend)
     try:
         backend.check_env(cfg.env)
-        if hasattr(backend, "action_kind"):
-            return backend.action_kind(cfg.env)
-        spaces = backend.spaces(cfg.env)
-        return type(spaces[1]).__name__ if spaces is not None else None
-    except RunnerError as exc:
-        if key not in seen:
-            out.append(_at(source, lines, ("env", "id"), str(exc).removeprefix("env.id: ")))
-        seen.add(key)
-        return None
+        return backend.action_kind(cfg.env)
+    except FieldError as exc:  # a field of env: at that field's line
+        problem = at(source, lines, exc.path, exc.message)
+    except RunnerError as exc:  # the backend cannot run this env at all
+        problem = at(source, lines, ("env", "id"), str(exc))
+    if key not in seen:
+        out.append(problem)
+    seen.add(key)
+    return None
 
 
-def _check_parallel(cfg: Manifest, source: str, lines: Lines, out: list[str]) -> None:
+def _check_parallel(cfg: Manifest, source: str, lines: Lines, out: list[Problem]) -> None:
     from runner.backends import get_backend
 
-    check = getattr(get_backend(cfg.env.backend), "check_parallel", None)
-    problem = check(cfg.parallel) if check else None
+    problem = get_backend(cfg.env.backend).check_parallel(cfg.parallel)
     if problem:
-        out.append(_at(source, lines, ("parallel", "workers"), problem))
+        out.append(at(source, lines, ("parallel", "workers"), problem))
 
 
-def _check_algo(cfg: Manifest, spaces: Any, source: str, lines: Lines, out: list[str]) -> None:
-    problem = algos.check(cfg.algo.name, cfg.algo.params, spaces, backend=cfg.env.backend)
+def _check_algo(
+    cfg: Manifest, kind: str | None, source: str, lines: Lines, out: list[Problem]
+) -> None:
+    problem = algos.check(cfg.algo.name, cfg.algo.params, kind, backend=cfg.env.backend)
     if problem:
         field, msg = problem
-        out.append(_at(source, lines, ("algo", *field.split(".")), msg))
+        out.append(at(source, lines, ("algo", *field.split(".")), msg))
 
 
-def _sweep_problems(m: Manifest, source: str, lines: Lines) -> list[str]:
+def _sweep_problems(m: Manifest, source: str, lines: Lines) -> list[Problem]:
     """Every (variant, sweep point) checked exactly as the bench job will run it."""
-    from runner.errors import ManifestError
-    from runner.jobs.bench_plan import plan
+    from runner.manifest.sweep import points
 
     try:
-        plan(m)
+        points(m, source, lines)
     except ManifestError as exc:
-        line = line_of(("bench", "sweep"), lines)
-        return [f"{source}:{line}: {p}" for p in exc.problems]
+        return exc.problems
     return []
 
 
-def check_manifest(m: Manifest, source: str, lines: Lines) -> list[str]:
-    """Every problem found, one line each (empty list: the manifest is good to run)."""
-    out: list[str] = []
+def check_manifest(m: Manifest, source: str, lines: Lines) -> list[Problem]:
+    """Every problem found (empty list: the manifest is good to run)."""
+    out: list[Problem] = []
     configs = _variant_configs(m, source, lines, out) or [m]
     env_seen: set[Any] = set()
     for cfg in configs:  # the same problem in several variants is reported once (below)
-        spaces = _check_env(cfg, source, lines, out, env_seen)
+        kind = _check_env(cfg, source, lines, out, env_seen)
         _check_parallel(cfg, source, lines, out)
-        _check_algo(cfg, spaces, source, lines, out)
+        _check_algo(cfg, kind, source, lines, out)
     sweep_ok = True
     for path in m.bench.sweep:
         problem = path_problem(path)
         if problem:
-            out.append(_at(source, lines, ("bench", "sweep", path), problem))
+            out.append(at(source, lines, ("bench", "sweep", path), problem))
             sweep_ok = False
     if m.bench.sweep and sweep_ok and not out:
         out += _sweep_problems(m, source, lines)
+    from runner.summary import EXPECT_METRICS
+
     for metric in m.expect:
         if metric not in EXPECT_METRICS:
-            import difflib
-
             close = difflib.get_close_matches(metric, list(EXPECT_METRICS), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
-            out.append(
-                _at(
-                    source,
-                    lines,
-                    ("expect", metric),
-                    f"unknown metric{hint} (known: {', '.join(EXPECT_METRICS)})",
-                )
-            )
+            known = f"unknown metric{hint} (known: {', '.join(EXPECT_METRICS)})"
+            out.append(at(source, lines, ("expect", metric), known))
     return list(dict.fromkeys(out))

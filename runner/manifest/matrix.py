@@ -113,10 +113,13 @@ def override_sets(manifest: Manifest) -> list[dict[str, Any]]:
     matrix = manifest.matrix
     if isinstance(matrix, list):
         return [dict(m) for m in matrix] or [{}]
-    if not matrix:
-        return [{}]
-    keys = list(matrix)
-    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*matrix.values())]
+    return cross(matrix) if matrix else [{}]
+
+
+def cross(values: dict[str, list[Any]]) -> list[dict[str, Any]]:
+    """Every combination of the values, one mapping each, in key order (the cross product)."""
+    keys = list(values)
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values.values())]
 
 
 def _slug(value: Any) -> str:

@@ -6,13 +6,13 @@ Every model forbids unknown keys; every field carries its description so the JSO
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-BACKEND_NAMES = ("godot", "envpool", "gymnasium", "isaaclab", "brax")
-Backend = Literal["godot", "envpool", "gymnasium", "isaaclab", "brax"]
-COMPARISONS = (">=", ">", "<=", "<", "==")
+# The one list of backend names: the registry (`runner.backends`) maps each to its module.
+BackendName = Literal["godot", "envpool", "gymnasium", "isaaclab", "brax"]
+BACKEND_NAMES: tuple[str, ...] = get_args(BackendName)
 
 
 class _Strict(BaseModel):
@@ -25,7 +25,7 @@ class _Strict(BaseModel):
 
 
 class EnvSpec(_Strict):
-    backend: Backend = Field(description="Which backend makes the environments.")
+    backend: BackendName = Field(description="Which backend makes the environments.")
     id: str = Field(
         min_length=1,
         description="Env id: a Gymnasium/EnvPool id, a bundled Godot game name, a Godot project "

@@ -7,7 +7,7 @@ going: what is there is reported, what is missing is listed, unreadable files ar
 
 from runner.report.compare import compare_runs
 from runner.report.latex import write_latex
-from runner.report.load import REWARD_TAG, Run, Unit, load_run, read_curve
+from runner.report.load import Run, Unit, load_run
 from runner.report.metrics import (
     AUTO_LEVELS,
     best_counts,
@@ -23,7 +23,6 @@ from runner.report.write import write_report
 
 __all__ = [
     "AUTO_LEVELS",
-    "REWARD_TAG",
     "Run",
     "Unit",
     "best_counts",
@@ -33,7 +32,6 @@ __all__ = [
     "eval_rows",
     "load_run",
     "paired_rows",
-    "read_curve",
     "reward_levels",
     "time_to_levels",
     "varied_field",

@@ -11,13 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from runner import plots
 from runner.errors import UserInputError
-from runner.plots import Curve
-
-REWARD_TAG = "rollout/ep_rew_mean"
+from runner.summary import train_origin
+from runner.tb import Curve, read_curve
+from runner.trainers.base import EVAL_FILE, TB_DIR
 
 
 @dataclass
@@ -56,38 +54,6 @@ def _read_json(path: Path, problems: list[str]) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def read_curve(tb_dir: Path, tag: str = REWARD_TAG) -> tuple[Curve | None, str | None]:
-    """A unit's curve from its TensorBoard events (tensorboard's own reader), or a problem."""
-    from tensorboard.backend.event_processing import event_accumulator as ea
-
-    files = sorted(tb_dir.rglob("events.out.tfevents.*")) if tb_dir.is_dir() else []
-    if not files:
-        return None, f"no TensorBoard event files in {tb_dir}"
-    points: list[tuple[float, int, float]] = []
-    starts, bad = [], []
-    for folder in sorted({f.parent for f in files}):
-        acc = ea.EventAccumulator(str(folder), size_guidance={ea.SCALARS: 0})
-        acc.Reload()
-        try:
-            starts.append(acc.FirstEventTimestamp())
-        except ValueError:  # not a single event could be read from the folder's files
-            bad += [f.name for f in files if f.parent == folder]
-            continue
-        if tag in acc.Tags().get("scalars", []):
-            points += [(e.wall_time, e.step, e.value) for e in acc.Scalars(tag)]
-    kind = ""
-    if bad:
-        empty = all(f.stat().st_size == 0 for f in files if f.name in bad)
-        kind = "empty" if empty else "corrupt or unreadable"
-    if not points:
-        why = f"{kind} event file(s) {', '.join(bad)}" if bad else f"no '{tag}' scalars"
-        return None, f"{tb_dir}: {why}"
-    points.sort(key=lambda p: p[1])
-    wall, steps, values = (np.array(v, dtype=float) for v in zip(*points, strict=True))
-    curve = Curve(steps, values, wall - min(starts))
-    return curve, (f"{tb_dir}: skipped {kind} event file(s) {', '.join(bad)}" if bad else None)
-
-
 def _unit(run_dir: Path, variant: str, seed: int) -> Unit:
     unit = Unit(variant, seed)
     udir = run_dir / "units" / variant / f"seed-{seed}"
@@ -96,12 +62,12 @@ def _unit(run_dir: Path, variant: str, seed: int) -> Unit:
     status = _read_json(udir / "status.json", unit.problems) or {}
     unit.state = str(status.get("state", "unknown"))
     unit.error = status.get("error")
-    unit.eval = _read_json(udir / "eval.json", unit.problems)
+    unit.eval = _read_json(udir / EVAL_FILE, unit.problems)
     if unit.eval is not None and not isinstance(unit.eval.get("mean"), (int, float)):
-        unit.problems.append(f"{udir / 'eval.json'}: no 'mean'")
+        unit.problems.append(f"{udir / EVAL_FILE}: no 'mean'")
         unit.eval = None
-    unit.curve, problem = read_curve(udir / "tb")
-    if problem and (udir / "tb").exists():
+    unit.curve, problem = read_curve(udir / TB_DIR, train_origin(status))
+    if problem and (udir / TB_DIR).exists():
         unit.problems.append(problem)
     return unit
 

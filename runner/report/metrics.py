@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 
 from runner import plots, stats
-from runner.plots import Curve
 from runner.report.load import Run
+from runner.tb import Curve, time_to_reach
 
 AUTO_LEVELS = (0.5, 0.9)  # fractions of the way from the start to the reward every variant reached
 
@@ -86,11 +86,8 @@ def reward_levels(run: Run, groups: dict[str, list[Curve]]) -> tuple[list[float]
 def time_to_levels(curves: list[Curve], levels: list[float]) -> dict[float, dict[str, Any]]:
     out = {}
     for level in levels:
-        hits = [
-            int(np.argmax(c.values >= level)) if (c.values >= level).any() else None for c in curves
-        ]
-        secs = [float(c.wall_s[i]) for c, i in zip(curves, hits, strict=True) if i is not None]
-        steps = [float(c.steps[i]) for c, i in zip(curves, hits, strict=True) if i is not None]
+        hits = [t for t in (time_to_reach(c, level) for c in curves) if t is not None]
+        secs, steps = [s for s, _ in hits], [n for _, n in hits]
         out[level] = {
             "reached": len(secs),
             "of": len(curves),

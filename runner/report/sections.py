@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from runner import plots
-from runner.plots import Curve
 from runner.report.load import Run
 from runner.report.markdown import fmt, md_table, rel_path
 from runner.report.metrics import reward_levels, time_to_levels
+from runner.tb import Curve
 
 
 def eval_section(run: Run, rows: list[dict[str, Any]]) -> list[str]:

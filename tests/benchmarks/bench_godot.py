@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from runner.backends import godot
-from runner.manifest.schema import EnvSpec
+from runner.manifest.schema import EnvSpec, ParallelSpec
 
 GRID = [(1, 1), (1, 8), (1, 16), (1, 32), (2, 16), (4, 8), (1, 64), (2, 32)]
 
@@ -45,7 +45,9 @@ def _timed(step, reset, num_envs: int, steps: int, warmup: int) -> float:
 
 def ours(procs: int, inst: int, pacing: str, steps: int, warmup: int = 100) -> float:
     env = EnvSpec(backend="godot", id="ballchase", pacing=pacing, speedup=20)
-    venv = godot.make_vec_env(env, n_envs=procs * inst, workers=procs, mode="dummy", seed=0)
+    venv = godot.make_vec_env(
+        env, ParallelSpec(envs=procs * inst, workers=procs), seed=0, log_dir=None
+    )
     try:
         return _timed(venv.step, venv.reset, venv.num_envs, steps, warmup)
     finally:
@@ -78,13 +80,19 @@ def godot_rl(procs: int, inst: int, steps: int, tmp: Path, warmup: int = 100) ->
 
     binary, _ = godot.godot_binary()
     launcher = tmp / f"ballchase-{inst}.x86_64"  # godot-rl only launches files named *.x86_64
-    launcher.write_text(f'#!/bin/sh\nexec "{binary}" --path "{godot.GAMES_DIR / "ballchase"}" '
-                        f'--instances={inst} "$@"\n')
+    launcher.write_text(
+        f'#!/bin/sh\nexec "{binary}" --path "{godot.GAMES_DIR / "ballchase"}" '
+        f'--instances={inst} "$@"\n'
+    )
     launcher.chmod(launcher.stat().st_mode | stat.S_IEXEC)
     with contextlib.redirect_stdout(io.StringIO()):
-        venv = StableBaselinesGodotEnv(str(launcher), n_parallel=procs,
-                                       port=_free_port_range(procs),
-                                       framerate=godot.UNPACED_FPS, speedup=1)
+        venv = StableBaselinesGodotEnv(
+            str(launcher),
+            n_parallel=procs,
+            port=_free_port_range(procs),
+            framerate=godot.UNPACED_FPS,
+            speedup=1,
+        )
     try:
         return _timed(venv.step, venv.reset, venv.num_envs, steps, warmup)
     finally:
@@ -99,11 +107,20 @@ def ppo_steps_per_s(procs: int, inst: int, timesteps: int) -> float:
 
     torch.set_num_threads(1)
     env = EnvSpec(backend="godot", id="ballchase")
-    venv = VecMonitor(godot.make_vec_env(env, n_envs=procs * inst, workers=procs, mode="dummy",
-                                         seed=0))
+    venv = VecMonitor(
+        godot.make_vec_env(
+            env, ParallelSpec(envs=procs * inst, workers=procs), seed=0, log_dir=None
+        )
+    )
     try:
-        model = PPO("MlpPolicy", venv, n_steps=max(1, 2048 // venv.num_envs), batch_size=512,
-                    seed=0, device="cpu")
+        model = PPO(
+            "MlpPolicy",
+            venv,
+            n_steps=max(1, 2048 // venv.num_envs),
+            batch_size=512,
+            seed=0,
+            device="cpu",
+        )
         t = time.perf_counter()
         model.learn(timesteps)
         return timesteps / (time.perf_counter() - t)
@@ -121,21 +138,27 @@ def main() -> None:
     args = ap.parse_args()
     binary, version = godot.godot_binary()
     res: dict = {"godot": [binary, version], "cpus": os.cpu_count(), "grid": {}, "vs_godot_rl": {}}
-    print(f"Godot {version} ({binary}), {os.cpu_count()} CPUs; agent-steps/s, random actions; "
-          f"best (median) of {args.repeats} interleaved rounds")
+    print(
+        f"Godot {version} ({binary}), {os.cpu_count()} CPUs; agent-steps/s, random actions; "
+        f"best (median) of {args.repeats} interleaved rounds"
+    )
     runs: dict[str, dict[str, list[float]]] = {}
     for _ in range(args.repeats):  # rounds over the whole grid: load from others hits all alike
         for procs, inst in GRID:
             for p in ("unpaced", "paced"):
                 n = args.steps if p == "unpaced" else args.paced_steps
                 runs.setdefault(f"{procs}x{inst}", {}).setdefault(p, []).append(
-                    ours(procs, inst, p, n))
+                    ours(procs, inst, p, n)
+                )
     for key, row in runs.items():
-        res["grid"][key] = {p: {"best": max(v), "median": statistics.median(v)}
-                            for p, v in row.items()}
+        res["grid"][key] = {
+            p: {"best": max(v), "median": statistics.median(v)} for p, v in row.items()
+        }
         u, pc = res["grid"][key]["unpaced"], res["grid"][key]["paced"]
-        print(f"  {key:<5} unpaced {u['best']:>7.0f} ({u['median']:>6.0f})   "
-              f"paced, speedup 20 {pc['best']:>7.0f} ({pc['median']:>6.0f})")
+        print(
+            f"  {key:<5} unpaced {u['best']:>7.0f} ({u['median']:>6.0f})   "
+            f"paced, speedup 20 {pc['best']:>7.0f} ({pc['median']:>6.0f})"
+        )
     g = res["grid"]
     for p in ("unpaced", "paced"):
         ratio = g["1x16"][p]["best"] / g["1x1"][p]["best"]
@@ -149,8 +172,10 @@ def main() -> None:
                 b.append(godot_rl(procs, inst, args.steps, Path(tmp)))
             ma, mb = max(a), max(b)
             res["vs_godot_rl"][f"{procs}x{inst}"] = {"ours": a, "godot_rl": b, "ratio": ma / mb}
-            print(f"  ours vs godot-rl {procs}x{inst}: best {ma:.0f} vs {mb:.0f} = {ma / mb:.2f}x "
-                  f"(medians {statistics.median(a):.0f} vs {statistics.median(b):.0f})")
+            print(
+                f"  ours vs godot-rl {procs}x{inst}: best {ma:.0f} vs {mb:.0f} = {ma / mb:.2f}x "
+                f"(medians {statistics.median(a):.0f} vs {statistics.median(b):.0f})"
+            )
     for procs, inst in [(1, 16), (2, 16)]:
         sps = ppo_steps_per_s(procs, inst, args.ppo_timesteps)
         res[f"ppo_{procs}x{inst}"] = sps

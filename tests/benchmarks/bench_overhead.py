@@ -107,9 +107,7 @@ def main() -> None:
     pairs = [r / p for (r, _), (p, _) in zip(rows["runner"], rows["plain"], strict=True)]
     print(f"  per interleaved pair: {[round(x, 3) for x in pairs]}")
     print(f"  rlcrate --help: {startup(['--help']):.3f} s (median of 5)")
-    print(
-        f"  rlcrate validate quickstart: {startup(['validate', str(QUICKSTART)]):.3f} s"
-    )
+    print(f"  rlcrate validate quickstart: {startup(['validate', str(QUICKSTART)]):.3f} s")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from runner import __version__
 from runner.errors import RunnerError, UserInputError
-from runner.images_engine import detect_engine, resolve_target
+from runner.images.engine import detect_engine, resolve_target
 
 
 def source_root() -> Path:

@@ -1,9 +1,5 @@
-"""Job `bench`: env-only and training steps/s for every variant x `bench.sweep` point.
-
-Planning (which configs, all validated up front) is in `bench_plan`, measuring one point in
-`bench_measure`, and the speed-up / efficiency analysis in `bench_analysis`; this module runs
-them in order, writes bench.json and plots/scaling.png, and prints the table.
-"""
+"""Running the bench job: plan, measure each point, analyse, write bench.json and
+plots/scaling.png, print the table."""
 
 from __future__ import annotations
 
@@ -13,35 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import UnitFailed
-from runner.jobs.bench_analysis import FLATTEN_EFFICIENCY, add_overhead, analyse, name
-from runner.jobs.bench_measure import (
-    ACTION_BATCHES,
+from runner.jobs.bench.analysis import FLATTEN_EFFICIENCY, add_overhead, analyse
+from runner.jobs.bench.measure import (
     harness_overhead,
     host_info,
-    measure_env,
-    measure_train,
     run_point,
 )
-from runner.jobs.bench_plan import Point, axis_info, plan
+from runner.jobs.bench.plan import Point, axis_info, plan
 from runner.manifest.schema import Manifest
-
-__all__ = [
-    "ACTION_BATCHES",
-    "FLATTEN_EFFICIENCY",
-    "Point",
-    "add_overhead",
-    "analyse",
-    "axis_info",
-    "harness_overhead",
-    "host_info",
-    "measure_env",
-    "measure_train",
-    "name",
-    "plan",
-    "print_table",
-    "run_bench",
-    "run_point",
-]
 
 
 def print_table(bench: dict[str, Any], console: Any) -> None:

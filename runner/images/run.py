@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 from runner.errors import RunnerError, UserInputError
-from runner.images_engine import (
+from runner.images.engine import (
     ENTRYPOINT,
     IN_DIR,
     LABEL_MIN_DRIVER,

@@ -59,9 +59,9 @@ def build_cmd(
     ] = None,
 ) -> None:
     """Build a versioned image from Dockerfile.<variant> and images/<variant>/."""
-    from runner import images
+    from runner.images.build import build
 
-    tag = images.build(
+    tag = build(  # errors reach the root command's one mapping (runner.cli.exit_status)
         target,
         engine=engine,
         base=base,
@@ -74,9 +74,9 @@ def build_cmd(
 @app.command("ls")
 def ls_cmd(engine: EngineOpt = None) -> None:
     """List the local rlcrate images with their version, lock hash and digest."""
-    from runner import images
+    from runner.images.engine import LABEL_LOCK, list_images
 
-    found = images.list_images(engine)  # errors reach the root command's one mapping
+    found = list_images(engine)
     if not found:
         typer.echo("no rlcrate images; build one with `rlcrate image build cpu`")
         return
@@ -87,6 +87,6 @@ def ls_cmd(engine: EngineOpt = None) -> None:
         typer.echo(
             f"{info.ref:32} {labels.get('org.opencontainers.image.version', '-'):9} "
             f"{labels.get('org.opencontainers.image.revision', '-')[:10]:10} "
-            f"{labels.get(images.LABEL_LOCK, '-')[:12]:14} {size:>8}  "
+            f"{labels.get(LABEL_LOCK, '-')[:12]:14} {size:>8}  "
             f"{(info.digest or info.id)[:19]}"
         )

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from runner.jobs.bench_plan import Point
+from runner.jobs.bench.plan import Point
 from runner.manifest.schema import Manifest
 
 ACTION_BATCHES = 64  # distinct random action batches, cycled through while timing

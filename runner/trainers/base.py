@@ -1,0 +1,51 @@
+"""The trainer contract: the files a unit's training loop leaves in its unit directory.
+
+A trainer is a module with `train` and `evaluate` (the `Trainer` protocol below). Summary,
+report, progress, archive and reproduce read only these files, so any training loop that leaves
+them plugs in (a new loop is a new module, registered in `runner.trainers`):
+
+    model.zip                   MODEL_FILE: the final model, written atomically when train ends
+    checkpoints/step-<N>.zip    optional: what `--resume` continues from after an interruption
+    tb/                         TensorBoard event files with REWARD_TAG (the mean return of recent
+                                training episodes) against env steps, in real wall time
+    progress.json               optional: {steps, total, steps_per_s, started}, about once a second
+    eval.json                   EVAL_FILE: {episodes: [{return, length}], mean, std,
+                                deterministic, n_episodes, seed}
+
+The fields `train` and `evaluate` return go into the unit's status.json (TRAIN_FIELDS,
+EVAL_FIELDS); the unit writes its state, times and errors itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from runner.manifest.schema import Manifest
+
+MODEL_FILE = "model.zip"
+EVAL_FILE = "eval.json"
+TB_DIR = "tb"
+REWARD_TAG = "rollout/ep_rew_mean"
+TRAIN_FIELDS = (
+    "timesteps_done",  # env steps trained in all (including before a resume)
+    "train_wall_time_s",  # seconds of this training session
+    "train_started",  # epoch seconds when this session started (origin of time-to-reach)
+    "train_steps_per_s",  # env steps of this session / its wall time
+    "resumed_from",  # env steps done before this session, or None
+)
+EVAL_FIELDS = ("eval_mean", "eval_std")
+
+
+class Trainer(Protocol):
+    def train(self, cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+        """Train `cfg.train.timesteps` env steps (continuing from the newest checkpoint, if any);
+        leave MODEL_FILE and TB_DIR; return TRAIN_FIELDS. On KeyboardInterrupt (Ctrl-C,
+        SIGTERM) save a checkpoint, then re-raise."""
+        ...
+
+    def evaluate(self, cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+        """Run `cfg.eval.episodes` episodes of the saved model on a fresh single env seeded
+        with `seeds["eval_env"]`; leave EVAL_FILE; return EVAL_FIELDS."""
+        ...

@@ -1,0 +1,79 @@
+"""The trainer seam changed no result: a run today matches one recorded before the refactor.
+
+`golden/sb3_reference.json` was recorded with the code before the trainer seam (commit cb825ae)
+by `python -m tests.test_trainer_identity`: the same tiny PPO manifest, two seeds, stochastic
+evaluation. Same seed must give the same eval returns and the same policy parameters, bit for
+bit. Float results depend on the numeric libraries, so the test skips (saying why) where their
+versions differ from the recording's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import io
+import json
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from runner.trainers.base import EVAL_FIELDS, TRAIN_FIELDS
+from tests.helpers import rlcrate, run_dir_of, tiny_manifest
+
+REFERENCE = Path(__file__).parent / "golden" / "sb3_reference.json"
+PACKAGES = ("torch", "stable-baselines3", "gymnasium", "numpy")
+CONTRACT_FIELDS = TRAIN_FIELDS + EVAL_FIELDS  # the trainer contract's status.json fields
+
+
+def _params_sha(model_zip: Path) -> str:
+    import torch
+
+    with zipfile.ZipFile(model_zip) as z:
+        state = torch.load(io.BytesIO(z.read("policy.pth")), map_location="cpu")
+    h = hashlib.sha256()
+    for name in sorted(state):
+        h.update(name.encode())
+        h.update(state[name].detach().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def record(out: Path) -> dict:
+    """Run the reference manifest with the installed rlcrate; what the comparison needs."""
+    path = out / "ref.yaml"
+    path.write_text(yaml.safe_dump(tiny_manifest(seeds=[0, 1], eval__deterministic=False)))
+    res = rlcrate("run", str(path), "--out", str(out / "runs"))
+    assert res.returncode == 0, res.stderr
+    units = run_dir_of(out / "runs", "tiny") / "units" / "default"
+    seeds = {}
+    for unit in sorted(units.iterdir()):
+        status = json.loads((unit / "status.json").read_text())
+        missing = [f for f in CONTRACT_FIELDS if f not in status]
+        assert not missing, f"status.json lacks {missing}"
+        ev = json.loads((unit / "eval.json").read_text())
+        seeds[unit.name] = {
+            "returns": [e["return"] for e in ev["episodes"]],
+            "params_sha256": _params_sha(unit / "model.zip"),
+        }
+    versions = {p: importlib.metadata.version(p) for p in PACKAGES}
+    return {"versions": versions, "seeds": seeds}
+
+
+@pytest.mark.slow
+@pytest.mark.gymnasium
+def test_same_results_as_before_the_trainer_seam(tmp_path):
+    ref = json.loads(REFERENCE.read_text())
+    here = {p: importlib.metadata.version(p) for p in PACKAGES}
+    if here != ref["versions"]:
+        pytest.skip(f"recorded with {ref['versions']}, installed {here}")
+    assert record(tmp_path)["seeds"] == ref["seeds"]
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory() as tmp:
+        data = record(Path(tmp))
+    REFERENCE.write_text(json.dumps(data, indent=1) + "\n")
+    print(json.dumps(data, indent=1), file=sys.stderr)

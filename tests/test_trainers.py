@@ -1,0 +1,41 @@
+"""The trainer seam: which trainer a manifest's algorithm resolves to, and the contract."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from runner.errors import BackendUnavailable
+from runner.manifest.algos import ALGOS, check
+from runner.trainers import OWN_LOOPS, TRAINERS, get_trainer, trainer_for
+from runner.trainers.base import Trainer
+
+HOOKS = [n for n, v in vars(Trainer).items() if inspect.isfunction(v) and not n.startswith("_")]
+
+
+def test_every_sb3_algorithm_is_trained_by_sb3():
+    assert {trainer_for(a) for a in ALGOS} == {"sb3"}
+
+
+def test_own_loops_resolve_to_their_trainer_and_backend_only():
+    assert trainer_for("brax_ppo") == "brax_ppo"
+    assert check("brax_ppo", {}, None, backend="brax") is None
+    field, msg = check("brax_ppo", {}, None, backend="gymnasium")
+    assert field == "name" and "brax_ppo runs only on the brax backend" in msg
+    assert check("PPO", {}, None, backend="brax") is not None
+    assert set(OWN_LOOPS) & set(ALGOS) == set()
+
+
+def test_a_trainer_not_in_this_version_says_so():
+    with pytest.raises(BackendUnavailable, match="brax_ppo trainer is not part of this version"):
+        get_trainer(trainer_for("brax_ppo"))
+
+
+@pytest.mark.parametrize("name", list(TRAINERS))
+def test_trainer_has_the_contract(name):
+    trainer = get_trainer(name)
+    assert set(HOOKS) == {"train", "evaluate"}
+    for hook in HOOKS:
+        want = list(inspect.signature(getattr(Trainer, hook)).parameters)[1:]
+        assert list(inspect.signature(getattr(trainer, hook)).parameters) == want, hook
