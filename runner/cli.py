@@ -256,9 +256,12 @@ def validate_cmd(
     for line in resources.warnings(res, parallelism(m, res)[0]):
         typer.echo(f"warning: {line}", err=True)
     if deep:
+        from runner.backends import unit_interpreter
         from runner.dry import construct
 
-        construct(manifest)
+        variants = res["variants"].items()
+        pythons = {n: unit_interpreter(v["config"]["env"]["backend"]) for n, v in variants}
+        construct(manifest, pythons=pythons)
     variants = expand(m)
     typer.echo(
         f"{manifest}: ok ({len(variants)} variant(s) x {len(m.seeds)} seed(s) = "
