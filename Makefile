@@ -5,9 +5,10 @@ BIN    := $(VENV)/bin
 # The CPU build of torch: this pin keeps pip from pulling a multi-GB CUDA build.
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
-APT_PACKAGES := godot3-server buildah podman debootstrap uidmap tini
+APT_PACKAGES := godot3-server buildah podman debootstrap uidmap tini slurm-wlm munge
 
-.PHONY: venv system-deps quickstart test test-fast lint type all clean
+.PHONY: venv system-deps quickstart test test-fast test-isaaclab lint type all clean \
+        brax-env isaaclab-env isaaclab-lock
 
 # Dev and CI install the exact versions the CPU image locks (hashes and torch's +cpu local
 # version stripped: pip takes no hashes in a constraints file, and TORCH pins torch).
@@ -37,11 +38,56 @@ quickstart: venv
 
 # The image tests build with buildah from a debootstrapped base (no Docker daemon needed).
 test: export RLCRATE_ENGINE ?= buildah
-test: venv system-deps
+test: venv system-deps brax-env
 	$(BIN)/pytest -q
 
 test-fast: venv
 	$(BIN)/pytest -q -m "not slow"
+
+# Brax's venv, where `backend: brax` units run: jax 0.9 (Brax's PPO needs it) requires numpy 2,
+# the CPU lock pins numpy 1.26. Same Python and lock otherwise, numpy left to the resolver.
+BRAX_ENV   := .cache/brax-env
+BRAX_STAMP := $(BRAX_ENV)/.installed
+
+$(BRAX_STAMP): pyproject.toml images/cpu/requirements.lock | $(STAMP)
+	test -x $(BRAX_ENV)/bin/python || $(PY) -m venv $(BRAX_ENV)
+	sed -e '/^numpy==/d' $(CONSTRAINTS) > $(BRAX_ENV)/constraints.txt
+	$(BRAX_ENV)/bin/pip install -q $(TORCH)
+	$(BRAX_ENV)/bin/pip install -q -c $(BRAX_ENV)/constraints.txt -e '.[train,jax]' $(TORCH)
+	touch $@
+
+brax-env: $(BRAX_STAMP)
+
+# Isaac Lab's own Python 3.12 environment, where `backend: isaaclab` units run (Isaac Lab 3.0.0
+# needs Python 3.12 and torch 2.11.0; about 7.5 GB, a few minutes from a warm package cache).
+# Installed exactly from the lock (hashes checked), with rlcrate itself from this checkout
+# (editable, no dependencies: the lock has them). Rebuilt only when the lock changes.
+# The first working Python 3.12 (a pyenv shim named python3.12 may not be one).
+ISAACLAB_PYTHON ?= $(shell for p in python3.12 $(HOME)/.pyenv/versions/3.12*/bin/python3.12; do \
+    $$p --version >/dev/null 2>&1 && { echo $$p; break; }; done)
+ISAACLAB_ENV    := .cache/isaaclab-env
+ISAACLAB_STAMP  := $(ISAACLAB_ENV)/.installed
+UV_BIN          := $(BIN)/uv
+
+$(ISAACLAB_STAMP): images/isaaclab/requirements.lock pyproject.toml | $(STAMP)
+	test -x $(ISAACLAB_ENV)/bin/python || $(UV_BIN) venv -q -p $(ISAACLAB_PYTHON) $(ISAACLAB_ENV)
+	$(UV_BIN) pip install -q --python $(ISAACLAB_ENV)/bin/python --require-hashes \
+	    -r images/isaaclab/requirements.lock
+	$(UV_BIN) pip install -q --python $(ISAACLAB_ENV)/bin/python --no-deps -e .
+	touch $@
+
+isaaclab-env: $(ISAACLAB_STAMP)
+
+# Regenerate the Isaac Lab lock (for Linux x86_64, glibc >= 2.35 as Isaac Lab's wheels need).
+isaaclab-lock: venv
+	$(UV_BIN) pip compile -q images/isaaclab/requirements.in --python $(ISAACLAB_PYTHON) \
+	    --python-platform x86_64-manylinux_2_35 --generate-hashes --no-header \
+	    -o images/isaaclab/requirements.lock
+
+# A tiny Isaac-Cartpole-Direct train + eval through `rlcrate run` in that environment (CPU,
+# Newton; minutes: the first run compiles Warp kernels, cached in ~/.cache/warp).
+test-isaaclab: venv isaaclab-env
+	$(BIN)/pytest -q -m isaaclab --run-isaaclab
 
 lint: venv
 	$(BIN)/ruff check runner tests

@@ -11,12 +11,13 @@ import importlib
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
 
 from runner import __version__
+from runner import cli_cluster as cc
 from runner.errors import ManifestError, RunnerError, UserInputError
 
 # The click Typer carries (Typer 0.29 vendors its own; older ones use the click package).
@@ -100,9 +101,13 @@ ResumeOpt = Annotated[
         file_okay=False,
     ),
 ]
-ExecutorOpt = Annotated[str, typer.Option("--executor", "-x", help="local | ray")]
+ExecutorOpt = Annotated[str, typer.Option("--executor", "-x", help="local | ray | slurm")]
 ImageOpt = Annotated[
-    str | None, typer.Option("--image", help="Run inside this image: cpu | cuda | a full tag.")
+    str | None,
+    typer.Option(
+        "--image",
+        help="Run inside this image: cpu | cuda | a full tag; with slurm, a .sif (Apptainer).",
+    ),
 ]
 RayAddressOpt = Annotated[
     str | None,
@@ -146,6 +151,7 @@ def _run(
     out: Path,
     resume: Path | None,
     ray_address: str | None,
+    cluster: Any = None,
 ) -> None:
     from runner.executors import EXECUTORS
     from runner.orchestrate import RunOptions, parse_jobs, run
@@ -155,6 +161,8 @@ def _run(
         raise typer.BadParameter(
             f"expected {' or '.join(EXECUTORS)}, got {executor!r}", param_hint="--executor"
         )
+    if image and cluster is not None and image.endswith(".sif"):
+        cluster.image, image = str(Path(image).resolve()), None  # each Slurm unit in Apptainer
     if image:
         from runner.images.run import run_in_image
 
@@ -165,7 +173,8 @@ def _run(
             )
         args = ["--jobs", jobs, "--executor", executor]
         raise typer.Exit(run_in_image(manifest, image, out, args))
-    run(manifest, RunOptions(job_list, executor, out, resume, ray_address), _console())
+    opts = RunOptions(job_list, executor, out, resume, ray_address, cluster=cluster)
+    run(manifest, opts, _console())
 
 
 @app.command("run")
@@ -179,9 +188,22 @@ def run_cmd(
     out: OutOpt = Path("runs"),
     resume: ResumeOpt = None,
     ray_address: RayAddressOpt = None,
+    profile: cc.ProfileOpt = None,
+    partition: cc.PartitionOpt = None,
+    account: cc.AccountOpt = None,
+    time: cc.TimeOpt = None,
+    sbatch: cc.SbatchOpt = None,
+    detach: cc.DetachOpt = False,
 ) -> None:
     """Run the manifest's jobs for every (variant, seed) unit; print progress and a summary."""
-    _run(manifest, jobs, executor, image, out, resume, ray_address)
+    cluster = cc.cluster_settings(executor, profile, partition, account, time, sbatch, detach)
+    _run(manifest, jobs, executor, image, out, resume, ray_address, cluster)
+
+
+@app.command("status")
+def status_cmd(run_dir: RunDirArg) -> None:
+    """Where a run stands (units, their Slurm jobs); the summary once every unit has ended."""
+    raise typer.Exit(cc.status(run_dir))
 
 
 @app.command("train")
@@ -346,7 +368,7 @@ def envs_cmd(
 def _add_image_app() -> None:
     from runner.images.cli import app as image_app
 
-    app.add_typer(image_app, name="image", help="Build and list the versioned images.")
+    app.add_typer(image_app, name="image", help="Build, export and list the versioned images.")
 
 
 _add_image_app()

@@ -79,6 +79,10 @@ def doctor(console: Console) -> None:
         table.add_row(what, ok, escape(detail))
     table.add_row("container engines", "", _engines())
     table.add_row("GPU", "", _gpu())
+    from runner.doctor_accel import accelerator_rows
+
+    for what, ok, detail in accelerator_rows():
+        table.add_row(what, ok, escape(detail))
     cpu = cpu_info()
     table.add_row("CPU", "", f"{cpu['model']}, {cpu['count']} cores ({cpu['usable']} usable)")
     table.add_row("image", "", os.environ.get("RLCRATE_IMAGE") or "not running in an rlcrate image")

@@ -44,6 +44,7 @@ class RunOptions:
     resume: Path | None = None
     ray_address: str | None = None
     report: bool = True
+    cluster: Any = None  # runner.executors.slurm_profile.SlurmSettings for --executor slurm
 
 
 def parse_jobs(text: str) -> list[str]:
@@ -110,15 +111,11 @@ def _pythons(res: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _cpus_per_unit(config: dict[str, Any]) -> int:
-    par = config["parallel"]
-    per_unit = max(1, par["workers"], config["algo"]["torch_threads"])
-    return max(per_unit, par["envs"]) if par["mode"] == "subproc" else per_unit
-
-
 def parallelism(manifest: Manifest, res: dict[str, Any]) -> tuple[int, int]:
     """(units at once, CPUs each unit needs): sized for the hungriest variant."""
-    per_unit = max(_cpus_per_unit(v["config"]) for v in res["variants"].values())
+    from runner.executors.needs import cpus_of
+
+    per_unit = max(cpus_of(v["config"]) for v in res["variants"].values())
     cpus = (
         len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     )
@@ -148,6 +145,7 @@ def run_units(
     run_dir: Path, res: dict[str, Any], manifest: Manifest, opts: RunOptions, console: Console
 ) -> dict[UnitRef, int]:
     from runner.executors import launch
+    from runner.executors.needs import unit_needs
     from runner.progress import ProgressView
 
     unit_jobs = [j for j in opts.jobs if j in ("train", "eval")]
@@ -164,7 +162,7 @@ def run_units(
             write_status(u.dir(run_dir), "pending", variant=u.variant, seed=u.seed)
     if not todo:
         return {}
-    at_once, per_unit = parallelism(manifest, res)
+    at_once, _ = parallelism(manifest, res)
     steps = {u: res["variants"][u.variant]["config"]["train"]["timesteps"] for u in units}
     view = ProgressView(run_dir, units, steps)
     results: dict[UnitRef, Any] = {}
@@ -178,9 +176,10 @@ def run_units(
                 unit_jobs,
                 pythons=_pythons(res),
                 max_parallel=at_once,
-                cpus_per_unit=per_unit,
+                needs=unit_needs(res, todo),
                 on_tick=live.refresh,
                 address=opts.ray_address,
+                cluster=opts.cluster,
             )
             stopping = False
             return results
@@ -241,6 +240,9 @@ def _run_locked(
             + "[/]"
         )
         raise
+    if getattr(opts.cluster, "detach", False):
+        console.print(f"submitted; follow with: rlcrate status {escape(str(run_dir))}")
+        return run_dir
     units_ran = any(j in opts.jobs for j in ("train", "eval"))
     summary = write_summary(run_dir, res) if units_ran else None
     if "bench" in opts.jobs:

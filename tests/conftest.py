@@ -61,3 +61,20 @@ def ray_cluster(tmp_path_factory):
         yield f"127.0.0.1:{port}"
     finally:
         subprocess.run([exe, "stop", "--force"], capture_output=True, env=env, timeout=120)
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--run-isaaclab",
+        action="store_true",
+        help="run the Isaac Lab tests (make test-isaaclab; they need `make isaaclab-env`)",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--run-isaaclab"):
+        return
+    skip = pytest.mark.skip(reason="Isaac Lab runs in its own target: make test-isaaclab")
+    for item in items:
+        if item.get_closest_marker("isaaclab"):
+            item.add_marker(skip)

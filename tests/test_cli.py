@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from runner.cli import app
@@ -93,6 +94,15 @@ def test_example_manifests_validate_and_name_the_schema(path):
     assert path.read_text().startswith(
         "# yaml-language-server: $schema=../runner/manifest/manifest.schema.json"
     )
+    from runner.backends import get_backend
+    from runner.provenance import gpu_info
+
+    data = yaml.safe_load(path.read_text())
+    reason = get_backend(data["env"]["backend"]).available()
+    if reason:
+        pytest.skip(f"{path.name}: {reason}")
+    if str(data.get("algo", {}).get("device", "cpu")).startswith("cuda") and not gpu_info()["gpus"]:
+        pytest.skip(f"{path.name} is for a GPU machine (algo.device cuda) and this one has none")
     result = runner.invoke(app, ["validate", str(path)])
     assert result.exit_code == 0, result.output
 

@@ -1,51 +1,179 @@
-"""The Ray executor against a real Ray cluster (a head node started by the test on this host)."""
+"""The Ray executor against a real two-node Ray cluster on this host (head + worker node)."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import time
+from pathlib import Path
 
 import pytest
 
-from tests.helpers import rlcrate, run_dir_of, tiny_manifest
+from tests import ray_nodes
+from tests.helpers import ROOT, rlcrate, run_dir_of, tiny_manifest
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
+MATRIX = {"algo.params.n_epochs": [1, 2]}
+SEEDS = [0, 1, 2]
 
-def test_units_run_as_ray_tasks(ray_cluster, write_manifest, tmp_path):
-    m = tiny_manifest(seeds=[0, 1], matrix={"algo.params.n_epochs": [1, 2]})
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    if ray_nodes.ray_exe() is None:
+        pytest.skip("ray is not installed (pip install 'rlcrate[ray]')")
+    tmp = tmp_path_factory.mktemp("ray")
+    address, head, worker = ray_nodes.start(tmp, head_cpus=1, worker_cpus=2)
+    yield address, head, worker
+    for node in (worker, head):
+        if node.proc.poll() is None:
+            node.kill()
+
+
+def _evals(run: Path) -> dict[str, list]:
+    return {
+        p.parent.relative_to(run / "units").as_posix(): json.loads(p.read_text())["episodes"]
+        for p in sorted((run / "units").glob("*/seed-*/eval.json"))
+    }
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("local")
+    path = tmp / "m.yaml"
+    import yaml
+
+    path.write_text(yaml.safe_dump(tiny_manifest(seeds=SEEDS, matrix=MATRIX)))
+    out = rlcrate("run", str(path), "--out", str(tmp / "runs"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    return run_dir_of(tmp / "runs", "tiny")
+
+
+def test_ray_run_matches_local_bit_for_bit(cluster, local_run, write_manifest, tmp_path):
+    """The run directory is written only by the driver (units ran in temporary directories on
+    the nodes and sent their files back), and every unit's eval equals the local executor's."""
+    m = write_manifest(tiny_manifest(seeds=SEEDS, matrix=MATRIX))
     out = rlcrate(
-        "run",
-        str(write_manifest(m)),
-        "--out",
-        str(tmp_path / "runs"),
-        "--executor",
-        "ray",
-        "--ray-address",
-        ray_cluster,
+        "run", str(m), "--out", str(tmp_path / "runs"), "-x", "ray", "--ray-address", cluster[0]
     )
     assert out.returncode == 0, out.stdout + out.stderr
     run = run_dir_of(tmp_path / "runs", "tiny")
-    summary = json.loads((run / "summary.json").read_text())
-    assert summary["complete"] is True
-    for variant in ("n_epochs-1", "n_epochs-2"):
-        assert summary["variants"][variant]["eval"]["n_seeds"] == 2
-    # same seed, same variant: a unit gives the same result on Ray as locally
-    local = rlcrate(
+    assert json.loads((run / "summary.json").read_text())["complete"] is True
+    assert _evals(run) == _evals(local_run)
+    assert len(_evals(run)) == 6
+    for unit in (run / "units").glob("*/seed-*"):
+        assert (unit / "model.zip").is_file() and list((unit / "tb").iterdir())
+        status = json.loads((unit / "status.json").read_text())
+        assert status["state"] == "done" and status["attempts"] >= 1
+
+
+def _running(run_root: Path) -> int:
+    n = 0
+    for p in run_root.glob("tiny/*/units/*/seed-*/status.json"):
+        try:
+            n += json.loads(p.read_text()).get("state") == "running"
+        except ValueError:
+            continue
+    return n
+
+
+def test_worker_node_killed_mid_run_every_unit_completes(
+    tmp_path_factory, write_manifest, tmp_path
+):
+    """Its own cluster: the worker node's whole process tree is SIGKILLed while units run on
+    it; those units are retried on the head and the run still completes every unit."""
+    if ray_nodes.ray_exe() is None:
+        pytest.skip("ray is not installed (pip install 'rlcrate[ray]')")
+    tmp = tmp_path_factory.mktemp("ray-kill")
+    address, head, worker = ray_nodes.start(tmp, head_cpus=1, worker_cpus=2)
+    try:
+        # longer units, so that the kill lands while two of them run on the worker node
+        m = write_manifest(tiny_manifest(seeds=SEEDS, matrix=MATRIX, train__timesteps=4096))
+        exe = Path(ray_nodes.ray_exe()).with_name("rlcrate")
+        cmd = [str(exe), "run", str(m), "--out", str(tmp_path / "runs"), "-x", "ray"]
+        proc = subprocess.Popen(
+            [*cmd, "--ray-address", address],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 300
+        while _running(tmp_path / "runs") < 3 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _running(tmp_path / "runs") >= 3, "three units never ran at once"
+        worker.kill()  # 1 CPU on the head: at least two of the three running units were here
+        stdout, stderr = proc.communicate(timeout=900)
+        assert proc.returncode == 0, stdout + stderr
+    finally:
+        for node in (worker, head):
+            if node.proc.poll() is None:
+                node.kill()
+    run = run_dir_of(tmp_path / "runs", "tiny")
+    states = [json.loads(p.read_text()) for p in (run / "units").glob("*/seed-*/status.json")]
+    assert len(states) == 6 and all(s["state"] == "done" for s in states)
+    assert max(s["attempts"] for s in states) >= 2, states
+
+
+def test_unreachable_address_fails_fast_with_exit_2(write_manifest, tmp_path):
+    port = ray_nodes.free_port()  # nothing listens there
+    t0 = time.monotonic()
+    out = rlcrate(
         "run",
-        str(
-            write_manifest(
-                tiny_manifest(
-                    seeds=[0], algo__params={"n_steps": 64, "batch_size": 64, "n_epochs": 1}
-                ),
-                "local.yaml",
-            )
-        ),
+        str(write_manifest(tiny_manifest())),
         "--out",
-        str(tmp_path / "local"),
+        str(tmp_path / "runs"),
+        "-x",
+        "ray",
+        "--ray-address",
+        f"127.0.0.1:{port}",
+        timeout=120,
     )
-    assert local.returncode == 0, local.stderr
-    a = json.loads((run / "units/n_epochs-1/seed-0/eval.json").read_text())["episodes"]
-    b = json.loads(
-        (run_dir_of(tmp_path / "local", "tiny") / "units/default/seed-0/eval.json").read_text()
-    )["episodes"]
-    assert a == b
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert f"127.0.0.1:{port}" in out.stderr and "no Ray cluster answers" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert time.monotonic() - t0 < 60
+
+
+def test_interrupted_ray_run_resumes_from_checkpoints(cluster, write_manifest, tmp_path):
+    """Ctrl-C on the driver: running units checkpoint on their nodes and send their files back;
+    `--resume` on Ray continues them from those checkpoints."""
+    import signal
+
+    m = write_manifest(tiny_manifest(seeds=[0, 1], train__timesteps=30000))
+    exe = Path(ray_nodes.ray_exe()).with_name("rlcrate")
+    base = [str(exe), "run", str(m), "-x", "ray", "--ray-address", cluster[0]]
+    proc = subprocess.Popen(
+        [*base, "--out", str(tmp_path / "runs")],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    progress = tmp_path / "runs"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        steps = [
+            json.loads(p.read_text() or "{}").get("steps", 0)
+            for p in progress.glob("tiny/*/units/*/seed-*/progress.json")
+        ]
+        if steps and max(steps) >= 2048:
+            break
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 130, stderr
+    run = run_dir_of(tmp_path / "runs", "tiny")
+    states = {
+        p.parent.name: json.loads(p.read_text()) for p in run.glob("units/*/seed-*/status.json")
+    }
+    interrupted = [k for k, s in states.items() if s["state"] == "interrupted"]
+    assert interrupted, states
+    assert all(list((run / "units/default" / k / "checkpoints").glob("*.zip")) for k in interrupted)
+    out = subprocess.run(
+        [*base, "--resume", str(run)], cwd=ROOT, capture_output=True, text=True, timeout=900
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    for k in interrupted:
+        st = json.loads((run / "units/default" / k / "status.json").read_text())
+        assert st["state"] == "done" and st["resumed_from"] > 0

@@ -23,13 +23,21 @@ def test_own_loops_resolve_to_their_trainer_and_backend_only():
     assert check("brax_ppo", {}, None, backend="brax") is None
     field, msg = check("brax_ppo", {}, None, backend="gymnasium")
     assert field == "name" and "brax_ppo runs only on the brax backend" in msg
-    assert check("PPO", {}, None, backend="brax") is not None
+    assert check("PPO", {}, "Box", backend="brax") is None  # SB3 through the VecEnv adapter
     assert set(OWN_LOOPS) & set(ALGOS) == set()
 
 
+def test_own_loop_params_are_checked_against_its_function():
+    field, msg = check("brax_ppo", {"unroll_lenght": 5}, None, backend="brax")
+    assert field == "params.unroll_lenght" and "did you mean 'unroll_length'" in msg
+    field, msg = check("brax_ppo", {"num_envs": 5}, None, backend="brax")
+    assert field == "params.num_envs" and "set by the runner" in msg
+    assert check("brax_ppo", {"network": {}, "entropy_cost": 0.01}, None, backend="brax") is None
+
+
 def test_a_trainer_not_in_this_version_says_so():
-    with pytest.raises(BackendUnavailable, match="brax_ppo trainer is not part of this version"):
-        get_trainer(trainer_for("brax_ppo"))
+    with pytest.raises(BackendUnavailable, match="the nope trainer is not part of this version"):
+        get_trainer("nope")
 
 
 @pytest.mark.parametrize("name", list(TRAINERS))

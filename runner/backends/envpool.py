@@ -65,8 +65,11 @@ def spaces(env: EnvSpec) -> tuple[Any, Any]:
     import envpool
 
     check_env(env)
+    from runner.backends.atari import envpool_kwargs
+
+    extra = envpool_kwargs(env.atari) if env.atari else {}
     try:
-        spec = envpool.make_spec(env.id, **env.kwargs)
+        spec = envpool.make_spec(env.id, **extra, **env.kwargs)
     except (TypeError, ValueError, RuntimeError) as exc:
         raise FieldError(("env", "kwargs"), f"EnvPool's {env.id} rejected them ({exc})") from None
     return spec.observation_space, spec.action_space
@@ -119,7 +122,10 @@ def make_vec_env(env: EnvSpec, parallel: ParallelSpec, *, seed: int, log_dir: Pa
     """One pool of `parallel.envs` envs stepped by `parallel.workers` threads (no logs)."""
     import envpool
 
+    from runner.backends.atari import envpool_kwargs
+
     check_env(env)
+    preprocessing = envpool_kwargs(env.atari) if env.atari else {}
     pool = envpool.make(
         env.id,
         env_type="gymnasium",
@@ -127,6 +133,7 @@ def make_vec_env(env: EnvSpec, parallel: ParallelSpec, *, seed: int, log_dir: Pa
         batch_size=parallel.envs,
         num_threads=parallel.workers,
         seed=seed,
+        **preprocessing,
         **env.kwargs,
     )
     from runner.backends._envpool_vec import EnvPoolVecEnv

@@ -6,6 +6,7 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
+from runner.backends import atari
 from runner.backends.base import unknown_id
 from runner.errors import BackendUnavailable, FieldError
 from runner.manifest.schema import EnvSpec, ParallelSpec
@@ -92,14 +93,14 @@ def spaces(env: EnvSpec) -> tuple[Any, Any]:
         e.close()
 
 
-def _maker(env_id: str, kwargs: dict[str, Any], seed: int):
+def _maker(env_id: str, kwargs: dict[str, Any], seed: int, atari_spec: Any = None):
     def make():
         import gymnasium as gym
 
         _register_plugins(env_id)
         e = gym.make(env_id, **kwargs)
         e.action_space.seed(seed)
-        return e
+        return atari.wrap_env(e, atari_spec) if atari_spec else e
 
     return make
 
@@ -111,11 +112,12 @@ def make_vec_env(env: EnvSpec, parallel: ParallelSpec, *, seed: int, log_dir: Pa
 
     check_env(env)
     mode = parallel.mode
-    fns = [_maker(env.id, dict(env.kwargs), seed + i) for i in range(parallel.envs)]
+    kwargs = atari.gym_kwargs(env)
+    fns = [_maker(env.id, kwargs, seed + i, env.atari) for i in range(parallel.envs)]
     # subproc even for one env (a benchmark of subproc must measure subproc); forkserver, so
     # workers do not inherit the parent's torch threads or signal handlers
     venv: Any = (
         SubprocVecEnv(fns, start_method="forkserver") if mode == "subproc" else DummyVecEnv(fns)
     )
     venv.seed(seed)  # env i gets seed + i on its next reset
-    return venv
+    return atari.stack(venv, env.atari) if env.atari else venv

@@ -10,11 +10,15 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from runner.rundir import UnitRef
 
+if TYPE_CHECKING:
+    from runner.executors.needs import Needs
+
 Tick = Callable[[], None]
-EXECUTORS = ("local", "ray")
+EXECUTORS = ("local", "ray", "slurm")
 
 
 def launch(
@@ -25,10 +29,12 @@ def launch(
     *,
     pythons: Mapping[str, str | None],
     max_parallel: int,
-    cpus_per_unit: int,
+    needs: dict[UnitRef, Needs],
     on_tick: Tick,
     address: str | None = None,
+    cluster: Any = None,
 ) -> dict[UnitRef, int]:
+    """`needs`: each unit's CPUs and GPUs; `cluster`: the Slurm settings (flags, profile)."""
     if name == "local":
         from runner.executors.local import launch as local_launch
 
@@ -39,13 +45,13 @@ def launch(
         from runner.executors.ray import launch as ray_launch
 
         return ray_launch(
-            run_dir,
-            units,
-            jobs,
-            pythons=pythons,
-            cpus_per_unit=cpus_per_unit,
-            on_tick=on_tick,
-            address=address,
+            run_dir, units, jobs, pythons=pythons, needs=needs, on_tick=on_tick, address=address
+        )
+    if name == "slurm":
+        from runner.executors.slurm import launch as slurm_launch
+
+        return slurm_launch(
+            run_dir, units, jobs, pythons=pythons, needs=needs, on_tick=on_tick, settings=cluster
         )
     raise ValueError(f"unknown executor {name!r}; choose one of {', '.join(EXECUTORS)}")
 

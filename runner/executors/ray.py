@@ -1,39 +1,164 @@
-"""Ray executor: one Ray task per unit, each running the same unit command as the local executor.
+"""Ray executor: one Ray task per unit, on any node; no disk shared with the driver is needed.
 
-The run directory must be on storage every node sees (a shared or network file system); the
-task only needs the path. `address` is a Ray cluster address (default: RAY_ADDRESS, else a local
-cluster started for the run).
+The driver ships each unit's resolved config and existing files (checkpoints, for `--resume`)
+with the task; the task runs the unit in a temporary directory on its node and returns every file
+of the unit directory, which the driver unpacks into the run directory where `rlcrate run` was
+started. A task whose worker process or node dies is retried on another node (`RETRIES` times),
+then its unit is marked failed with Ray's reason. `address` is a Ray cluster address (default:
+RAY_ADDRESS, else a local cluster started for the run).
 """
 
 from __future__ import annotations
 
 import os
+import socket
+import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from runner.errors import BackendUnavailable
-from runner.executors import Tick, unit_command
-from runner.rundir import UnitRef
+from runner.errors import BackendUnavailable, UserInputError
+from runner.executors import Tick
+from runner.executors.needs import Needs
+from runner.executors.shipping import pack, unpack
+from runner.rundir import UnitRef, read_status, write_status, write_text_atomic
+
+RETRIES = int(os.environ.get("RLCRATE_RAY_RETRIES", "3"))
+CONNECT_TIMEOUT_S = 10.0
+STOP_GRACE_S = 90.0
 
 
-def _run_unit(cmd: list[str], log_path: str) -> int:
-    import subprocess
+def _check_reachable(address: str) -> None:
+    """A clear error within seconds, where ray.init would retry for a minute or more."""
+    if address in ("auto", "local"):
+        return
+    hostport = address.split("://", 1)[-1]
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise UserInputError(f"--ray-address {address!r}: expected HOST:PORT or ray://HOST:PORT")
+    try:
+        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise UserInputError(
+            f"--ray-address {address}: no Ray cluster answers there ({exc.strerror or exc}); "
+            "start one with `ray start --head` or check the address"
+        ) from None
 
-    with open(log_path, "ab") as log:
-        proc = subprocess.Popen(
-            cmd,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
+
+def _connect(address: str | None) -> bool:
+    """Connect (or start a local cluster); True when this call did, so it also shuts down."""
+    try:
+        import ray
+    except ImportError:
+        raise BackendUnavailable(
+            "the ray executor needs Ray (pip install 'rlcrate[ray]')"
+        ) from None
+    if ray.is_initialized():
+        return False
+    if address:
+        _check_reachable(address)
+    try:
+        ray.init(
+            address=address,
+            include_dashboard=False,
+            log_to_driver=False,
+            runtime_env={"env_vars": {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}},
         )
-        try:
-            return proc.wait()
-        finally:
-            if proc.poll() is None:
-                proc.terminate()
-                proc.wait()
+    except (ConnectionError, TimeoutError) as exc:
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UserInputError(
+            f"--ray-address {address}: cannot join the Ray cluster ({msg})"
+        ) from None
+    return True
+
+
+def _board() -> Any:
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from runner.executors.ray_task import Board
+
+    here = ray.get_runtime_context().get_node_id()
+    actor = ray.remote(num_cpus=0, max_restarts=3)(Board)
+    return actor.options(
+        scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False)  # soft may stray
+    ).remote()
+
+
+def _submit(
+    run_dir: Path, units: list[UnitRef], jobs: list[str], pythons: Mapping, needs, board
+) -> dict:
+    """A task per unit. A unit's interpreter travels only when its backend names one: the
+    driver's own may not exist on a worker, whose own then runs it."""
+    import ray
+
+    from runner.executors.ray_task import run_shipped
+
+    task = ray.remote(max_retries=RETRIES, retry_exceptions=False)(run_shipped)
+    resolved_text = (run_dir / "resolved.yaml").read_text(encoding="utf-8")
+    refs = {}
+    for u in units:
+        n: Needs = needs[u]
+        files = pack(u.dir(run_dir))
+        opts = task.options(num_cpus=n.cpus, num_gpus=n.gpus)
+        python = pythons.get(u.variant)
+        python = None if python == sys.executable else python
+        refs[opts.remote(resolved_text, u.variant, u.seed, jobs, files, board, python)] = u
+    return refs
+
+
+def _show_live(run_dir: Path, board: Any, units: dict[str, UnitRef], finished: set) -> dict:
+    import ray
+
+    try:
+        files, starts = ray.get(board.take.remote(), timeout=30)
+    except ray.exceptions.RayError:  # the board was lost with its node: results still arrive
+        return {}
+    for key, named in files.items():
+        if key in units and key not in finished:
+            for name, text in named.items():
+                write_text_atomic(units[key].dir(run_dir) / name, text, durable=False)
+    return starts
+
+
+def _collect(run_dir: Path, unit: UnitRef, ref: Any, attempts: int) -> int:
+    import ray
+
+    unit_dir = unit.dir(run_dir)
+    try:
+        out = ray.get(ref)
+    except ray.exceptions.RayError as exc:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        write_status(
+            unit_dir,
+            "failed",
+            error=f"lost on Ray after {attempts} attempt(s): {type(exc).__name__}: {reason}",
+            finished=time.time(),
+        )
+        return 1
+    unpack(out["files"], unit_dir)
+    write_status(
+        unit_dir, read_status(unit_dir).get("state", "failed"), node=out["node"], attempts=attempts
+    )
+    return int(out["rc"])
+
+
+def _wait(run_dir: Path, refs: dict, board: Any, on_tick: Tick, deadline: float | None) -> dict:
+    import ray
+
+    keyed = {u.key: u for u in refs.values()}
+    finished: set[str] = set()
+    results: dict[UnitRef, int] = {}
+    while refs and (deadline is None or time.monotonic() < deadline):
+        done, _ = ray.wait(list(refs), num_returns=len(refs), timeout=0.5)
+        starts = _show_live(run_dir, board, keyed, finished)
+        for ref in done:
+            unit = refs.pop(ref)
+            finished.add(unit.key)
+            results[unit] = _collect(run_dir, unit, ref, max(1, starts.get(unit.key, 0)))
+        on_tick()
+    return results
 
 
 def launch(
@@ -42,49 +167,25 @@ def launch(
     jobs: list[str],
     *,
     pythons: Mapping[str, str | None],
-    cpus_per_unit: int,
+    needs: dict[UnitRef, Needs],
     on_tick: Tick,
     address: str | None = None,
 ) -> dict[UnitRef, int]:
+    import ray
+
+    started_here = _connect(address or os.environ.get("RAY_ADDRESS"))
     try:
-        import ray
-    except ImportError:
-        raise BackendUnavailable(
-            "the ray executor needs Ray (pip install 'rlcrate[ray]')"
-        ) from None
-    address = address or os.environ.get("RAY_ADDRESS")
-    started_here = not ray.is_initialized()
-    if started_here:
-        ray.init(
-            address=address,
-            include_dashboard=False,
-            log_to_driver=False,
-            runtime_env={"env_vars": {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}},
-        )
-    task = ray.remote(num_cpus=cpus_per_unit, max_retries=0)(_run_unit)
-    refs = {}
-    for unit in units:
-        unit.dir(run_dir).mkdir(parents=True, exist_ok=True)
-        cmd = unit_command(run_dir, unit, jobs, pythons)  # cmd[0]: the unit's interpreter
-        ref = task.remote(cmd, str(unit.dir(run_dir) / "unit.log"))
-        refs[ref] = unit
-    results: dict[UnitRef, int] = {}
-    try:
-        while refs:
-            done, _ = ray.wait(list(refs), num_returns=len(refs), timeout=0.5)
-            for ref in done:
-                unit = refs.pop(ref)
-                try:
-                    results[unit] = ray.get(ref)
-                except ray.exceptions.RayError:
-                    results[unit] = 1
-            on_tick()
-            time.sleep(0.1)
-    except KeyboardInterrupt:
-        for ref in refs:
-            ray.cancel(ref, force=False)
-        raise
+        board = _board()
+        refs = _submit(run_dir, units, jobs, pythons, needs, board)
+        try:
+            return _wait(run_dir, refs, board, on_tick, None)
+        except KeyboardInterrupt:
+            # running units checkpoint and send their files back; queued ones never start
+            ray.get(board.request_stop.remote())
+            _wait(run_dir, refs, board, lambda: None, time.monotonic() + STOP_GRACE_S)
+            for ref in refs:
+                ray.cancel(ref, force=True)
+            raise
     finally:
         if started_here:
             ray.shutdown()
-    return results

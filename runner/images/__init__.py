@@ -5,5 +5,6 @@ checkout; these modules only assemble engine command lines (pure functions, test
 engine) and run them. Nothing heavy is imported here.
 
 `engine`: names, labels and engine queries; `build`: building; `run`: running a command in an
-image (with the CUDA driver preflight); `cli`: the `rlcrate image` commands.
+image (with the CUDA driver preflight); `export`: an image as an OCI archive or a .sif; `cli`:
+the `rlcrate image` commands.
 """

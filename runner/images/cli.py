@@ -1,7 +1,9 @@
-"""`rlcrate image build|ls`: thin commands over runner.images (added to the root app by cli.py)."""
+"""`rlcrate image build|export|ls`: thin commands over runner.images (added to the root app by
+cli.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -69,6 +71,21 @@ def build_cmd(
         volumes=volume or [],
     )
     typer.echo(tag)
+
+
+@app.command("export")
+def export_cmd(
+    target: Annotated[str, typer.Argument(help="cpu | cuda | a full tag rlcrate-<variant>:<v>.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="oci-archive | sif.")] = "oci-archive",
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="File to write.", dir_okay=False)
+    ] = None,
+    engine: EngineOpt = None,
+) -> None:
+    """Write a built image as an OCI archive, or a .sif for Apptainer (where installed)."""
+    from runner.images.export import export
+
+    typer.echo(export(target, fmt, output, engine))
 
 
 @app.command("ls")

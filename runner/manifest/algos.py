@@ -52,25 +52,68 @@ ALGOS: dict[str, tuple[str, str, tuple[str, ...]]] = {
 RUNNER_ARGS = ("policy", "env", "seed", "tensorboard_log", "device", "verbose", "_init_setup_model")
 
 
-@cache
-def constructor_args(name: str) -> tuple[str, ...] | None:
-    """Keyword names of the algorithm's __init__, or None when its package is not installed."""
-    module, cls, _ = ALGOS[name]
-    # find_spec of a submodule would import its parents (and so torch); locate the file instead
+def _source(module: str) -> ast.Module | None:
+    """The parsed source of an installed module, without importing it or its parents (importing
+    stable_baselines3 or brax would start torch or JAX)."""
     top, *rest = module.split(".")
     spec = importlib.util.find_spec(top)
     if spec is None or not spec.submodule_search_locations:
         return None
     path = Path(list(spec.submodule_search_locations)[0], *rest[:-1], rest[-1] + ".py")
-    if not path.is_file():
-        return None
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    for node in tree.body:
+    return ast.parse(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def _arg_names(func: ast.FunctionDef, skip: int) -> tuple[str, ...]:
+    return tuple(a.arg for a in func.args.args[skip:] + func.args.kwonlyargs)
+
+
+@cache
+def constructor_args(name: str) -> tuple[str, ...] | None:
+    """Keyword names of the algorithm's __init__, or None when its package is not installed."""
+    module, cls, _ = ALGOS[name]
+    for node in getattr(_source(module), "body", []):
         if isinstance(node, ast.ClassDef) and node.name == cls:
             for item in node.body:
                 if isinstance(item, ast.FunctionDef) and item.name == "__init__":
-                    args = item.args
-                    return tuple(a.arg for a in args.args[1:] + args.kwonlyargs)
+                    return _arg_names(item, 1)
+    return None
+
+
+# Algorithms with their own training loop: name -> (file in Brax's package, function taking
+# algo.params). The brax backend finds the file: it may live in Brax's own venv.
+OWN_LOOP_FUNCTIONS = {"brax_ppo": ("training/agents/ppo/train.py", "train")}
+
+
+@cache
+def own_loop_args(name: str) -> tuple[str, ...] | None:
+    """Keyword names of an own-loop algorithm's training function (None: not installed)."""
+    from runner.backends.brax import source
+
+    relative, func = OWN_LOOP_FUNCTIONS[name]
+    path = source(relative)
+    tree = ast.parse(path.read_text(encoding="utf-8")) if path is not None else None
+    for node in getattr(tree, "body", []):
+        if isinstance(node, ast.FunctionDef) and node.name == func:
+            return _arg_names(node, 0)
+    return None
+
+
+def _own_loop_check(name: str, params: dict[str, Any], backend: str) -> tuple[str, str] | None:
+    only = OWN_LOOPS[name][1]
+    if backend != only:
+        return "name", f"{name} runs only on the {only} backend (this env's is {backend})"
+    args = own_loop_args(name)
+    if args is None:
+        return "name", f"{name} needs the {OWN_LOOPS[name][1]} backend's package, not installed"
+    from runner.trainers.brax_ppo import EXTRA_PARAMS, RUNNER_SUPPLIED
+
+    for key in params:
+        if key in RUNNER_SUPPLIED:
+            return f"params.{key}", f"'{key}' is set by the runner from the manifest"
+        if key not in args + EXTRA_PARAMS:
+            close = difflib.get_close_matches(key, args + EXTRA_PARAMS, n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            return f"params.{key}", f"{name} has no argument '{key}'{hint}"
     return None
 
 
@@ -78,12 +121,8 @@ def check(
     name: str, params: dict[str, Any], action_kind: str | None, *, backend: str
 ) -> tuple[str, str] | None:
     """(field, message) for the first problem with this algorithm choice, or None."""
-    for algo, (_, only) in OWN_LOOPS.items():
-        if backend == only or name == algo:
-            if (name, backend) != (algo, only):
-                msg = f"{algo} runs only on the {only} backend, and {only} only with {algo}"
-                return "name", msg
-            return None
+    if name in OWN_LOOPS:
+        return _own_loop_check(name, params, backend)
     if name not in ALGOS:
         close = difflib.get_close_matches(name, list(ALGOS), n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import json
 from typing import Any
 
@@ -87,6 +88,15 @@ def _check_parallel(cfg: Manifest, source: str, lines: Lines, out: list[Problem]
         out.append(at(source, lines, ("parallel", "workers"), problem))
 
 
+def _check_atari(cfg: Manifest, source: str, lines: Lines, out: list[Problem]) -> None:
+    from runner.backends.atari import problem
+
+    found = problem(cfg.env)
+    if found:
+        loc, msg = found
+        out.append(at(source, lines, loc, msg))
+
+
 def _check_algo(
     cfg: Manifest, kind: str | None, source: str, lines: Lines, out: list[Problem]
 ) -> None:
@@ -94,6 +104,19 @@ def _check_algo(
     if problem:
         field, msg = problem
         out.append(at(source, lines, ("algo", *field.split(".")), msg))
+    if cfg.algo.device.startswith("cuda") and not _gpu_present():
+        msg = (
+            f"'{cfg.algo.device}' needs an NVIDIA GPU, and this machine has none (nvidia-smi "
+            "lists no GPU); use device: cpu, or run on a GPU machine"
+        )
+        out.append(at(source, lines, ("algo", "device"), msg))
+
+
+@functools.cache
+def _gpu_present() -> bool:
+    from runner.provenance import gpu_info
+
+    return bool(gpu_info()["gpus"])
 
 
 def _sweep_problems(m: Manifest, source: str, lines: Lines) -> list[Problem]:
@@ -115,6 +138,7 @@ def check_manifest(m: Manifest, source: str, lines: Lines) -> list[Problem]:
     for cfg in configs:  # the same problem in several variants is reported once (below)
         kind = _check_env(cfg, source, lines, out, env_seen)
         _check_parallel(cfg, source, lines, out)
+        _check_atari(cfg, source, lines, out)
         _check_algo(cfg, kind, source, lines, out)
     sweep_ok = True
     for path in m.bench.sweep:

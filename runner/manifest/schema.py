@@ -24,6 +24,24 @@ class _Strict(BaseModel):
     )
 
 
+class AtariSpec(_Strict):
+    """Standard Atari preprocessing; `runner/backends/atari.py` maps each field to EnvPool's."""
+
+    noop_max: int = Field(30, ge=0, description="Random no-op actions (up to this many) on reset.")
+    frame_skip: int = Field(
+        4, ge=1, description="Frames per agent action (the action repeats; max of the last two)."
+    )
+    screen_size: int = Field(84, ge=8, description="Frames are resized to this square, grayscale.")
+    terminal_on_life_loss: bool = Field(
+        True, description="A lost life ends the episode for learning (the game goes on)."
+    )
+    clip_reward: bool = Field(True, description="Rewards clipped to their sign (-1, 0, +1).")
+    repeat_action_probability: float = Field(
+        0.0, ge=0.0, le=1.0, description="Sticky actions: chance the last action repeats."
+    )
+    frame_stack: int = Field(4, ge=1, description="Consecutive frames stacked per observation.")
+
+
 class EnvSpec(_Strict):
     backend: BackendName = Field(description="Which backend makes the environments.")
     id: str = Field(
@@ -43,6 +61,12 @@ class EnvSpec(_Strict):
     )
     kwargs: dict[str, Any] = Field(
         default_factory=dict, description="Passed through to the backend's env constructor."
+    )
+    atari: AtariSpec | None = Field(
+        None,
+        description="gymnasium (ALE/ ids) and envpool (*-v5 Atari ids): standard Atari "
+        "preprocessing (no-op reset, frame skip, episodic life, 84x84 grayscale, reward "
+        "clipping, frame stack); {} takes every default. Unset: raw frames.",
     )
 
 
@@ -110,6 +134,12 @@ class BenchSpec(_Strict):
     train: bool = Field(True, description="Also measure training steps/s with the algorithm.")
     sweep: dict[str, list[Any]] = Field(
         default_factory=dict, description="Dotted manifest path -> values to sweep."
+    )
+    profile: bool = Field(
+        False,
+        description="Also profile training at each point: where a training step's time goes "
+        "(env step, policy inference, gradient update; Godot: encode, socket wait, engine tick, "
+        "decode), with the profile's own overhead.",
     )
 
 

@@ -16,8 +16,11 @@ from runner.errors import BackendUnavailable
 if TYPE_CHECKING:
     from runner.trainers.base import Trainer
 
-TRAINERS: Final[dict[str, str]] = {"sb3": "runner.trainers.sb3"}
-# Algorithm -> (its trainer, the one backend it runs on, which runs no other algorithm).
+TRAINERS: Final[dict[str, str]] = {
+    "sb3": "runner.trainers.sb3",
+    "brax_ppo": "runner.trainers.brax_ppo",
+}
+# Algorithm -> (its trainer, the one backend it runs on). That backend runs SB3 algorithms too.
 OWN_LOOPS: Final[dict[str, tuple[str, str]]] = {"brax_ppo": ("brax_ppo", "brax")}
 
 
@@ -37,6 +40,6 @@ def get_trainer(name: str) -> Trainer:
 
 
 if TYPE_CHECKING:  # mypy checks every registered trainer against the contract
-    from runner.trainers import sb3
+    from runner.trainers import brax_ppo, sb3
 
-    _CONFORMING: tuple[Trainer, ...] = (sb3,)
+    _CONFORMING: tuple[Trainer, ...] = (sb3, brax_ppo)

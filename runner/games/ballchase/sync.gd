@@ -9,6 +9,9 @@
 #   action {action: [{move: a}, ...]}                 -> {type: step, obs, reward, done[, final_obs]}
 # final_obs is this game's extension (godot-rl ignores it): {"<agent index>": {obs, truncated}}
 # for agents whose episode ended this step; they restart at once and `obs` is the new episode's.
+# tick_us and codec_us are extensions too: the microseconds this agent step spent in the
+# simulation ticks of all instances, and in decoding the action and encoding this message, as
+# measured by the engine's clock (the rollout profile splits the trainer's socket wait with them).
 #   call {method}                                     -> {type: call, returns: [...]}
 #   close                                             the game quits
 # The physics loop blocks on the socket while it waits for an action, so one agent step is
@@ -35,6 +38,8 @@ var agent_steps := 0
 var fault_kind := ""
 var fault_step := -1
 var closing := false
+var tick_usec := 0
+var codec_usec := 0
 
 
 func _ready() -> void:
@@ -105,8 +110,10 @@ func _physics_process(_delta: float) -> void:
 		return
 	if repeat_left == 0 and not _serve_until_action():
 		return
+	var t0 := OS.get_ticks_usec()
 	for arena in arenas:
 		arena.tick()
+	tick_usec += OS.get_ticks_usec() - t0
 	repeat_left -= 1
 	if repeat_left == 0:
 		_send_step()
@@ -120,6 +127,7 @@ func _serve_until_action() -> bool:
 			printerr("ballchase: connection closed by the trainer; quitting")
 			_quit(0)
 			return false
+		var t0 := OS.get_ticks_usec()
 		var parsed := JSON.parse(text)
 		if parsed.error != OK or typeof(parsed.result) != TYPE_DICTIONARY:
 			printerr("ballchase: bad message: %s" % text.substr(0, 200))
@@ -149,6 +157,8 @@ func _serve_until_action() -> bool:
 				for i in range(min(actions.size(), arenas.size())):
 					arenas[i].set_action(actions[i].get("move", 0))
 				repeat_left = action_repeat
+				tick_usec = 0
+				codec_usec = OS.get_ticks_usec() - t0
 				return true
 			"close":
 				_quit(0)
@@ -180,6 +190,7 @@ func _send_step() -> void:
 	agent_steps += 1
 	if agent_steps == fault_step:
 		_inject_fault()
+	var t0 := OS.get_ticks_usec()
 	# Numbers go out as fixed-point JSON (123456e-6 == 0.123456): Godot 3's float-to-text is
 	# the costliest part of a step, integers print about 3x faster, and every JSON parser,
 	# godot-rl's included, reads the same floats (to 1e-6, as Godot would print them).
@@ -198,7 +209,8 @@ func _send_step() -> void:
 	text += ',"reward":[' + _fixed(rewards) + 'e-6],"done":' + JSON.print(dones)
 	if not finals.empty():
 		text += ',"final_obs":' + JSON.print(finals)
-	_send_text(text + "}")
+	codec_usec += OS.get_ticks_usec() - t0
+	_send_text(text + ',"tick_us":%d,"codec_us":%d}' % [tick_usec, codec_usec])
 
 
 # Values already scaled by 1e6 -> "v1e-6,v2e-6,...,vn" (the caller adds the last "e-6").

@@ -192,6 +192,10 @@ def run_point(point: Point) -> dict[str, Any]:
         )
         out["env_only"] = measure_env(venv, cfg.bench, seeds["env"])
         out["train"] = measure_train(cfg, venv, seeds) if cfg.bench.train else None
+        if cfg.bench.profile:
+            from runner.jobs.bench.profile import profile_train
+
+            out["profile"] = profile_train(cfg, venv, seeds)
     except Exception as exc:  # noqa: BLE001 - one broken point must not lose the others
         out["error"] = f"{type(exc).__name__}: {exc}"
     finally:

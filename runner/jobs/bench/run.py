@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import UnitFailed
+from runner.jobs.bench import profile_report
 from runner.jobs.bench.analysis import FLATTEN_EFFICIENCY, add_overhead, analyse
 from runner.jobs.bench.measure import (
     harness_overhead,
@@ -71,9 +72,12 @@ def run_bench(manifest: Manifest, run_dir: Path, *, console: Any = None) -> dict
     bench["host"]["load_avg_after"] = list(os.getloadavg())
     analyse(bench)
     add_overhead(bench, harness_overhead())
+    profile_report.add_findings(bench)
     run_dir = Path(run_dir)
     write_json_atomic(run_dir / "bench.json", bench)
     plots.scaling(bench, run_dir / "plots" / "scaling.png")
+    profile_report.plot(bench, run_dir / "plots" / "profile.png")
+    profile_report.print_table(bench, console)
     print_table(bench, console)
     failed = [p for p in results if p["error"]]
     if failed:

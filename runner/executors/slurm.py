@@ -1,0 +1,214 @@
+"""Slurm executor: one batch job per unit, submitted through submitit.
+
+The run directory must be on storage the compute nodes see (a cluster's home or scratch), as is
+usual on Slurm clusters; submitit's files and the jobs' logs go to RUN_DIR/slurm/. The job ids
+are kept in RUN_DIR/slurm/jobs.json, so `rlcrate status RUN_DIR` can follow a detached run and
+`--resume` attaches to units whose jobs are still queued or running instead of submitting again.
+Job states come from squeue and `scontrol show job` (no accounting database needed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from runner.errors import BackendUnavailable, UserInputError
+from runner.executors import Tick
+from runner.executors.needs import Needs
+from runner.executors.slurm_profile import SlurmSettings
+from runner.rundir import UnitRef, read_json, read_status, write_json_atomic, write_status
+
+POLL_S = 2.0
+ACTIVE = {
+    "PENDING",
+    "RUNNING",
+    "CONFIGURING",
+    "COMPLETING",
+    "REQUEUED",
+    "REQUEUE_HOLD",
+    "REQUEUE_FED",
+    "RESIZING",
+    "SUSPENDED",
+    "STOPPED",
+    "SIGNALING",
+    "STAGE_OUT",
+}
+
+
+def require_slurm() -> None:
+    missing = [c for c in ("sbatch", "squeue", "scontrol") if shutil.which(c) is None]
+    if missing:
+        raise BackendUnavailable(
+            f"the slurm executor needs Slurm's commands on PATH ({', '.join(missing)} not "
+            "found); run rlcrate on a Slurm login node"
+        )
+    try:
+        import submitit  # noqa: F401
+    except ImportError:
+        raise BackendUnavailable(
+            "the slurm executor needs submitit (pip install 'rlcrate[slurm]')"
+        ) from None
+
+
+def jobs_file(run_dir: Path) -> Path:
+    return run_dir / "slurm" / "jobs.json"
+
+
+def _executor(run_dir: Path, s: SlurmSettings, unit: UnitRef, need: Needs) -> Any:
+    import submitit
+
+    ex = submitit.SlurmExecutor(folder=run_dir / "slurm", max_num_timeout=100, python=s.python)
+    params: dict[str, Any] = {
+        "job_name": f"rlcrate-{run_dir.parent.name}-{unit.variant}-s{unit.seed}",
+        "time": s.minutes,  # submitit counts minutes (and signals before the limit)
+        "cpus_per_task": need.cpus,
+        "partition": s.partition,
+        "account": s.account,
+        "setup": s.setup or None,
+        "stderr_to_stdout": True,
+        "additional_parameters": {"requeue": True, **s.sbatch},
+    }
+    if need.gpus:
+        params["gpus_per_node"] = need.gpus
+    ex.update_parameters(**{k: v for k, v in params.items() if v is not None})
+    return ex
+
+
+def _sbatch_error(exc: Exception) -> str:
+    text = str(exc)
+    lines = [ln.strip() for ln in text.splitlines() if "error" in ln.lower() and ln.strip()]
+    picked = [ln for ln in lines if ln.startswith("sbatch:")] or lines or [text.strip()]
+    return " ".join(picked[-2:])[:400]
+
+
+def submit(
+    run_dir: Path,
+    units: list[UnitRef],
+    jobs: list[str],
+    pythons: Mapping[str, str | None],
+    needs: dict[UnitRef, Needs],
+    s: SlurmSettings,
+) -> dict[str, str]:
+    """Submit a job per unit (attaching to live ones); returns {unit key: job id}."""
+    import submitit
+
+    from runner.executors.slurm_job import UnitJob
+
+    known: dict[str, str] = read_json(jobs_file(run_dir)) or {}
+    live = slurm_states(list(known.values()))
+    ids: dict[str, str] = {}
+    for u in units:
+        if live.get(known.get(u.key, ""), "") in ACTIVE:
+            ids[u.key] = known[u.key]
+            continue
+        need = needs[u]
+        own = pythons.get(u.variant)  # a backend's own interpreter, else the profile's python
+        fn = UnitJob(
+            str(run_dir.resolve()),
+            u.variant,
+            u.seed,
+            jobs,
+            own if own and own != sys.executable else (s.python or sys.executable),
+            s.image,
+            need.gpus,
+        )
+        try:
+            with contextlib.redirect_stderr(io.StringIO()):  # submitit echoes sbatch's errors
+                job = _executor(run_dir, s, u, need).submit(fn)
+        except (submitit.core.utils.FailedJobError, subprocess.SubprocessError, OSError) as exc:
+            cancel(list(ids.values()))
+            why = _sbatch_error(exc)
+            raise UserInputError(f"sbatch refused the job for {u.key}: {why}") from None
+        ids[u.key] = str(job.job_id)
+        write_status(u.dir(run_dir), "pending", slurm_job=ids[u.key])
+    write_json_atomic(jobs_file(run_dir), {**known, **ids})
+    return ids
+
+
+def slurm_states(job_ids: list[str]) -> dict[str, str]:
+    """{job id: Slurm state} for jobs Slurm still knows about (squeue, then scontrol)."""
+    if not job_ids:
+        return {}
+    out = subprocess.run(
+        ["squeue", "-h", "-o", "%i %T", "-j", ",".join(job_ids)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    states = dict(line.split()[:2] for line in out.stdout.splitlines() if len(line.split()) >= 2)
+    for jid in job_ids:
+        if jid not in states:
+            shown = subprocess.run(
+                ["scontrol", "-o", "show", "job", jid], capture_output=True, text=True, timeout=60
+            )
+            m = re.search(r"\bJobState=(\S+)", shown.stdout)
+            if m:
+                states[jid] = m.group(1)
+    return states
+
+
+def cancel(job_ids: list[str]) -> None:
+    if job_ids:
+        subprocess.run(["scancel", *job_ids], capture_output=True, timeout=60)
+
+
+def reconcile(run_dir: Path, ids: dict[str, str], units: dict[str, UnitRef]) -> dict[UnitRef, int]:
+    """Units whose jobs ended: their exit (0 done, 1 otherwise), failing those the job left
+    unfinished (cancelled, timed out, node failure) with Slurm's reason."""
+    states = slurm_states(list(ids.values()))
+    ended: dict[UnitRef, int] = {}
+    for key, jid in ids.items():
+        state = states.get(jid, "UNKNOWN")
+        if state in ACTIVE:
+            continue
+        unit = units[key]
+        status = read_status(unit.dir(run_dir))
+        if status.get("state") == "done":
+            ended[unit] = 0
+            continue
+        if status.get("state") != "failed":
+            write_status(
+                unit.dir(run_dir),
+                "failed",
+                finished=time.time(),
+                error=f"Slurm job {jid} ended {state} before the unit finished",
+            )
+        ended[unit] = 1
+    return ended
+
+
+def launch(
+    run_dir: Path,
+    units: list[UnitRef],
+    jobs: list[str],
+    *,
+    pythons: Mapping[str, str | None],
+    needs: dict[UnitRef, Needs],
+    on_tick: Tick,
+    settings: SlurmSettings | None,
+) -> dict[UnitRef, int]:
+    require_slurm()
+    s = settings or SlurmSettings()
+    ids = submit(run_dir, units, jobs, pythons, needs, s)
+    if s.detach:
+        return {}
+    keyed = {u.key: u for u in units}
+    results: dict[UnitRef, int] = {}
+    try:
+        while len(results) < len(units):
+            left = {k: v for k, v in ids.items() if keyed[k] not in results}
+            results.update(reconcile(run_dir, left, keyed))
+            on_tick()
+            time.sleep(POLL_S)
+    except KeyboardInterrupt:
+        cancel([ids[u.key] for u in units if u not in results])  # units checkpoint on SIGTERM
+        raise
+    return results

@@ -1,0 +1,155 @@
+"""Check the GPU path in one go on a machine with an NVIDIA GPU; write JSON as it goes.
+
+    tests/gpu/check_gpu.sh [OUT.json]        (about 7 minutes at most; each step has a timeout)
+
+Steps (each records its figures, or why it was skipped or failed, and the time it took):
+  host       nvidia-smi, CPU count, load
+  brax       Brax PPO training steps/s, ant, 1024 and 4096 envs (Brax's Python, JAX on the GPU)
+  isaaclab   Isaac-Cartpole-Direct train + eval through `rlcrate run` on cuda:0 (task defaults)
+  sb3        SB3 PPO on CartPole through `rlcrate run`, device cuda vs cpu (steps/s)
+  scaling    `rlcrate bench` env-only steps/s over 1..16 workers: EnvPool Pong, Godot BallChase
+The whole run stops starting new steps at DEADLINE_S (420 s) so it ends well inside 8 minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+EXE = Path(sys.executable).with_name("rlcrate")
+BRAX_PY = os.environ.get("RLCRATE_PYTHON_BRAX") or (
+    str(ROOT / ".cache/brax-env/bin/python")
+    if (ROOT / ".cache/brax-env/bin/python").exists()
+    else sys.executable
+)
+DEADLINE_S = 420
+T0 = time.monotonic()
+
+BRAX = """
+import time, functools, jax
+from brax import envs
+from brax.training.agents.ppo import networks, train as ppo
+env = envs.get_environment("ant", backend="generalized")
+t = time.perf_counter()
+ppo.train(environment=env, num_timesteps={steps}, num_envs={n}, batch_size={n} // 2,
+          num_minibatches=16, unroll_length=5, num_updates_per_batch=4, episode_length=1000,
+          normalize_observations=True, num_evals=0, seed=0)
+print("SPS", {steps} / (time.perf_counter() - t), jax.devices()[0])
+"""
+
+
+def _left() -> float:
+    return DEADLINE_S - (time.monotonic() - T0)
+
+
+def _sh(cmd: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=max(timeout, 1))
+
+
+def host() -> dict[str, object]:
+    smi = shutil.which("nvidia-smi")
+    q = "--query-gpu=name,memory.total,driver_version"
+    gpus = _sh([smi, q, "--format=csv,noheader"], 30).stdout.strip() if smi else None
+    return {"gpus": gpus, "cpus": os.cpu_count(), "load": os.getloadavg()}
+
+
+def brax() -> dict[str, object]:
+    out = {}
+    for n in (1024, 4096):
+        res = _sh([BRAX_PY, "-c", BRAX.format(n=n, steps=n * 5 * 16 * 8)], min(150, _left()))
+        line = [ln for ln in res.stdout.splitlines() if ln.startswith("SPS")]
+        out[str(n)] = (
+            {"steps_per_s": float(line[-1].split()[1]), "device": line[-1].split()[2]}
+            if line
+            else {"error": res.stderr[-500:]}
+        )
+    return out
+
+
+def _run(m: dict, tmp: Path, timeout: float, *args: str) -> dict[str, object]:
+    path = tmp / f"{m['name']}.yaml"
+    path.write_text(yaml.safe_dump(m))
+    res = _sh([str(EXE), *args, str(path), "--out", str(tmp)], timeout)
+    found = list((tmp / m["name"]).glob("*/units/*/seed-*/status.json"))
+    status = json.loads(found[0].read_text()) if found else {}
+    bench = list((tmp / m["name"]).glob("*/bench.json"))
+    return {
+        "rc": res.returncode,
+        "state": status.get("state"),
+        "train_steps_per_s": status.get("train_steps_per_s"),
+        "eval_mean": status.get("eval_mean"),
+        "bench": json.loads(bench[0].read_text())["points"] if bench else None,
+        "stderr": res.stderr[-500:] if res.returncode else "",
+    }
+
+
+def isaaclab(tmp: Path) -> dict[str, object]:
+    m = {"rlcrate": 1, "name": "gpu-isaac", "env": {"backend": "isaaclab",
+         "id": "Isaac-Cartpole-Direct"}, "parallel": {"envs": 1024},
+         "algo": {"name": "PPO", "device": "cuda", "params": {"n_steps": 16, "batch_size": 4096}},
+         "train": {"timesteps": 163840}, "eval": {"episodes": 3}, "seeds": [0]}  # fmt: skip
+    return _run(m, tmp, min(180, _left()), "run")
+
+
+def sb3(tmp: Path) -> dict[str, object]:
+    out = {}
+    for device in ("cuda", "cpu"):
+        m = {"rlcrate": 1, "name": f"gpu-sb3-{device}", "env": {"backend": "envpool",
+             "id": "CartPole-v1"}, "parallel": {"envs": 16},
+             "algo": {"name": "PPO", "device": device, "params": {"n_steps": 128}},
+             "train": {"timesteps": 40960}, "eval": {"episodes": 3}, "seeds": [0]}  # fmt: skip
+        out[device] = _run(m, tmp, min(90, _left()), "run")
+    return out
+
+
+def scaling(tmp: Path) -> dict[str, object]:
+    sweep = {"parallel.workers": [1, 2, 4, 8, 16]}
+    envpool = {"rlcrate": 1, "name": "gpu-envpool", "env": {"backend": "envpool",
+               "id": "Pong-v5"}, "parallel": {"envs": 16, "workers": 1},
+               "bench": {"steps": 20000, "repeats": 2, "train": False, "sweep": sweep}}  # fmt: skip
+    godot = {"rlcrate": 1, "name": "gpu-godot", "env": {"backend": "godot", "id": "ballchase"},
+             "parallel": {"envs": 16, "workers": 1},
+             "bench": {"steps": 8000, "repeats": 1, "train": False, "sweep": sweep}}  # fmt: skip
+    return {
+        "envpool": _run(envpool, tmp, min(90, _left()), "bench"),
+        "godot": _run(godot, tmp, min(90, _left()), "bench"),
+    }
+
+
+def main() -> None:
+    out_path = Path(sys.argv[1] if len(sys.argv) > 1 else "gpu-check.json")
+    result: dict[str, object] = {"started": time.time()}
+    with tempfile.TemporaryDirectory() as tmp:
+        where = Path(tmp)
+        steps = [
+            ("host", host),
+            ("brax", brax),
+            ("isaaclab", lambda: isaaclab(where)),
+            ("sb3", lambda: sb3(where)),
+            ("scaling", lambda: scaling(where)),
+        ]
+        for name, step in steps:
+            t = time.monotonic()
+            if _left() < 20:
+                result[name] = {"skipped": "out of time (DEADLINE_S)"}
+                continue
+            try:
+                result[name] = step()
+            except Exception as exc:  # a failed step is recorded; the others still run
+                result[name] = {"error": f"{type(exc).__name__}: {exc}"}
+            result[f"{name}_s"] = round(time.monotonic() - t, 1)
+            out_path.write_text(json.dumps(result, indent=2, default=str))
+    print(json.dumps(result, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()

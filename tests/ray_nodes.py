@@ -1,0 +1,98 @@
+"""A real two-node Ray cluster on this host for the tests: a head (127.0.0.1) and a worker node
+(127.0.0.2), each its own `ray start --block` process, stopped by killing exactly their process
+trees (never `ray stop`, which would take every Ray on the machine with it)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.helpers import children_of
+
+
+def ray_exe() -> str | None:
+    ray = Path(sys.executable).with_name("ray")
+    return str(ray) if ray.exists() else shutil.which("ray")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Node:
+    def __init__(self, args: list[str], tmp: Path, name: str):
+        self.log = open(tmp / f"{name}.log", "wb")  # noqa: SIM115 - closed in kill()
+        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+        self.proc = subprocess.Popen(
+            [ray_exe() or "ray", "start", "--block", "--disable-usage-stats", *args],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+        )
+
+    def kill(self) -> None:
+        """SIGKILL the node's whole process tree, as a machine that vanishes would."""
+        pids = [self.proc.pid, *children_of(self.proc.pid)]
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self.proc.wait()
+        self.log.close()
+
+
+def _wait_nodes(address: str, n: int, timeout: float = 300) -> None:
+    code = (
+        "import ray,sys; ray.init(address=sys.argv[1], log_to_driver=False); "
+        "print(sum(1 for x in ray.nodes() if x['Alive']))"
+    )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            out = subprocess.run(
+                [sys.executable, "-c", code, address], capture_output=True, text=True, timeout=120
+            )
+        except subprocess.TimeoutExpired:  # a loaded machine: ask again until the deadline
+            continue
+        if out.returncode == 0 and out.stdout.strip().splitlines()[-1] == str(n):
+            return
+        time.sleep(1)
+    raise RuntimeError(f"the Ray cluster at {address} never had {n} nodes alive")
+
+
+def start(tmp: Path, head_cpus: int, worker_cpus: int) -> tuple[str, Node, Node]:
+    port = free_port()
+    head = Node(
+        [
+            "--head",
+            f"--port={port}",
+            f"--num-cpus={head_cpus}",
+            "--node-ip-address=127.0.0.1",
+            "--include-dashboard=false",
+            f"--temp-dir={tmp / 'ray'}",
+        ],
+        tmp,
+        "head",
+    )
+    address = f"127.0.0.1:{port}"
+    worker = Node(
+        [f"--address={address}", f"--num-cpus={worker_cpus}", "--node-ip-address=127.0.0.2"],
+        tmp,
+        "worker",
+    )
+    try:
+        _wait_nodes(address, 2)
+    except Exception:
+        worker.kill()
+        head.kill()
+        raise
+    return address, head, worker

@@ -1,0 +1,119 @@
+"""The brax backend through the console script: bad input before any work, and (slow) real
+training of tiny budgets with Brax's own PPO and with SB3 through the VecEnv adapter.
+
+Brax lives in its own venv (make brax-env); the runner starts its units there. Most of a tiny
+run's time is XLA compilation, so the runs share a JAX compilation cache (a temporary folder).
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from runner.backends import brax
+from tests.helpers import rlcrate, run_dir_of
+
+pytestmark = [
+    pytest.mark.brax,
+    pytest.mark.skipif(brax.available() is not None, reason=f"brax: {brax.available()}"),
+]
+
+
+def brax_manifest(**over) -> dict:
+    m = {
+        "rlcrate": 1,
+        "name": "brax-t",
+        "env": {"backend": "brax", "id": "inverted_pendulum",
+                "kwargs": {"backend": "generalized", "episode_length": 50}},
+        "parallel": {"envs": 8},
+        "algo": {"name": "brax_ppo", "params": {
+            "unroll_length": 8, "batch_size": 8, "num_minibatches": 2, "num_updates_per_batch": 1,
+            "network": {"policy_hidden_layer_sizes": [16], "value_hidden_layer_sizes": [16]}}},
+        "train": {"timesteps": 1024},
+        "eval": {"episodes": 3},
+        "seeds": [0],
+    }  # fmt: skip
+    m.update(over)
+    return m
+
+
+@pytest.fixture(scope="module")
+def jax_cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("jax-cache")
+
+
+def _validate(write_manifest, m: dict):
+    return rlcrate("validate", str(write_manifest(m)))
+
+
+def test_unknown_env_id_suggests(write_manifest):
+    m = brax_manifest()
+    m["env"]["id"] = "inverted_pendulm"
+    out = _validate(write_manifest, m)
+    assert out.returncode == 2, out.stderr
+    assert "Did you mean 'inverted_pendulum'" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_bad_pipeline_and_ppo_param_and_workers(write_manifest):
+    m = brax_manifest(parallel={"envs": 8, "workers": 2})
+    m["env"]["kwargs"]["backend"] = "mjxx"
+    m["algo"]["params"]["unroll_lenght"] = 4
+    err = _validate(write_manifest, m).stderr
+    assert "env.kwargs.backend: 'mjxx' is not a Brax pipeline" in err
+    assert "params.unroll_lenght: brax_ppo has no argument 'unroll_lenght'; did you mean" in err
+    assert "set parallel.workers: 1" in err
+
+
+def test_brax_ppo_only_on_brax(write_manifest):
+    m = brax_manifest(env={"backend": "gymnasium", "id": "CartPole-v1"})
+    out = _validate(write_manifest, m)
+    assert out.returncode == 2
+    assert "brax_ppo runs only on the brax backend" in out.stderr
+
+
+def _run(write_manifest, tmp_path: Path, m: dict, out: str, cache: Path, monkeypatch) -> Path:
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(cache))
+    res = rlcrate("run", str(write_manifest(m, f"{out}.yaml")), "--out", str(tmp_path / out))
+    assert res.returncode == 0, res.stdout + res.stderr
+    return run_dir_of(tmp_path / out, m["name"]) / "units" / "default" / "seed-0"
+
+
+@pytest.mark.slow
+def test_brax_ppo_run_directory_and_same_seed(write_manifest, tmp_path, jax_cache, monkeypatch):
+    from runner.tb import read_curve
+
+    units = [
+        _run(write_manifest, tmp_path, brax_manifest(), f"r{i}", jax_cache, monkeypatch)
+        for i in range(2)
+    ]
+    status = json.loads((units[0] / "status.json").read_text())
+    assert status["state"] == "done" and status["timesteps_done"] >= 1024
+    assert status["python"]["executable"] == brax.interpreter() or brax.interpreter() is None
+    curve, problem = read_curve(units[0] / "tb", status["train_started"])
+    assert problem is None and curve is not None and len(curve.steps) > 0
+    assert curve.steps[-1] <= status["timesteps_done"]
+    with zipfile.ZipFile(units[0] / "model.zip") as z:
+        assert {"params.pkl", "config.json"} <= set(z.namelist())
+    evals = [json.loads((u / "eval.json").read_text()) for u in units]
+    assert evals[0]["n_episodes"] == 3 and evals[0]["seed"] == status["seeds"]["eval_env"]
+    assert all(0 < e["length"] <= 50 for e in evals[0]["episodes"])
+    assert evals[0]["episodes"] == evals[1]["episodes"]  # same seed, same result
+    params = [zipfile.ZipFile(u / "model.zip").read("params.pkl") for u in units]
+    assert params[0] == params[1]
+
+
+@pytest.mark.slow
+def test_sb3_through_the_vecenv_adapter(write_manifest, tmp_path, jax_cache, monkeypatch):
+    m = brax_manifest(
+        algo={"name": "PPO", "params": {"n_steps": 32, "batch_size": 64, "n_epochs": 1}},
+        train={"timesteps": 512},
+    )
+    unit = _run(write_manifest, tmp_path, m, "sb3", jax_cache, monkeypatch)
+    status = json.loads((unit / "status.json").read_text())
+    assert status["state"] == "done" and status["timesteps_done"] == 512
+    ev = json.loads((unit / "eval.json").read_text())
+    assert ev["n_episodes"] == 3 and all(0 < e["length"] <= 50 for e in ev["episodes"])
+    assert (unit / "model.zip").is_file() and list((unit / "tb").rglob("events.out.tfevents.*"))

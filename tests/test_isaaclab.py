@@ -1,0 +1,83 @@
+"""The isaaclab backend through the console script, in Isaac Lab's own Python 3.12 environment
+(`make isaaclab-env`); run by `make test-isaaclab` (marker `isaaclab`), skipped otherwise.
+
+On this CPU-only machine without network a manifest naming only the task id runs on the CPU
+with Newton (MuJoCo-Warp) and a local cartpole USD; the unit records those picks.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from runner.backends import isaaclab
+from tests.helpers import ROOT, rlcrate, run_dir_of
+
+pytestmark = [
+    pytest.mark.isaaclab,
+    pytest.mark.skipif(isaaclab.available() is not None, reason=f"{isaaclab.available()}"),
+]
+NO_GPU = not isaaclab.gpu_present()
+
+
+def cartpole(**over) -> dict:
+    m = {
+        "rlcrate": 1,
+        "name": "il-t",
+        "env": {"backend": "isaaclab", "id": "Isaac-Cartpole-Direct"},
+        "parallel": {"envs": 8},
+        "algo": {"name": "PPO", "params": {"n_steps": 16, "batch_size": 64, "n_epochs": 2}},
+        "train": {"timesteps": 256},
+        "eval": {"episodes": 2},
+        "seeds": [0],
+    }
+    m.update(over)
+    return m
+
+
+def test_unknown_task_suggests(write_manifest):
+    out = rlcrate("validate", str(write_manifest(cartpole(env={
+        "backend": "isaaclab", "id": "Isaac-Cartpol-Direct"}))))  # fmt: skip
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "Did you mean 'Isaac-Cartpole-Direct'" in out.stderr
+
+
+@pytest.mark.skipif(not NO_GPU, reason="checks the CPU-only machine's errors")
+def test_gpu_only_settings_on_a_cpu_machine(write_manifest):
+    env = {"backend": "isaaclab", "id": "Isaac-Cartpole-Direct", "kwargs": {"device": "cuda"}}
+    out = rlcrate("run", str(write_manifest(cartpole(env=env))), "--out", "/nonexistent/x")
+    assert out.returncode == 2
+    assert "env.kwargs.device: 'cuda' needs an NVIDIA GPU" in out.stderr
+    env["kwargs"] = {"cuda_graph": True}
+    out = rlcrate("validate", str(write_manifest(cartpole(env=env))))
+    assert out.returncode == 2 and "env.kwargs.cuda_graph: CUDA graphs needs an NVIDIA GPU" in (
+        out.stderr
+    )
+
+
+def test_missing_environment_is_one_line(write_manifest, monkeypatch):
+    monkeypatch.setenv("RLCRATE_PYTHON_ISAACLAB", str(ROOT / "no-such-env" / "bin" / "python"))
+    out = rlcrate("run", str(write_manifest(cartpole())))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "no-such-env" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_cartpole_trains_and_evaluates_on_this_cpu(write_manifest, tmp_path):
+    res = rlcrate("run", str(write_manifest(cartpole())), "--out", str(tmp_path), timeout=1800)
+    assert res.returncode == 0, res.stdout + res.stderr
+    run = run_dir_of(tmp_path, "il-t")
+    unit = run / "units" / "default" / "seed-0"
+    status = json.loads((unit / "status.json").read_text())
+    assert status["state"] == "done" and status["timesteps_done"] == 256
+    assert status["python"]["version"].startswith("3.12")
+    ev = json.loads((unit / "eval.json").read_text())
+    assert ev["n_episodes"] == 2 and ev["seed"] == status["seeds"]["eval_env"]
+    assert (unit / "model.zip").is_file() and list((unit / "tb").rglob("events.out.tfevents.*"))
+    picks = json.loads((unit / "isaaclab.json").read_text())
+    if NO_GPU:
+        assert picks["device"] == "cpu" and picks["physics"] == "newton_mjwarp"
+        assert picks["cuda_graph"] is False
+    prov = json.loads((run / "provenance.json").read_text())
+    assert "Isaac Lab 3.0.0" in json.dumps(prov)
