@@ -205,8 +205,8 @@ def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
 
 def preflight(manifest_path: Path, manifest: Manifest, executor: str, console: Console) -> None:
     """Before any unit: warn about what the machine cannot give, then build every variant's env
-    and model once (ManifestError, one line per variant, if one cannot be built). On Ray the
-    device is checked where the units land, not here."""
+    and model once (ManifestError, one line per variant, if one cannot be built). On a cluster
+    (Ray, Slurm) the device is not checked here, where the units do not run."""
     from runner import resources
     from runner.dry import construct
 
@@ -217,7 +217,7 @@ def preflight(manifest_path: Path, manifest: Manifest, executor: str, console: C
         name: unit_interpreter(variant["config"]["env"]["backend"])
         for name, variant in res["variants"].items()
     }
-    construct(manifest_path, check_device=executor != "ray", pythons=pythons)
+    construct(manifest_path, check_device=executor == "local", pythons=pythons)
 
 
 def _run_locked(

@@ -128,7 +128,7 @@ def cases(folder: Path, out: Path) -> list[Case]:
         Case("resume_missing_dir", ["run", str(ok), *o, "--resume", str(folder / "nope")]),
         Case("resume_not_a_run", ["run", str(ok), *o, "--resume", str(not_a_run)]),
         Case("bad_jobs", ["run", str(ok), "--jobs", "trian", *o]),
-        Case("bad_executor", ["run", str(ok), "--executor", "slurm", *o]),
+        Case("bad_executor", ["run", str(ok), "--executor", "nonsense", *o]),
         Case("validate_nothing", ["validate"]),
         Case("validate_dev_zero", ["validate", "/dev/zero"]),
         Case("report_missing", ["report", str(folder / "nope")]),
