@@ -48,6 +48,8 @@ fi
 [ -n "${LOCK_EXTRA_INDEX_URL:-}" ] && set -- "$@" --extra-index-url "$LOCK_EXTRA_INDEX_URL"
 [ -n "${LOCK_FIND_LINKS:-}" ] && set -- "$@" --find-links "$LOCK_FIND_LINKS"
 [ -f "$dir/overrides.txt" ] && set -- "$@" --override "$dir/overrides.txt"
+# One version set for what both images contain (images/shared.txt says why and how it is kept).
+set -- "$@" --constraint images/shared.txt
 
 # Left out of the lock (the image installs it with --no-deps, so the lock must be complete
 # otherwise): wget, an sdist-only dependency of godot-rl used only by its example downloader;

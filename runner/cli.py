@@ -1,6 +1,7 @@
 """The `rlcrate` command line. Commands are thin; the one place errors become exit codes is `main`.
 
-Exit status: 0 success, 1 a unit failed, 2 bad input (manifest, arguments), 130 interrupted.
+Exit status: 0 success, 1 a unit failed (or `reproduce` found a difference), 2 bad input
+(manifest, arguments, a refused archive), 3 `expect:` claims not met, 130 interrupted.
 Heavy modules are imported inside the commands so `rlcrate --help` stays fast.
 """
 
@@ -152,6 +153,7 @@ def _run(
     resume: Path | None,
     ray_address: str | None,
     cluster: Any = None,
+    expect: bool = True,
 ) -> None:
     from runner.executors import EXECUTORS
     from runner.orchestrate import RunOptions, parse_jobs, run
@@ -166,15 +168,28 @@ def _run(
     if image:
         from runner.images.run import run_in_image
 
-        if resume is not None:
-            raise typer.BadParameter(
-                "resuming inside an image is not supported yet; resume without --image",
-                param_hint="--resume",
-            )
-        args = ["--jobs", jobs, "--executor", executor]
+        args = ["--jobs", jobs, "--executor", executor, *([] if expect else ["--no-expect"])]
+        if resume is not None:  # the run's parent folders become /out; its units resume there
+            out, inner = _resume_in_image(resume)
+            args += ["--resume", inner]
         raise typer.Exit(run_in_image(manifest, image, out, args))
     opts = RunOptions(job_list, executor, out, resume, ray_address, cluster=cluster)
-    run(manifest, opts, _console())
+    run_dir = run(manifest, opts, _console())
+    if expect and "eval" in job_list and not getattr(cluster, "detach", False):
+        from runner.expect import gate
+
+        gate(run_dir)
+
+
+def _resume_in_image(resume: Path) -> tuple[Path, str]:
+    """(the folder to mount as the image's output folder, the run directory's path inside)."""
+    from runner.errors import UserInputError
+    from runner.images.engine import OUT_DIR
+
+    run_dir = resume.resolve()
+    if not (run_dir / "resolved.yaml").is_file():
+        raise UserInputError(f"--resume {resume}: not a run directory (no resolved.yaml)")
+    return run_dir.parent.parent, f"{OUT_DIR}/{run_dir.parent.name}/{run_dir.name}"
 
 
 @app.command("run")
@@ -194,10 +209,18 @@ def run_cmd(
     time: cc.TimeOpt = None,
     sbatch: cc.SbatchOpt = None,
     detach: cc.DetachOpt = False,
+    expect: Annotated[
+        bool,
+        typer.Option(
+            "--expect/--no-expect",
+            help="Exit with status 3 when an expect: claim does not hold (--no-expect: report "
+            "only).",
+        ),
+    ] = True,
 ) -> None:
     """Run the manifest's jobs for every (variant, seed) unit; print progress and a summary."""
     cluster = cc.cluster_settings(executor, profile, partition, account, time, sbatch, detach)
-    _run(manifest, jobs, executor, image, out, resume, ray_address, cluster)
+    _run(manifest, jobs, executor, image, out, resume, ray_address, cluster, expect)
 
 
 @app.command("status")
@@ -316,36 +339,6 @@ def report_cmd(
     typer.echo(f"report: {path}")
 
 
-@app.command("archive")
-def archive_cmd(
-    run_dir: RunDirArg,
-    output: Annotated[
-        Path, typer.Option("--output", "-o", help="The .tar.gz to write.", dir_okay=False)
-    ],
-    models: Annotated[bool, typer.Option(help="Include model.zip and checkpoints.")] = True,
-) -> None:
-    """Bundle a run directory for a paper."""
-    from runner.archive import archive
-
-    typer.echo(f"archive: {archive(run_dir, output, models=models)}")
-
-
-@app.command("reproduce")
-def reproduce_cmd(
-    archive_file: Annotated[
-        Path,
-        typer.Argument(help="An archive made by `rlcrate archive`.", exists=True, dir_okay=False),
-    ],
-    out: OutOpt = Path("runs"),
-    executor: ExecutorOpt = "local",
-) -> None:
-    """Rerun an archived run and compare its results and expectations with the original."""
-    from runner.archive import reproduce
-
-    ok = reproduce(archive_file, out, executor, _console())
-    raise typer.Exit(0 if ok else 1)
-
-
 @app.command("doctor")
 def doctor_cmd() -> None:
     """What this machine has: backends, Godot, container engines, GPU/driver, CPUs."""
@@ -372,6 +365,15 @@ def _add_image_app() -> None:
 
 
 _add_image_app()
+
+
+def _add_reproducibility_commands() -> None:
+    from runner.cli_repro import register
+
+    register(app)
+
+
+_add_reproducibility_commands()
 
 
 def main() -> None:

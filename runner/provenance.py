@@ -95,6 +95,16 @@ def backend_programs(backends: set[str]) -> dict[str, Any]:
     return out
 
 
+def _determinism(backends: set[str]) -> dict[str, Any]:
+    """`rlcrate check-determinism` results recorded for this environment and these backends."""
+    try:
+        from runner.determinism import recorded
+
+        return recorded(backends)
+    except Exception as exc:  # provenance records what it can
+        return {"error": str(exc)}
+
+
 def collect(
     argv: list[str], manifest_path: Path, backends: set[str], interpreters: dict[str, str]
 ) -> dict[str, Any]:
@@ -132,6 +142,7 @@ def collect(
             "digest": os.environ.get("RLCRATE_IMAGE_DIGEST"),
         },
         "packages": pkgs,
+        "determinism": _determinism(backends),
         "started": time.time(),
         "started_iso": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "finished": None,

@@ -15,7 +15,7 @@ from runner.images.engine import detect_engine, resolve_target
 
 def source_root() -> Path:
     """The checkout holding the Dockerfiles (images are built from source, not from a wheel)."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]  # runner/images/build.py -> the checkout
     if not (root / "Dockerfile.cpu").is_file():
         raise UserInputError(
             f"building images needs an rlcrate source checkout; no Dockerfile.cpu in {root}"

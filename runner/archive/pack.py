@@ -1,0 +1,234 @@
+"""`rlcrate archive RUN_DIR -o FILE`: a deterministic, checksummed tar.gz of a run.
+
+Deterministic: the same run archived twice gives byte-identical files (entries sorted, mtime 0,
+owner 0:0 with no names, fixed modes, no gzip timestamp or file name, no archiving time inside).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from runner import __version__
+from runner.archive.layout import (
+    ARCHIVE_FORMAT,
+    INDEX,
+    MODEL_PARTS,
+    SKIPPED_NAMES,
+    SUMS,
+    TB_PARTS,
+)
+from runner.errors import UserInputError
+from runner.manifest.parse import read_yaml
+from runner.rundir import read_json, read_status
+
+CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class ArchiveOptions:
+    models: bool = True
+    tensorboard: bool = True
+    incomplete: bool = False  # archive a run with failed or interrupted units, marked as such
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def run_files(run_dir: Path, opts: ArchiveOptions) -> list[str]:
+    """The run's regular files to archive, as sorted POSIX paths relative to the run directory."""
+    out = []
+    for path in run_dir.rglob("*"):
+        rel = path.relative_to(run_dir)
+        parts = rel.parts
+        if path.is_symlink() or not path.is_file() or any(p.startswith(".") for p in parts):
+            continue  # temporary files of atomic writes, links: never archived
+        if rel.name in SKIPPED_NAMES and parts[0] == "units":
+            continue
+        if (not opts.models and any(p in MODEL_PARTS for p in parts)) or (
+            not opts.tensorboard and any(p in TB_PARTS for p in parts)
+        ):
+            continue
+        out.append(rel.as_posix())
+    return sorted(out)
+
+
+def unit_states(run_dir: Path, res: dict[str, Any]) -> dict[str, str]:
+    if not (run_dir / "units").is_dir():
+        return {}  # a bench-only run has no units
+    return {
+        f"{v}/seed-{s}": str(
+            read_status(run_dir / "units" / v / f"seed-{s}").get("state", "pending")
+        )
+        for v in res["variants"]
+        for s in res["seeds"]
+    }
+
+
+def check_finished(run_dir: Path, states: dict[str, str], opts: ArchiveOptions) -> list[str]:
+    """Refuse a run in progress; refuse failed units unless --incomplete (then return them)."""
+    waiting = [k for k, s in states.items() if s in ("pending", "running")]
+    if waiting:
+        raise UserInputError(
+            f"{run_dir}: {len(waiting)} unit(s) not finished ({waiting[0]}: "
+            f"{states[waiting[0]]}); finish or resume the run before archiving it"
+        )
+    bad = [k for k, s in states.items() if s != "done"]
+    if bad and not opts.incomplete:
+        raise UserInputError(
+            f"{run_dir}: {len(bad)} unit(s) did not finish ({bad[0]}: {states[bad[0]]}); "
+            "resume the run, or pass --incomplete to archive it marked incomplete"
+        )
+    return bad
+
+
+def game_hashes(res: dict[str, Any]) -> dict[str, Any]:
+    """SHA-256 of every file of each Godot game (bundled, project folder or exported binary)."""
+    out: dict[str, Any] = {}
+    envs = {
+        v["config"]["env"]["id"]: v["config"]["env"]
+        for v in res["variants"].values()
+        if v["config"]["env"]["backend"] == "godot"
+    }
+    for env_id, env in sorted(envs.items()):
+        try:
+            from runner.backends.godot import _target
+            from runner.manifest.schema import EnvSpec
+
+            kind, path = _target(EnvSpec.model_validate(env))
+        except Exception as exc:  # the game may be gone; the archive records that
+            out[env_id] = {"error": str(exc)}
+            continue
+        files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+        out[env_id] = {
+            "kind": kind,
+            "files": {
+                (p.name if path.is_file() else p.relative_to(path).as_posix()): sha256_file(p)
+                for p in files
+            },
+        }
+    return out
+
+
+def extra_files(prov: dict[str, Any]) -> dict[str, bytes]:
+    """Environment files made for the archive: installed packages, and the image's lock."""
+    pkgs = prov.get("packages") or {}
+    out = {"environment/packages.txt": "".join(f"{n}=={v}\n" for n, v in pkgs.items()).encode()}
+    lock = Path("/opt/rlcrate/requirements.lock")  # where the images keep their lock
+    if (prov.get("image") or {}).get("tag") and lock.is_file():
+        out["environment/requirements.lock"] = lock.read_bytes()
+    return out
+
+
+def _tarinfo(name: str, size: int) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.size, info.mtime, info.mode = size, 0, 0o644
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    return info
+
+
+def _stream(tar: tarfile.TarFile, name: str, data: bytes | Path) -> None:
+    if isinstance(data, bytes):
+        tar.addfile(_tarinfo(name, len(data)), io.BytesIO(data))
+        return
+    with data.open("rb") as f:
+        tar.addfile(_tarinfo(name, os.fstat(f.fileno()).st_size), f)
+
+
+def _index(
+    run_dir: Path,
+    res: dict[str, Any],
+    prov: dict[str, Any],
+    states: dict[str, str],
+    sizes: dict[str, int],
+    opts: ArchiveOptions,
+) -> dict[str, Any]:
+    bad = {k: s for k, s in states.items() if s != "done"}
+    return {
+        "kind": "rlcrate-archive",
+        "format": ARCHIVE_FORMAT,
+        "written_by": f"rlcrate {__version__}",
+        "run": {
+            "name": res["name"],
+            "run_id": run_dir.name,
+            "manifest_format": res.get("rlcrate"),
+            "complete": not bad,
+            "not_done": bad,
+            "units": len(states),
+        },
+        "contains": {
+            "models": opts.models,
+            "tensorboard": opts.tensorboard,
+            "files": len(sizes) + 2,
+            "bytes": sum(sizes.values()),
+        },
+        "ran_with": {
+            "rlcrate": prov.get("rlcrate"),
+            "image": prov.get("image"),
+            "python": (prov.get("python") or {}).get("version"),
+            "determinism": prov.get("determinism"),
+        },
+        "lock": "environment/requirements.lock"
+        if "environment/requirements.lock" in sizes
+        else "environment/packages.txt",
+        "game": game_hashes(res),
+        "sizes": sizes,
+    }
+
+
+def archive(run_dir: Path, output: Path, opts: ArchiveOptions) -> dict[str, Any]:
+    """Write the archive atomically; returns its index. Refuses a run that is not finished."""
+    res_path = run_dir / "resolved.yaml"
+    if not res_path.is_file():
+        raise UserInputError(f"{run_dir}: not a run directory (no resolved.yaml)")
+    res, _ = read_yaml(res_path)
+    prov = read_json(run_dir / "provenance.json") or {}
+    states = unit_states(run_dir, res)
+    check_finished(run_dir, states, opts)
+    entries: dict[str, bytes | Path] = {rel: run_dir / rel for rel in run_files(run_dir, opts)}
+    entries.update(extra_files(prov))
+    entries = dict(sorted(entries.items()))
+    sums, sizes = {}, {}
+    for name, data in entries.items():
+        if isinstance(data, bytes):
+            sums[name], sizes[name] = hashlib.sha256(data).hexdigest(), len(data)
+        else:
+            sums[name], sizes[name] = sha256_file(data), data.stat().st_size
+    index = _index(run_dir, res, prov, states, sizes, opts)
+    index_bytes = (json.dumps(index, indent=2, sort_keys=True) + "\n").encode()
+    sums = {INDEX: hashlib.sha256(index_bytes).hexdigest(), **sums}
+    sums_bytes = "".join(f"{h}  {n}\n" for n, h in sums.items()).encode()
+    _write(output, run_dir.name, {INDEX: index_bytes, SUMS: sums_bytes, **entries})
+    return index
+
+
+def _write(output: Path, top: str, entries: dict[str, bytes | Path]) -> None:
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("wb") as raw:
+            with (
+                gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz,
+                tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
+            ):
+                for name, data in entries.items():
+                    _stream(tar, f"{top}/{name}", data)
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.replace(tmp, output)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

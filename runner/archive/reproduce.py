@@ -1,0 +1,281 @@
+"""`rlcrate reproduce FILE`: verify, diff the environment, rerun all units or a sample, compare
+per unit and per variant, re-check `expect:`, and end with one verdict line.
+
+Only after the whole archive verified is anything written: the archived manifest, into a
+temporary folder removed on exit (Ctrl-C included), and the rerun's own run directory under
+`--out`, whose `reproduce.json` is written last and atomically.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from runner.archive import envdiff
+from runner.archive.verdict import (
+    IDENTICAL,
+    TEST_NAME,
+    WITHIN,
+    VariantResult,
+    judge,
+    overall,
+    unit_result,
+)
+from runner.archive.verify import Verified, verify
+from runner.errors import UnitFailed, UserInputError
+from runner.manifest.parse import parse_yaml
+from runner.rundir import read_json, write_json_atomic
+
+
+@dataclass
+class ReproduceOptions:
+    out: Path = Path("runs")
+    executor: str = "local"
+    units: int | None = None
+    seeds: list[int] | None = None
+    image: str | None = None
+    alpha: float = 0.05
+
+
+def _done_seeds(v: Verified, res: dict[str, Any]) -> list[int]:
+    not_done = set((v.index.get("run") or {}).get("not_done") or {})
+    return [
+        s
+        for s in res["seeds"]
+        if all(f"{var}/seed-{s}" not in not_done for var in res["variants"])
+        and all(f"units/{var}/seed-{s}/eval.json" in v.files for var in res["variants"])
+    ]
+
+
+def pick_seeds(v: Verified, res: dict[str, Any], opts: ReproduceOptions) -> list[int]:
+    """The seeds to rerun: every variant of each, so comparisons stay paired."""
+    done = _done_seeds(v, res)
+    if not done:
+        raise UserInputError(f"{v.path}: the archived run has no seed whose units all finished")
+    if opts.seeds:
+        bad = [s for s in opts.seeds if s not in done]
+        if bad:
+            raise UserInputError(
+                f"--seeds: seed {bad[0]} is not a finished seed of the archived run "
+                f"(finished: {', '.join(map(str, done))})"
+            )
+        return list(opts.seeds)
+    if opts.units:
+        return done[: math.ceil(opts.units / len(res["variants"]))]
+    return done
+
+
+def _check_manifest(v: Verified, res: dict[str, Any], tmp: Path) -> None:
+    """The archived manifest.yaml must resolve to the archived resolved.yaml."""
+    from runner.manifest import load_manifest, resolved
+
+    path = tmp / "manifest.yaml"
+    path.write_bytes(v.files["manifest.yaml"])
+    # the interpreter each variant ran with is a fact of the run's machine, not of the manifest
+    variants = {
+        n: {k: x for k, x in var.items() if k != "interpreter"}
+        for n, var in res["variants"].items()
+    }
+    if resolved(load_manifest(path)) != {**res, "variants": variants}:
+        raise UserInputError(
+            f"{v.path}: refused, its manifest.yaml does not resolve to its resolved.yaml "
+            "(edited after the run, or another rlcrate version); nothing was rerun"
+        )
+
+
+def _derived_manifest(v: Verified, seeds: list[int], tmp: Path, name: str) -> Path:
+    text = v.files["manifest.yaml"].decode("utf-8", "replace")
+    data = parse_yaml(text, f"{v.path}:manifest.yaml")[0]
+    data["seeds"] = seeds
+    path = tmp / "rerun" / f"{name}.yaml"
+    path.parent.mkdir()
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _rerun(manifest: Path, name: str, opts: ReproduceOptions, console: Console) -> Path:
+    from runner.orchestrate import RunOptions, run
+
+    before = set((opts.out / name).glob("*")) if (opts.out / name).is_dir() else set()
+    if opts.image is None:
+        try:
+            return run(
+                manifest,
+                RunOptions(["train", "eval"], opts.executor, opts.out, report=False),
+                console,
+            )
+        except UnitFailed as exc:  # compared below: its units have no eval result
+            console.print(f"[red]{escape(str(exc))}[/]")
+            return _newest(opts.out / name, before)
+    from runner.images.run import run_in_image
+
+    run_in_image(
+        manifest,
+        opts.image,
+        opts.out,
+        ["--jobs", "train,eval", "--executor", opts.executor, "--no-expect"],
+    )
+    return _newest(opts.out / name, before)
+
+
+def _newest(parent: Path, before: set[Path]) -> Path:
+    new = sorted(p for p in parent.glob("*") if p not in before and p.is_dir())
+    if not new:
+        raise UserInputError(f"the rerun left no run directory under {parent}")
+    return new[-1]
+
+
+def compare(
+    v: Verified,
+    res: dict[str, Any],
+    seeds: list[int],
+    run_dir: Path,
+    alpha: float,
+    same_env: bool,
+) -> list[VariantResult]:
+    from runner.determinism import level
+
+    recorded = (v.json("provenance.json") or {}).get("determinism")
+    per_test = alpha / len(res["variants"])
+    out = []
+    for name, variant in res["variants"].items():
+        lvl, why = level(variant["config"], recorded)
+        vr = VariantResult(name, lvl, why)
+        old_eps: list[float] = []
+        new_eps: list[float] = []
+        for seed in seeds:
+            key = f"units/{name}/seed-{seed}"
+            old, new = v.json(f"{key}/eval.json"), read_json(run_dir / key / "eval.json")
+            vr.units.append(unit_result(f"{name}/seed-{seed}", seed, old, new))
+            old_eps += [e["return"] for e in (old or {}).get("episodes", [])]
+            new_eps += [e["return"] for e in (new or {}).get("episodes", [])]
+        judge(vr, old_eps, new_eps, per_test, same_env)
+        out.append(vr)
+    return out
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.6g}"
+
+
+def units_table(results: list[VariantResult]) -> Table:
+    table = Table(title="reproduction, per unit (eval mean return)")
+    for col in ("unit", "archived", "rerun", "rerun - archived", "returns identical"):
+        table.add_column(col)
+    for vr in results:
+        for u in vr.units:
+            table.add_row(
+                u.key, _fmt(u.archived), _fmt(u.rerun), _fmt(u.diff), "yes" if u.identical else "no"
+            )
+    return table
+
+
+def print_env(console: Console, rows: list[envdiff.Row]) -> None:
+    same = ", ".join(r.what for r in rows if r.same)
+    console.print(f"environment, same as archived: {escape(same)}")
+    differ = [r for r in rows if not r.same]
+    if not differ:
+        return
+    table = Table(title="environment: what differs from the archived run")
+    for col in ("what", "archived", "here"):
+        table.add_column(col)
+    for r in differ:
+        table.add_row(r.what, r.archived, r.here)
+    console.print(table)
+
+
+def expect_lines(run_dir: Path) -> list[str]:
+    """One line per `expect:` claim of the rerun that does not hold."""
+    from runner.expect import unmet
+
+    return unmet(read_json(run_dir / "summary.json") or {})
+
+
+def _verdict_line(
+    results: list[VariantResult], unmet_lines: list[str], n_units: int, alpha: float
+) -> tuple[str, bool]:
+    verdict = overall(results)
+    tested = [r for r in results if r.p_value is not None]
+    how = (
+        f"{TEST_NAME}, alpha {alpha:g} over {len(results)} variant(s)"
+        if tested
+        else "eval returns compared exactly"
+    )
+    claims = f"expect: {len(unmet_lines)} not met" if unmet_lines else "expect: met"
+    ok = verdict in (IDENTICAL, WITHIN) and not unmet_lines
+    return f"verdict: {verdict} ({n_units} unit(s) rerun; {how}; {claims})", ok
+
+
+def _environment(v: Verified, res: dict[str, Any], run_dir: Path) -> list[envdiff.Row]:
+    """Archived vs rerun environment, from the rerun's own provenance (inside an image, that
+    is the image's), else from this process."""
+    from runner.archive.pack import game_hashes
+
+    backends = {x["config"]["env"]["backend"] for x in res["variants"].values()}
+    here = read_json(run_dir / "provenance.json") or envdiff.current(backends)
+    return envdiff.diff(
+        v.json("provenance.json") or {}, here, v.index.get("game"), game_hashes(res)
+    )
+
+
+def reproduce(archive_file: Path, opts: ReproduceOptions, console: Console) -> bool:
+    """Verify, rerun, compare; print the tables and one verdict line; True when it holds."""
+    v = verify(archive_file)
+    res = v.yaml("resolved.yaml")
+    if not isinstance(res, dict) or "variants" not in res:
+        raise UserInputError(f"{archive_file}: the archive holds no resolved.yaml")
+    seeds = pick_seeds(v, res, opts)
+    console.print(
+        f"verified: {archive_file} ({len(v.sums) + 1} files, SHA-256 all match; "
+        f"{v.index.get('written_by')}, run {v.top})"
+    )
+    with tempfile.TemporaryDirectory(prefix="rlcrate-reproduce-") as tmp:
+        _check_manifest(v, res, Path(tmp))
+        manifest = _derived_manifest(v, seeds, Path(tmp), res["name"])
+        run_dir = _rerun(manifest, res["name"], opts, console)
+    rows = _environment(v, res, run_dir)
+    print_env(console, rows)
+    same_env = envdiff.same_platform(rows)
+    results = compare(v, res, seeds, run_dir, opts.alpha, same_env)
+    console.print(units_table(results))
+    for r in results:
+        test = (
+            f"; {TEST_NAME}: {r.note}"
+            if r.p_value is not None
+            else (f"; {r.note}" if r.note else "")
+        )
+        console.print(
+            f"{escape(r.name)}: {r.verdict} (level {r.level}: {escape(r.why)}"
+            f"{'' if same_env else '; environment differs'}{escape(test)})",
+            soft_wrap=True,
+        )
+    lines = expect_lines(run_dir)
+    for line in lines:
+        console.print(escape(line))
+    n_units = sum(len(r.units) for r in results)
+    line, ok = _verdict_line(results, lines, n_units, opts.alpha)
+    write_json_atomic(
+        run_dir / "reproduce.json",
+        {
+            "archive": str(archive_file.resolve()),
+            "archived_run": v.top,
+            "seeds": seeds,
+            "environment": [r.__dict__ for r in rows],
+            "same_environment": same_env,
+            "variants": [{**r.__dict__, "units": [u.__dict__ for u in r.units]} for r in results],
+            "expect_not_met": lines,
+            "verdict": overall(results),
+            "holds": ok,
+            "line": line,
+        },
+    )
+    console.print(f"[bold]{escape(line)}[/]", soft_wrap=True)  # one line, whatever the width
+    return ok

@@ -1,0 +1,246 @@
+"""`rlcrate archive` and the refusals of `rlcrate reproduce`, on a real run's archive altered
+one way at a time. Every refusal must come before anything is extracted or rerun."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import tarfile
+import time
+
+import pytest
+import yaml
+
+from tests.archive_tools import INDEX, SUMS, altered, members, resum, write
+from tests.helpers import rlcrate, run_dir_of, tiny_manifest
+
+pytestmark = [pytest.mark.slow, pytest.mark.gymnasium]  # one real training run per module
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("run")
+    path = tmp / "tiny.yaml"
+    path.write_text(yaml.safe_dump(tiny_manifest(seeds=[0, 1], train__checkpoint_every=256)))
+    out = rlcrate("run", str(path), "--out", str(tmp / "runs"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    return run_dir_of(tmp / "runs", "tiny")
+
+
+@pytest.fixture(scope="module")
+def bundle(run, tmp_path_factory):
+    path = tmp_path_factory.mktemp("bundle") / "tiny.tar.gz"
+    out = rlcrate("archive", str(run), "-o", str(path))
+    assert out.returncode == 0, out.stderr
+    return path
+
+
+def test_archive_is_deterministic_and_checksummed(run, bundle, tmp_path):
+    again = tmp_path / "again.tar.gz"
+    assert rlcrate("archive", str(run), "-o", str(again)).returncode == 0
+    assert again.read_bytes() == bundle.read_bytes()  # byte-identical
+    with tarfile.open(bundle) as tar:
+        infos = tar.getmembers()
+        names = [m.name.partition("/")[2] for m in infos]
+        tar.extractall(tmp_path / "x", filter="data")
+    assert names[:2] == [INDEX, SUMS] and names[2:] == sorted(names[2:])
+    assert all(m.mtime == 0 and m.uid == 0 and m.uname == "" and m.isreg() for m in infos)
+    for want in (
+        "manifest.yaml",
+        "resolved.yaml",
+        "provenance.json",
+        "summary.json",
+        "report.md",
+        "environment/packages.txt",
+        "units/default/seed-1/eval.json",
+        "units/default/seed-1/status.json",
+        "units/default/seed-0/model.zip",
+    ):
+        assert want in names, want
+    # a reviewer can check it with standard tools
+    check = subprocess.run(
+        ["sha256sum", "--check", "--strict", SUMS],
+        cwd=tmp_path / "x" / run.name,
+        capture_output=True,
+        text=True,
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    index = json.loads((tmp_path / "x" / run.name / INDEX).read_text())
+    assert index["written_by"].startswith("rlcrate ") and index["run"]["complete"] is True
+    assert index["contains"]["models"] is True and index["run"]["units"] == 2
+
+
+def test_archive_without_models_and_tensorboard(run, bundle, tmp_path):
+    small = tmp_path / "small.tar.gz"
+    out = rlcrate("archive", str(run), "-o", str(small), "--no-models", "--no-tensorboard")
+    assert out.returncode == 0, out.stderr
+    _, files = members(small)
+    assert not [n for n in files if n.endswith(".zip") or "/tb/" in n]
+    assert json.loads(files[INDEX])["contains"]["models"] is False
+    assert small.stat().st_size < bundle.stat().st_size
+
+
+def test_archive_refuses_unfinished_and_marks_incomplete(run, tmp_path):
+    import shutil
+
+    copy = tmp_path / run.name
+    shutil.copytree(run, copy)
+    status = copy / "units/default/seed-1/status.json"
+    data = json.loads(status.read_text())
+    for state, flag, code in (("running", "--incomplete", 2), ("failed", None, 2)):
+        status.write_text(json.dumps({**data, "state": state}))
+        out = rlcrate(
+            "archive", str(copy), "-o", str(tmp_path / "a.tar.gz"), *([flag] if flag else [])
+        )
+        assert out.returncode == code and "seed-1" in out.stderr, out.stderr
+        assert not list(tmp_path.glob("*.tar.gz")) and not list(tmp_path.glob(".*tmp"))
+    out = rlcrate("archive", str(copy), "-o", str(tmp_path / "a.tar.gz"), "--incomplete")
+    assert out.returncode == 0 and "marked incomplete" in out.stdout
+    index = json.loads(members(tmp_path / "a.tar.gz")[1][INDEX])
+    assert index["run"]["complete"] is False
+    assert index["run"]["not_done"] == {"default/seed-1": "failed"}
+
+
+def _flip_digit(data: bytes) -> bytes:
+    """The same bytes with their last digit changed: same size, different content."""
+    i = max(data.rfind(d) for d in b"0123456789")
+    return data[:i] + (b"1" if data[i : i + 1] != b"1" else b"2") + data[i + 1 :]
+
+
+def _edit(name, fn):
+    def edit(files):
+        files[name] = fn(files[name])
+
+    return edit
+
+
+def _json_edit(name, fn):
+    return _edit(name, lambda b: json.dumps(fn(json.loads(b))).encode())
+
+
+def _drop(name):
+    def edit(files):
+        del files[name]
+
+    return edit
+
+
+def _add(name, data):
+    def edit(files):
+        files[name] = data
+
+    return edit
+
+
+def _raw_entry(kind: str):
+    def extra(tar: tarfile.TarFile) -> None:
+        top = tar.getnames()[0].split("/")[0]
+        info = tarfile.TarInfo(
+            {"abs": "/etc/evil", "dotdot": f"{top}/../evil"}.get(kind, f"{top}/evil")
+        )
+        if kind == "symlink":
+            info.type, info.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        elif kind == "hardlink":
+            info.type, info.linkname = tarfile.LNKTYPE, f"{top}/manifest.yaml"
+        tar.addfile(info, io.BytesIO(b"") if kind in ("abs", "dotdot") else None)
+
+    return extra
+
+
+EVAL = "units/default/seed-0/eval.json"
+ALTERED = {
+    # name: (edit, recompute the checksums like a forger, expected words in the refusal)
+    "eval-altered": (
+        _edit(EVAL, _flip_digit),
+        False,
+        f"{EVAL} does not match its SHA-256",
+    ),
+    "eval-resized": (
+        _json_edit(EVAL, lambda e: {**e, "mean": e["mean"] + 1.5}),
+        False,
+        "the index says",
+    ),
+    "model-altered": (
+        _edit("units/default/seed-0/model.zip", lambda b: b[:-1] + b"x"),
+        False,
+        "model.zip does not match",
+    ),
+    "manifest-edited": (
+        _edit("manifest.yaml", lambda b: b.replace(b"512", b"513")),
+        False,
+        "manifest.yaml does not match",
+    ),
+    "manifest-edited-resummed": (
+        _edit("manifest.yaml", lambda b: b.replace(b"512", b"1024")),
+        True,
+        "does not resolve to its resolved.yaml",
+    ),
+    "missing-file": (
+        _drop("summary.json"),
+        False,
+        "summary.json is listed in SHA256SUMS but missing",
+    ),
+    "extra-file": (
+        _add("units/default/seed-0/extra.txt", b"hello"),
+        False,
+        "extra.txt is not listed in SHA256SUMS",
+    ),
+    "index-altered": (
+        _json_edit(INDEX, lambda i: {**i, "written_by": "me"}),
+        False,
+        f"{INDEX} does not match",
+    ),
+    "newer-manifest": (
+        _edit("manifest.yaml", lambda b: b.replace(b"rlcrate: 1", b"rlcrate: 2")),
+        True,
+        "manifest is in format rlcrate: 2",
+    ),
+    "newer-archive": (_json_edit(INDEX, lambda i: {**i, "format": 2}), True, "archive format 2"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ALTERED))
+def test_reproduce_refuses_altered_archive(bundle, tmp_path, case):
+    edit, sums, words = ALTERED[case]
+    bad = altered(bundle, tmp_path / f"{case}.tar.gz", edit, sums=sums)
+    _assert_refused(bad, tmp_path, words)
+
+
+@pytest.mark.parametrize("kind", ["abs", "dotdot", "symlink", "hardlink"])
+def test_reproduce_refuses_unsafe_entries(bundle, tmp_path, kind):
+    top, files = members(bundle)
+    bad = write(tmp_path / f"{kind}.tar.gz", top, files, extra=_raw_entry(kind))
+    words = {
+        "abs": "unsafe path",
+        "dotdot": "unsafe path",
+        "symlink": "link entry",
+        "hardlink": "link entry",
+    }[kind]
+    _assert_refused(bad, tmp_path, words)
+
+
+def test_reproduce_refuses_truncated_stream(bundle, tmp_path):
+    bad = tmp_path / "cut.tar.gz"
+    bad.write_bytes(bundle.read_bytes()[: bundle.stat().st_size // 2])
+    _assert_refused(bad, tmp_path, "truncated")
+
+
+def test_reproduce_refuses_expansion_bomb(bundle, tmp_path):
+    """200 MiB of zeros, listed with its true checksum: a ~0.2 MiB addition to the archive."""
+    top, files = members(bundle)
+    files = resum({**files, "units/default/seed-0/zeros.bin": bytes(200 * 2**20)})
+    bad = write(tmp_path / "bomb.tar.gz", top, files)
+    assert bad.stat().st_size < 2 * 2**20
+    t0 = time.monotonic()
+    _assert_refused(bad, tmp_path, "would expand to more than")
+    assert time.monotonic() - t0 < 30  # refused from the headers, not after inflating it all
+
+
+def _assert_refused(bad, tmp_path, words):
+    out_dir = tmp_path / "rerun"
+    out = rlcrate("reproduce", str(bad), "--out", str(out_dir))
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "refused" in out.stderr and words in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    assert not out_dir.exists()  # nothing extracted, nothing rerun

@@ -1,0 +1,98 @@
+"""`rlcrate check-determinism`: two real attempts per backend compared step by step; the
+comparison and the level `reproduce` uses, on fixed inputs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from runner import determinism
+from runner.check_determinism import first_divergence
+from tests.helpers import ROOT, rlcrate, run_dir_of, tiny_manifest
+
+
+def _attempt(rows, params="p"):
+    return {"steps": [list(r) for r in rows], "params": params}
+
+
+def test_first_divergence_names_step_and_stream():
+    a = _attempt([("o0", "", ""), ("o1", "a0", "r0"), ("o2", "a1", "r1")])
+    assert first_divergence(a, a) is None
+    b = _attempt([("o0", "", ""), ("o1", "a0", "r0"), ("o2", "a1", "rX")])
+    assert first_divergence(a, b) == {"step": 2, "in": ["rewards"]}
+    c = _attempt([("o0", "", ""), ("oX", "aX", "r0"), ("o2", "a1", "r1")])
+    assert first_divergence(a, c) == {"step": 1, "in": ["observations", "actions"]}
+    assert first_divergence(a, {**a, "params": "q"}) == {"step": 3, "in": ["final parameters"]}
+    assert first_divergence(a, _attempt(a["steps"][:2]))["in"] == ["number of steps"]
+
+
+def _config(backend="gymnasium", **over):
+    cfg = {
+        "env": {"backend": backend, "pacing": "unpaced"},
+        "algo": {"device": "cpu", "torch_threads": 1},
+    }
+    for key, value in over.items():
+        section, field = key.split("__")
+        cfg[section][field] = value
+    return cfg
+
+
+def test_levels_declared_and_overruled_by_a_recorded_check():
+    assert determinism.level(_config(), None)[0] == "bitwise"
+    assert determinism.level(_config("godot", env__pacing="paced"), None)[0] == "statistical"
+    assert determinism.level(_config(algo__device="cuda"), None)[0] == "statistical"
+    assert determinism.level(_config(algo__torch_threads=4), None)[0] == "statistical"
+    assert determinism.level(_config("isaaclab"), None)[0] == "statistical"
+    diverged = {"gymnasium": {"result": "diverged", "first_divergence": {"step": 3}}}
+    assert determinism.level(_config(), diverged) == (
+        "statistical",
+        "check-determinism found diverged",
+    )
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("RLCRATE_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.mark.slow
+@pytest.mark.gymnasium
+def test_gymnasium_bitwise_and_recorded_in_provenance(write_manifest, tmp_path, cache_dir):
+    path = write_manifest(tiny_manifest())
+    out = rlcrate("check-determinism", str(path))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "bitwise: observations, actions, rewards of 129 vector steps" in out.stdout
+    cached = json.loads((cache_dir / "determinism.json").read_text())
+    (entry,) = cached.values()
+    assert entry["gymnasium"]["result"] == "bitwise" and entry["gymnasium"]["steps"] == 256
+    assert rlcrate("run", str(path), "--out", str(tmp_path / "runs")).returncode == 0
+    prov = json.loads((run_dir_of(tmp_path / "runs", "tiny") / "provenance.json").read_text())
+    assert prov["determinism"]["gymnasium"]["result"] == "bitwise"
+
+
+@pytest.mark.slow
+@pytest.mark.envpool
+def test_envpool_bitwise(write_manifest, cache_dir):
+    pytest.importorskip("envpool", reason="envpool is not installed")
+    data = yaml.safe_load((ROOT / "manifests" / "quickstart.yaml").read_text())
+    out = rlcrate("check-determinism", str(write_manifest(data)), "--steps", "1024")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "bitwise" in out.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.godot
+def test_godot_unpaced_bitwise(write_manifest, cache_dir):
+    from runner.backends.godot import godot_binary
+
+    try:
+        godot_binary()
+    except Exception as exc:
+        pytest.skip(f"no Godot binary here: {exc}")
+    data = yaml.safe_load((ROOT / "manifests" / "ballchase-smoke.yaml").read_text())
+    out = rlcrate("check-determinism", str(write_manifest(data)), "--steps", "2048")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "bitwise" in out.stdout
