@@ -7,21 +7,77 @@ Heavy modules are imported inside the commands so `rlcrate --help` stays fast.
 
 from __future__ import annotations
 
-import functools
+import errno
+import importlib
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from runner import __version__
 from runner import cli_cluster as cc
-from runner.errors import BackendUnavailable, ManifestError, RunnerError
+from runner.errors import BackendUnavailable, ManifestError, RunnerError, UserInputError
+
+# The click Typer carries (Typer 0.29 vendors its own; older ones use the click package).
+_click = importlib.import_module(typer.BadParameter.__module__)
+
+
+def exit_status(exc: BaseException) -> int:
+    """The one place an error becomes text on stderr and an exit status: a sentence per problem,
+    never a traceback. 0 success, 1 a unit failed or the machine failed us, 2 bad input (usage,
+    manifest, files), 130 interrupted."""
+    if isinstance(exc, typer.Exit):
+        return int(exc.exit_code)
+    if isinstance(exc, (KeyboardInterrupt, typer.Abort)):
+        typer.echo("interrupted", err=True)
+        return 130
+    if isinstance(exc, _click.UsageError):
+        ctx = exc.ctx
+        where = f"{ctx.command_path}: " if ctx is not None else ""
+        if isinstance(exc, _click.NoArgsIsHelpError):  # the help was shown; say why it was
+            what = "a command" if ctx is None or ctx.parent is None else "arguments"
+            typer.echo(f"error: {where}expected {what}", err=True)
+        else:
+            hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+            typer.echo(f"error: {where}{exc.format_message()}{hint}", err=True)
+        return 2
+    if isinstance(exc, _click.ClickException):
+        typer.echo(f"error: {exc.format_message()}", err=True)
+        return exc.exit_code
+    if isinstance(exc, ManifestError):
+        for line in exc.problems:
+            typer.echo(f"error: {line}", err=True)
+        return exc.exit_code
+    if isinstance(exc, RunnerError):
+        typer.echo(f"error: {exc}", err=True)
+        return exc.exit_code
+    if isinstance(exc, OSError):
+        full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+        name = f"{exc.filename}: " if exc.filename else ""
+        typer.echo(
+            f"error: {'out of disk space: ' if full else ''}{name}{exc.strerror or exc}", err=True
+        )
+        return 1
+    raise exc
+
+
+class _Group(TyperGroup):
+    """Runs every command (image subcommands included) under `exit_status`, so Typer's test
+    runner sees the same messages and exit codes as a shell."""
+
+    def invoke(self, ctx):  # type: ignore[no-untyped-def]
+        try:
+            return super().invoke(ctx)
+        except (RunnerError, KeyboardInterrupt, OSError) as exc:
+            raise typer.Exit(exit_status(exc)) from None
+
 
 app = typer.Typer(
     name="rlcrate",
+    cls=_Group,
     help="Reproducible RL experiments: run a manifest locally, in an image or on Ray.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -61,28 +117,6 @@ RayAddressOpt = Annotated[
         "--ray-address", help="Ray cluster address (default: RAY_ADDRESS, else a local cluster)."
     ),
 ]
-
-
-def _handled(fn: Callable[..., None]) -> Callable[..., None]:
-    """Map runner errors to one clear sentence on stderr and an exit status (inside the app, so
-    Typer's test runner sees the same exit codes as a shell)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> None:
-        try:
-            fn(*args, **kwargs)
-        except ManifestError as exc:
-            for line in exc.problems:
-                typer.echo(f"error: {line}", err=True)
-            raise typer.Exit(exc.exit_code) from None
-        except RunnerError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(exc.exit_code) from None
-        except KeyboardInterrupt:
-            typer.echo("interrupted", err=True)
-            raise typer.Exit(130) from None
-
-    return wrapper
 
 
 def _console():
@@ -171,7 +205,6 @@ def _manifest_image(manifest: Path) -> str:
 
 
 @app.command("run")
-@_handled
 def run_cmd(
     manifest: ManifestArg,
     jobs: Annotated[
@@ -213,14 +246,12 @@ def run_cmd(
 
 
 @app.command("status")
-@_handled
 def status_cmd(run_dir: RunDirArg) -> None:
     """Where a run stands (units, their Slurm jobs); the summary once every unit has ended."""
     raise typer.Exit(cc.status(run_dir))
 
 
 @app.command("train")
-@_handled
 def train_cmd(
     manifest: ManifestArg,
     executor: ExecutorOpt = "local",
@@ -233,7 +264,6 @@ def train_cmd(
 
 
 @app.command("eval")
-@_handled
 def eval_cmd(
     manifest: ManifestArg,
     resume: Annotated[
@@ -248,35 +278,58 @@ def eval_cmd(
     executor: ExecutorOpt = "local",
 ) -> None:
     """Evaluate the trained models of a run directory with the manifest's eval protocol."""
-    import yaml
-
+    from runner.lock import locked
+    from runner.manifest.parse import read_yaml
     from runner.orchestrate import RunOptions, run
     from runner.rundir import UnitRef, read_status, write_status
 
-    res = yaml.safe_load((resume / "resolved.yaml").read_text())
-    for v in res["variants"]:
-        for s in res["seeds"]:
-            d = UnitRef(v, s).dir(resume)
-            if read_status(d).get("state") == "done":
-                write_status(d, "pending")  # evaluate again
-    run(manifest, RunOptions(["eval"], executor, Path("runs"), resume), _console())
+    with locked(resume):
+        res, _ = read_yaml(resume / "resolved.yaml")
+        if not isinstance(res, dict) or not isinstance(res.get("variants"), dict):
+            raise UserInputError(f"{resume / 'resolved.yaml'}: damaged (no variants)")
+        for v in res["variants"]:
+            for s in res["seeds"]:
+                d = UnitRef(v, s).dir(resume)
+                if read_status(d).get("state") == "done":
+                    write_status(d, "pending")  # evaluate again
+        run(manifest, RunOptions(["eval"], executor, Path("runs"), resume), _console())
 
 
 @app.command("bench")
-@_handled
 def bench_cmd(manifest: ManifestArg, image: ImageOpt = None, out: OutOpt = Path("runs")) -> None:
     """Benchmark env-only and training steps/s over the manifest's bench.sweep."""
     _run(manifest, "bench", "local", image, out, None, None)
 
 
 @app.command("validate")
-@_handled
-def validate_cmd(manifest: ManifestArg) -> None:
+def validate_cmd(
+    manifest: ManifestArg,
+    deep: Annotated[
+        bool,
+        typer.Option(
+            "--deep",
+            help="Also build each variant's env and model once on this machine, as `run` does "
+            "before any unit starts (no training).",
+        ),
+    ] = False,
+) -> None:
     """Check a manifest; every problem names the file, line and field."""
+    from runner import resources
     from runner.installed import not_checked_here
-    from runner.manifest import expand, load_manifest
+    from runner.manifest import expand, load_manifest, resolved
+    from runner.orchestrate import parallelism
 
     m = load_manifest(manifest)
+    res = resolved(m)
+    for line in resources.warnings(res, parallelism(m, res)[0]):
+        typer.echo(f"warning: {line}", err=True)
+    if deep:
+        from runner.backends import unit_interpreter
+        from runner.dry import construct
+
+        variants = res["variants"].items()
+        pythons = {n: unit_interpreter(v["config"]["env"]["backend"]) for n, v in variants}
+        construct(manifest, pythons=pythons)
     variants = expand(m)
     typer.echo(
         f"{manifest}: ok ({len(variants)} variant(s) x {len(m.seeds)} seed(s) = "
@@ -288,7 +341,6 @@ def validate_cmd(manifest: ManifestArg) -> None:
 
 
 @app.command("schema")
-@_handled
 def schema_cmd() -> None:
     """Print the manifest JSON Schema (for editor completion)."""
     from runner.manifest import json_schema
@@ -297,7 +349,6 @@ def schema_cmd() -> None:
 
 
 @app.command("report")
-@_handled
 def report_cmd(
     run_dir: RunDirArg,
     other: Annotated[
@@ -335,7 +386,6 @@ def report_cmd(
 
 
 @app.command("doctor")
-@_handled
 def doctor_cmd() -> None:
     """What this machine has: backends, Godot, container engines, GPU/driver, CPUs."""
     from runner.doctor import doctor
@@ -344,7 +394,6 @@ def doctor_cmd() -> None:
 
 
 @app.command("envs")
-@_handled
 def envs_cmd(
     backend: Annotated[str | None, typer.Argument(help="Only this backend.")] = None,
     all_ids: Annotated[bool, typer.Option("--all", help="List every id, not a sample.")] = False,
@@ -374,25 +423,9 @@ _add_reproducibility_commands()
 
 
 def main() -> None:
-    """Console-script entry point: map errors to one clear sentence and an exit status."""
-    import click
-
+    """Console-script entry point: every error through `exit_status`."""
     try:
         code = app(standalone_mode=False)
-        sys.exit(code if isinstance(code, int) else 0)
-    except click.exceptions.Abort:
-        typer.echo("interrupted", err=True)
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(2 if exc.exit_code == 2 else exc.exit_code)
-    except ManifestError as exc:
-        for line in exc.problems:
-            typer.echo(f"error: {line}", err=True)
-        sys.exit(exc.exit_code)
-    except RunnerError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
-        sys.exit(130)
+    except (_click.ClickException, typer.Abort, RunnerError, KeyboardInterrupt, OSError) as exc:
+        code = exit_status(exc)
+    sys.exit(code if isinstance(code, int) else 0)

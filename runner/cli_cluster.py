@@ -79,6 +79,7 @@ def status(run_dir: Path) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from runner.manifest.parse import read_yaml
     from runner.run_status import collect
 
     console = Console(highlight=False)
@@ -90,12 +91,10 @@ def status(run_dir: Path) -> int:
         table.add_row(*row)
     console.print(table)
     if finished:
-        import yaml
-
         from runner.progress import print_failures, summary_table
         from runner.summary import write_summary
 
-        res = yaml.safe_load((run_dir / "resolved.yaml").read_text(encoding="utf-8"))
+        res, _ = read_yaml(run_dir / "resolved.yaml")
         summary = write_summary(run_dir, res)
         console.print(summary_table(summary))
         print_failures(console, summary)

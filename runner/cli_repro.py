@@ -23,10 +23,9 @@ def _seed_list(text: str | None) -> list[int] | None:
 def register(app: typer.Typer) -> None:
     # annotations are evaluated here, at definition (no `from __future__ import annotations`),
     # so the option aliases imported from runner.cli below resolve
-    from runner.cli import ExecutorOpt, ImageOpt, ManifestArg, OutOpt, RunDirArg, _console, _handled
+    from runner.cli import ExecutorOpt, ImageOpt, ManifestArg, OutOpt, RunDirArg, _console
 
     @app.command("archive")
-    @_handled
     def archive_cmd(
         run_dir: RunDirArg,
         output: Annotated[
@@ -50,7 +49,6 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"sha256: {sha256_file(output)}")
 
     @app.command("reproduce")
-    @_handled
     def reproduce_cmd(
         archive_file: Annotated[
             Path,
@@ -87,7 +85,6 @@ def register(app: typer.Typer) -> None:
         raise typer.Exit(0 if reproduce(archive_file, opts, _console()) else 1)
 
     @app.command("check-determinism")
-    @_handled
     def check_determinism_cmd(
         manifest: ManifestArg,
         steps: Annotated[

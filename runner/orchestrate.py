@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -18,7 +19,10 @@ from rich.markup import escape
 from runner import provenance
 from runner.backends import unit_interpreter
 from runner.errors import BackendUnavailable, UnitFailed, UserInputError
+from runner.finish import damaged_results, recover_stale, settle, unreadable_status
+from runner.lock import locked
 from runner.manifest import Manifest, load_manifest, resolved
+from runner.manifest.parse import read_yaml
 from runner.rundir import (
     UnitRef,
     new_run_dir,
@@ -68,7 +72,9 @@ def prepare_run_dir(
         old = run_dir / "resolved.yaml"
         if not old.is_file():
             raise UserInputError(f"--resume {run_dir}: not a run directory (no resolved.yaml)")
-        res = yaml.safe_load(old.read_text(encoding="utf-8"))
+        res, _ = read_yaml(old)
+        if not isinstance(res, dict) or not isinstance(res.get("variants"), dict):
+            raise UserInputError(f"{old}: damaged (no variants); the run cannot be resumed")
         if _without_interpreters(res) != resolved(manifest):
             raise UserInputError(
                 f"--resume {run_dir}: {manifest_path} resolves differently from the manifest that "
@@ -82,11 +88,15 @@ def prepare_run_dir(
         run_dir = new_run_dir(opts.out, manifest.name)
     except (ValueError, OSError) as exc:
         raise UserInputError(f"--out {opts.out}: cannot create the run directory ({exc})") from None
-    shutil.copyfile(manifest_path, run_dir / "manifest.yaml")
-    write_text_atomic(run_dir / "resolved.yaml", yaml.safe_dump(res, sort_keys=False))
-    backends = {v["config"]["env"]["backend"] for v in res["variants"].values()}
-    prov = provenance.collect(sys.argv, manifest_path, backends, _pythons(res))
-    write_json_atomic(run_dir / "provenance.json", prov)
+    try:
+        shutil.copyfile(manifest_path, run_dir / "manifest.yaml")
+        write_text_atomic(run_dir / "resolved.yaml", yaml.safe_dump(res, sort_keys=False))
+        backends = {v["config"]["env"]["backend"] for v in res["variants"].values()}
+        prov = provenance.collect(sys.argv, manifest_path, backends, _pythons(res))
+        write_json_atomic(run_dir / "provenance.json", prov)
+    except BaseException:  # a full disk, a signal: no half-made run directory stays behind
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
     return run_dir, res
 
 
@@ -107,7 +117,7 @@ def _pythons(res: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _parallelism(manifest: Manifest, res: dict[str, Any]) -> tuple[int, int]:
+def parallelism(manifest: Manifest, res: dict[str, Any]) -> tuple[int, int]:
     """(units at once, CPUs each unit needs): sized for the hungriest variant."""
     from runner.executors.needs import cpus_of
 
@@ -122,7 +132,9 @@ def _parallelism(manifest: Manifest, res: dict[str, Any]) -> tuple[int, int]:
 def _finish_provenance(run_dir: Path, units: list[UnitRef]) -> None:
     import time
 
-    prov = read_json(run_dir / "provenance.json") or {}
+    prov = read_json(run_dir / "provenance.json")
+    if not isinstance(prov, dict):  # damaged: keep what is there rather than replace it
+        return
     prov["finished"] = time.time()
     prov["units"] = {
         u.key: {
@@ -146,18 +158,24 @@ def run_units(
     if not unit_jobs:
         return {}
     units = [UnitRef(v, s) for v in res["variants"] for s in res["seeds"]]
+    for path in unreadable_status(run_dir, units) + damaged_results(run_dir, units, unit_jobs):
+        console.print(
+            f"[yellow]{escape(str(path))}: missing or unreadable; that unit runs again[/]"
+        )
     todo = [u for u in units if read_status(u.dir(run_dir)).get("state") != "done"]
     for u in todo:
         if not (u.dir(run_dir) / "status.json").exists():
             write_status(u.dir(run_dir), "pending", variant=u.variant, seed=u.seed)
     if not todo:
         return {}
-    at_once, _ = _parallelism(manifest, res)
+    at_once, _ = parallelism(manifest, res)
     steps = {u: res["variants"][u.variant]["config"]["train"]["timesteps"] for u in units}
     view = ProgressView(run_dir, units, steps)
+    results: dict[UnitRef, Any] = {}
+    stopping = True
     with Live(view, console=console, auto_refresh=False, transient=True) as live:
         try:
-            return launch(
+            results = launch(
                 opts.executor,
                 run_dir,
                 todo,
@@ -169,22 +187,58 @@ def run_units(
                 address=opts.ray_address,
                 cluster=opts.cluster,
             )
+            stopping = False
+            return results
         finally:
+            settle(run_dir, todo, results, stopping)
             _finish_provenance(run_dir, units)
 
 
 def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
-    """Run the manifest; returns the run directory. Raises UnitFailed if any unit failed."""
+    """Run the manifest; returns the run directory. Raises UnitFailed if any unit failed.
+
+    The run directory is locked while this runner uses it (a second `--resume` is refused).
+    """
     manifest = load_manifest(manifest_path)
     if opts.jobs is None:
         opts.jobs = manifest_jobs(manifest)
     _check_installed(manifest)
+    signal.signal(signal.SIGTERM, _as_interrupt)  # SIGTERM stops as cleanly as Ctrl-C
+    with locked(opts.resume) if opts.resume is not None else contextlib.nullcontext():
+        resumed = prepare_run_dir(manifest_path, manifest, opts) if opts.resume else None
+        preflight(manifest_path, manifest, opts.executor, console)  # a resume checked first
+        run_dir, res = resumed or prepare_run_dir(manifest_path, manifest, opts)
+        with locked(run_dir):
+            return _run_locked(run_dir, res, manifest, opts, console)
+
+
+def preflight(manifest_path: Path, manifest: Manifest, executor: str, console: Console) -> None:
+    """Before any unit: warn about what the machine cannot give, then build every variant's env
+    and model once (ManifestError, one line per variant, if one cannot be built). On a cluster
+    (Ray, Slurm) the device is not checked here, where the units do not run."""
+    from runner import resources
+    from runner.dry import construct
+
+    res = resolved(manifest)
+    for line in resources.warnings(res, parallelism(manifest, res)[0]):
+        console.print(f"[yellow]warning: {escape(line)}[/]")
+    pythons = {
+        name: unit_interpreter(variant["config"]["env"]["backend"])
+        for name, variant in res["variants"].items()
+    }
+    construct(manifest_path, check_device=executor == "local", pythons=pythons)
+
+
+def _run_locked(
+    run_dir: Path, res: dict[str, Any], manifest: Manifest, opts: RunOptions, console: Console
+) -> Path:
     from runner.progress import print_failures, summary_table
     from runner.summary import write_summary
 
-    signal.signal(signal.SIGTERM, _as_interrupt)  # SIGTERM stops as cleanly as Ctrl-C
-    run_dir, res = prepare_run_dir(manifest_path, manifest, opts)
     console.print(f"run directory: [bold]{escape(str(run_dir))}[/]")
+    units = [UnitRef(v, s) for v in res["variants"] for s in res["seeds"]]
+    for key in recover_stale(run_dir, units):
+        console.print(f"[yellow]{escape(key)}: left running by a runner that stopped[/]")
     try:
         results = run_units(run_dir, res, manifest, opts, console)
     except KeyboardInterrupt:

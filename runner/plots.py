@@ -25,9 +25,16 @@ def _plt() -> Any:
 
 
 def _save(fig: Any, path: Path) -> Path:
+    import os
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    _plt().close(fig)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}.png")
+    try:  # via a temporary name: a full disk never leaves half a PNG
+        fig.savefig(tmp, dpi=120)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+        _plt().close(fig)
     return path
 
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
 from runner.errors import UserInputError
+from runner.manifest.parse import read_yaml
 from runner.rundir import UnitRef, read_json, read_status
 
 TERMINAL = ("done", "failed")
@@ -16,7 +15,7 @@ def _units(run_dir: Path) -> list[UnitRef]:
     path = run_dir / "resolved.yaml"
     if not path.is_file():
         raise UserInputError(f"{run_dir}: not a run directory (no resolved.yaml)")
-    res = yaml.safe_load(path.read_text(encoding="utf-8"))
+    res, _ = read_yaml(path)
     return [UnitRef(v, s) for v in res["variants"] for s in res["seeds"]]
 
 

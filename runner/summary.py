@@ -100,6 +100,7 @@ def summarize_variant(
             "eval_mean": ev["mean"] if ev else None,
             "eval_std": ev["std"] if ev else None,
             "wall_time_s": status.get("train_wall_time_s"),
+            "unit_wall_time_s": status.get("wall_time_s"),  # env start-up, eval: all segments
             "train_steps_per_s": status.get("train_steps_per_s"),
         }
         if status.get("state") == "done" and ev:

@@ -73,3 +73,28 @@ def children_of(pid: int) -> list[int]:
             out.append(c)
             todo.append(c)
     return out
+
+
+def rlcrate_exe() -> str:
+    return str(Path(sys.executable).with_name("rlcrate"))
+
+
+def start_run(path: Path, out: Path, *extra: str) -> subprocess.Popen:
+    """`rlcrate run` in the background, for tests that stop it part way."""
+    return subprocess.Popen(
+        [rlcrate_exe(), "run", str(path), "--out", str(out), *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for(pred, timeout: float, what: str) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")

@@ -217,11 +217,11 @@ def test_run_in_image_refuses_old_driver_before_starting(fake_path, tmp_path, wr
 
 
 def test_image_ls_without_engine(monkeypatch, tmp_path):
-    from runner.images.cli import app
+    from runner.cli import app
 
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("RLCRATE_ENGINE", raising=False)  # `make test` exports one
-    result = CliRunner().invoke(app, ["ls"])
+    result = CliRunner().invoke(app, ["image", "ls"])
     assert result.exit_code == 2 and "no container engine" in result.output
 
 

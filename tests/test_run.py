@@ -58,9 +58,12 @@ def test_gymnasium_run_directory(write_manifest, tmp_path):
             assert set(status["seeds"]) == {"python", "numpy", "torch", "model", "env", "eval_env"}
             assert (unit / "model.zip").is_file()
             assert sorted(p.name for p in (unit / "checkpoints").iterdir()) == [
+                "step-256.json",
                 "step-256.zip",
+                "step-512.json",
                 "step-512.zip",
             ]
+            assert json.loads((unit / "train.json").read_text())["timesteps_done"] == 512
             assert list((unit / "tb").glob("events.out.tfevents.*"))
             ev = json.loads((unit / "eval.json").read_text())
             assert len(ev["episodes"]) == 3 and all(e["length"] > 0 for e in ev["episodes"])
@@ -104,19 +107,25 @@ def test_same_seed_is_bit_identical_and_seeds_differ(write_manifest, tmp_path):
 
 @pytest.mark.gymnasium
 def test_failed_unit_does_not_stop_the_others(write_manifest, tmp_path):
-    # n_steps=1 with one env passes validation but SB3 refuses it when the model is built
-    m = tiny_manifest(parallel={"envs": 1}, matrix={"algo.params.n_steps": [64, 1]})
+    # a string max_grad_norm builds (the dry construction passes it) and fails in the first
+    # gradient step, inside the unit; an unbuildable n_steps=1 is refused before any unit starts
+    m = tiny_manifest(matrix={"algo.params.max_grad_norm": [0.5, "x"]})
     out = rlcrate("run", str(write_manifest(m)), "--out", str(tmp_path / "runs"))
-    assert out.returncode == 1
+    assert out.returncode == 1, out.stderr
     run = run_dir_of(tmp_path / "runs", "tiny")
-    good = json.loads((run / "units/n_steps-64/seed-0/status.json").read_text())
-    bad = json.loads((run / "units/n_steps-1/seed-0/status.json").read_text())
+    good = json.loads((run / "units/max_grad_norm-0.5/seed-0/status.json").read_text())
+    bad = json.loads((run / "units/max_grad_norm-x/seed-0/status.json").read_text())
     assert good["state"] == "done" and bad["state"] == "failed"
-    assert "n_steps" in bad["error"] or "batch" in bad["error"]
+    assert "ValueError" in bad["error"]
     summary = json.loads((run / "summary.json").read_text())
-    assert summary["variants"]["n_steps-1"]["missing"] == [0]
-    assert summary["variants"]["n_steps-64"]["eval"]["n_seeds"] == 1
+    assert summary["variants"]["max_grad_norm-x"]["missing"] == [0]
+    assert summary["variants"]["max_grad_norm-0.5"]["eval"]["n_seeds"] == 1
     assert "Traceback" not in out.stderr
+    refused = tiny_manifest(parallel={"envs": 1}, matrix={"algo.params.n_steps": [64, 1]})
+    out = rlcrate("run", str(write_manifest(refused, "r.yaml")), "--out", str(tmp_path / "r"))
+    errors = [ln for ln in out.stderr.splitlines() if ln.startswith("error:")]
+    assert out.returncode == 2 and len(errors) == 1 and "variant n_steps-1" in errors[0]
+    assert not (tmp_path / "r").exists()
 
 
 def _wait_for(pred, timeout: float, what: str) -> None:

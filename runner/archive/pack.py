@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from runner import __version__
 from runner.archive.layout import (
     ARCHIVE_FORMAT,
@@ -28,6 +26,7 @@ from runner.archive.layout import (
     TB_PARTS,
 )
 from runner.errors import UserInputError
+from runner.manifest.parse import read_yaml
 from runner.rundir import read_json, read_status
 
 CHUNK = 1 << 20
@@ -195,7 +194,7 @@ def archive(run_dir: Path, output: Path, opts: ArchiveOptions) -> dict[str, Any]
     res_path = run_dir / "resolved.yaml"
     if not res_path.is_file():
         raise UserInputError(f"{run_dir}: not a run directory (no resolved.yaml)")
-    res = yaml.safe_load(res_path.read_text(encoding="utf-8"))
+    res, _ = read_yaml(res_path)
     prov = read_json(run_dir / "provenance.json") or {}
     states = unit_states(run_dir, res)
     check_finished(run_dir, states, opts)

@@ -31,6 +31,7 @@ from runner.archive.verdict import (
 )
 from runner.archive.verify import Verified, verify
 from runner.errors import UnitFailed, UserInputError
+from runner.manifest.parse import parse_yaml
 from runner.rundir import read_json, write_json_atomic
 
 
@@ -91,7 +92,8 @@ def _check_manifest(v: Verified, res: dict[str, Any], tmp: Path) -> None:
 
 
 def _derived_manifest(v: Verified, seeds: list[int], tmp: Path, name: str) -> Path:
-    data = yaml.safe_load(v.files["manifest.yaml"])
+    text = v.files["manifest.yaml"].decode("utf-8", "replace")
+    data = parse_yaml(text, f"{v.path}:manifest.yaml")[0]
     data["seeds"] = seeds
     path = tmp / "rerun" / f"{name}.yaml"
     path.parent.mkdir()

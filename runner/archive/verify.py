@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
-import yaml
-
 from runner.archive.layout import (
     ARCHIVE_FORMAT,
     EXPANSION_FLOOR,
@@ -31,6 +29,7 @@ from runner.archive.layout import (
     SUMS,
 )
 from runner.errors import UserInputError
+from runner.manifest.parse import parse_yaml
 
 CHUNK = 1 << 20
 
@@ -52,7 +51,10 @@ class Verified:
         return json.loads(self.files[name]) if name in self.files else None
 
     def yaml(self, name: str) -> Any:
-        return yaml.safe_load(self.files[name]) if name in self.files else None
+        if name not in self.files:
+            return None
+        text = self.files[name].decode("utf-8", "replace")
+        return parse_yaml(text, f"{self.path}:{name}")[0]  # bounded: aliases, depth, duplicates
 
 
 def _refuse(path: Path, why: str) -> ArchiveRefused:
@@ -198,8 +200,9 @@ def _check_formats(v: Verified) -> None:
     if manifest is None:
         raise _refuse(v.path, "it holds no manifest.yaml")
     try:
-        fmt = (yaml.safe_load(manifest) or {}).get("rlcrate")
-    except (yaml.YAMLError, AttributeError):
+        text = manifest.decode("utf-8", "replace")
+        fmt = (parse_yaml(text, f"{v.path}:manifest.yaml")[0] or {}).get("rlcrate")
+    except AttributeError:
         raise _refuse(v.path, "its manifest.yaml is not a YAML mapping") from None
     if not isinstance(fmt, int) or fmt > MANIFEST_FORMAT:
         raise _refuse(

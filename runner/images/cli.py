@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from runner.errors import RunnerError, UserInputError
+from runner.errors import UserInputError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
@@ -20,11 +20,6 @@ EngineOpt = Annotated[
         help="docker | podman | buildah (default: $RLCRATE_ENGINE, else the first one installed).",
     ),
 ]
-
-
-def _fail(exc: RunnerError) -> typer.Exit:
-    typer.echo(f"error: {exc}", err=True)
-    return typer.Exit(exc.exit_code)
 
 
 def _pairs(items: list[str], what: str) -> dict[str, str]:
@@ -68,16 +63,13 @@ def build_cmd(
     """Build a versioned image from Dockerfile.<variant> and images/<variant>/."""
     from runner.images.build import build
 
-    try:
-        tag = build(
-            target,
-            engine=engine,
-            base=base,
-            build_args=_pairs(build_arg or [], "--build-arg"),
-            volumes=volume or [],
-        )
-    except RunnerError as exc:
-        raise _fail(exc) from None
+    tag = build(  # errors reach the root command's one mapping (runner.cli.exit_status)
+        target,
+        engine=engine,
+        base=base,
+        build_args=_pairs(build_arg or [], "--build-arg"),
+        volumes=volume or [],
+    )
     typer.echo(tag)
 
 
@@ -93,10 +85,7 @@ def export_cmd(
     """Write a built image as an OCI archive, or a .sif for Apptainer (where installed)."""
     from runner.images.export import export
 
-    try:
-        typer.echo(export(target, fmt, output, engine))
-    except RunnerError as exc:
-        raise _fail(exc) from None
+    typer.echo(export(target, fmt, output, engine))
 
 
 @app.command("ls")
@@ -104,10 +93,7 @@ def ls_cmd(engine: EngineOpt = None) -> None:
     """List the local rlcrate images with their version, lock hash and digest."""
     from runner.images.engine import LABEL_LOCK, list_images
 
-    try:
-        found = list_images(engine)
-    except RunnerError as exc:
-        raise _fail(exc) from None
+    found = list_images(engine)
     if not found:
         typer.echo("no rlcrate images; build one with `rlcrate image build cpu`")
         return

@@ -10,12 +10,11 @@ import platform
 import signal
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from runner.finish import record_failure, remove_debris
+from runner.manifest.parse import read_yaml
 from runner.manifest.schema import Manifest
 from runner.rundir import UnitRef, read_status, write_status
 from runner.seeding import derive, seed_everything
@@ -23,7 +22,7 @@ from runner.trainers import get_trainer, trainer_for
 
 
 def unit_config(run_dir: Path, variant: str) -> Manifest:
-    data = yaml.safe_load((run_dir / "resolved.yaml").read_text(encoding="utf-8"))
+    data, _ = read_yaml(run_dir / "resolved.yaml")
     return Manifest.model_validate(data["variants"][variant]["config"])
 
 
@@ -38,6 +37,11 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
     unit_dir.mkdir(parents=True, exist_ok=True)
     seeds = derive(seed)
     started = time.time()
+    before = float(read_status(unit_dir).get("wall_time_s") or 0.0)  # earlier segments
+
+    def wall() -> float:
+        return before + time.time() - started
+
     write_status(
         unit_dir,
         "running",
@@ -56,32 +60,25 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
         seed_everything(seeds, torch_threads=cfg.algo.torch_threads)
         trainer = get_trainer(trainer_for(cfg.algo.name))
         if "train" in jobs:
-            fields.update(trainer.train(cfg, unit_dir, seeds))
+            fields.update(trainer.train(cfg, unit_dir, seeds))  # keeps a finished training
             write_status(unit_dir, "running", **fields)
         if "eval" in jobs:
             fields.update(trainer.evaluate(cfg, unit_dir, seeds))
     except KeyboardInterrupt:
+        remove_debris(unit_dir)
         write_status(
             unit_dir,
             "interrupted",
             **fields,
             finished=time.time(),
+            wall_time_s=wall(),
             error="interrupted; `rlcrate run --resume` continues from the last checkpoint",
         )
         return 130
     except Exception as exc:  # a unit's failure is recorded, never raised into the run
-        (unit_dir / "error.log").write_text(traceback.format_exc(), encoding="utf-8")
-        write_status(
-            unit_dir,
-            "failed",
-            **fields,
-            finished=time.time(),
-            error=f"{type(exc).__name__}: {exc}".strip(),
-        )
+        record_failure(unit_dir, exc, fields, finished=time.time(), wall_time_s=wall())
         return 1
-    write_status(
-        unit_dir, "done", **fields, finished=time.time(), wall_time_s=time.time() - started
-    )
+    write_status(unit_dir, "done", **fields, finished=time.time(), wall_time_s=wall())
     return 0
 
 

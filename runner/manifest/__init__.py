@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from runner.manifest.load import load_manifest
-from runner.manifest.matrix import Variant, apply_overrides, expand
+from runner.manifest.matrix import Variant, apply_overrides, expand, override_modes
 from runner.manifest.schema import Manifest
 
 SCHEMA_ID = "https://rlcrate.dev/schema/manifest-v1.json"
@@ -31,11 +31,16 @@ def json_schema() -> dict[str, Any]:
 
 
 def resolved(manifest: Manifest) -> dict[str, Any]:
-    """The manifest with every default filled in and the matrix expanded into variants."""
+    """The manifest with every default filled in and the matrix expanded into variants.
+
+    Each variant records how its overrides were applied: `merge` for a mapping set over a
+    mapping (the other keys kept), `replace` for everything else.
+    """
     data = manifest.model_dump(mode="json")
     data["variants"] = {
         v.name: {
             "overrides": v.overrides,
+            "override_modes": override_modes(manifest, v.overrides),
             "config": v.config.model_dump(mode="json", exclude={"matrix", "expect"}),
         }
         for v in expand(manifest)

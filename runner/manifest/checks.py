@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import json
 from typing import Any
 
 from pydantic import ValidationError
@@ -15,7 +16,12 @@ from pydantic import ValidationError
 from runner.errors import FieldError, ManifestError, RunnerError
 from runner.installed import missing_packages
 from runner.manifest import algos
-from runner.manifest.matrix import apply_overrides, override_sets, path_problem
+from runner.manifest.matrix import (
+    apply_overrides,
+    conflict_problem,
+    override_sets,
+    path_problem,
+)
 from runner.manifest.problems import Lines, Loc, Problem, at, validation_problems
 from runner.manifest.schema import Manifest
 
@@ -31,7 +37,10 @@ def _variant_configs(m: Manifest, source: str, lines: Lines, out: list[Problem])
             if problem:
                 out.append(at(source, lines, base_loc + (path,), problem))
                 bad = True
-        if bad:
+        conflict = None if bad else conflict_problem(list(overrides))
+        if conflict:
+            out.append(at(source, lines, base_loc + (next(iter(overrides)),), conflict))
+        if bad or conflict:
             continue
         try:
             configs.append(apply_overrides(m, overrides))
@@ -57,7 +66,7 @@ def _check_env(
     """The env's action kind, or None (unknown, or a problem: added to `out` once per env)."""
     from runner.backends import get_backend
 
-    key = (cfg.env.backend, cfg.env.id, tuple(sorted(cfg.env.kwargs.items(), key=str)))
+    key = (cfg.env.backend, cfg.env.id, json.dumps(cfg.env.kwargs, sort_keys=True, default=str))
     backend = get_backend(cfg.env.backend)
     try:
         backend.check_env(cfg.env)

@@ -1,7 +1,7 @@
 """Parse -> validate -> check, as separate stages, collecting every problem before reporting.
 
-Each stage gives `Problem` values (file, line, field path, message); the CLI prints them one per
-line as `FILE:LINE: dotted.path: message`.
+Each stage (parse: runner.manifest.parse) gives `Problem` values (file, line, field path,
+message); the CLI prints them one per line as `FILE:LINE: dotted.path: message`.
 """
 
 from __future__ import annotations
@@ -9,55 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from runner.errors import ManifestError
 from runner.manifest.checks import check_manifest
+from runner.manifest.parse import parse_yaml, read_text  # the parse stage: bounded YAML
 from runner.manifest.problems import Lines, Loc, Problem, validation_problems
 from runner.manifest.schema import Manifest
-
-# ---------------------------------------------------------------- parse (YAML with line numbers)
-
-
-class _LineLoader(yaml.SafeLoader):
-    """SafeLoader that remembers the line of every mapping key and sequence item."""
-
-
-def _compose_lines(
-    node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]
-) -> None:
-    lines.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            key = key_node.value
-            lines[path + (key,)] = key_node.start_mark.line + 1
-            _compose_lines(value_node, path + (key,), lines)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            lines[path + (i,)] = item.start_mark.line + 1
-            _compose_lines(item, path + (i,), lines)
-
-
-def parse_yaml(text: str, source: str) -> tuple[Any, dict[tuple[Any, ...], int]]:
-    """Safe-load YAML text; return the data and a map from key path to line number."""
-    try:
-        node = yaml.compose(text, Loader=_LineLoader)
-        data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark else 0
-        what = exc.problem or "invalid YAML"
-        if "could not determine a constructor" in str(exc):
-            what = f"tag not allowed (manifests are plain YAML; {what.strip()})"
-        raise ManifestError([Problem(source, line, (), what)]) from None
-    except yaml.YAMLError as exc:
-        raise ManifestError([Problem(source, 0, (), f"not valid YAML ({exc})")]) from None
-    lines: dict[tuple[Any, ...], int] = {}
-    if node is not None:
-        _compose_lines(node, (), lines)
-    return data, lines
-
 
 # ---------------------------------------------------------------- validate (pydantic -> problems)
 
@@ -82,16 +40,6 @@ def validate_data(data: Any, source: str, lines: Lines) -> Manifest:
 
 
 # ---------------------------------------------------------------- the whole pipeline
-
-
-def read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ManifestError([Problem(str(path), 0, (), "no such manifest file")]) from None
-    except (IsADirectoryError, UnicodeDecodeError, PermissionError) as exc:
-        what = f"cannot read the manifest ({exc.__class__.__name__})"
-        raise ManifestError([Problem(str(path), 0, (), what)]) from None
 
 
 def _without(data: Any, locs: list[Loc]) -> Any:

@@ -54,12 +54,43 @@ def path_problem(path: str) -> str | None:
     return None
 
 
-def set_path(data: dict[str, Any], path: str, value: Any) -> None:
+def conflict_problem(paths: list[str]) -> str | None:
+    """Why overriding all of `paths` together is ambiguous (a path and its parent), or None."""
+    for a in paths:
+        for b in paths:
+            if b.startswith(a + "."):
+                return f"'{a}' and '{b}' both set {b}; set one or the other"
+    return None
+
+
+def set_path(data: dict[str, Any], path: str, value: Any) -> str:
+    """Set `path` to `value`; return how: "replace", or "merge" when both the old and the new
+    value are mappings (the new keys are set one by one, nested mappings merged the same way,
+    every other key of the old mapping kept)."""
     node = data
     *head, last = path.split(".")
     for part in head:
         node = node.setdefault(part, {})
+    old = node.get(last)
+    if isinstance(old, dict) and isinstance(value, dict):
+        _merge(old, value)
+        return "merge"
     node[last] = value
+    return "replace"
+
+
+def _merge(old: dict[Any, Any], new: dict[Any, Any]) -> None:
+    for key, value in new.items():
+        if isinstance(old.get(key), dict) and isinstance(value, dict):
+            _merge(old[key], value)
+        else:
+            old[key] = value
+
+
+def override_modes(manifest: Manifest, overrides: dict[str, Any]) -> dict[str, str]:
+    """For resolved.yaml: how each override of a variant was applied (merge or replace)."""
+    data = manifest.model_dump()
+    return {path: set_path(data, path, copy.deepcopy(v)) for path, v in overrides.items()}
 
 
 def apply_overrides(manifest: Manifest, overrides: dict[str, Any]) -> Manifest:
@@ -68,6 +99,9 @@ def apply_overrides(manifest: Manifest, overrides: dict[str, Any]) -> Manifest:
         problem = path_problem(path)
         if problem:
             raise ValueError(problem)
+    conflict = conflict_problem(list(overrides))
+    if conflict:
+        raise ValueError(conflict)
     data = manifest.model_dump()
     for path, value in overrides.items():
         set_path(data, path, copy.deepcopy(value))
@@ -95,11 +129,22 @@ def _slug(value: Any) -> str:
 
 # Leaves that only say "which one": their value alone names the variant (`PPO`, not `name-PPO`).
 NAMING_LEAVES = ("name", "id")
+MAX_NAME = 100  # a folder name; file systems allow 255 bytes
+
+
+def _value_slug(value: Any) -> str:
+    if isinstance(value, dict):  # a merged mapping: name the keys it sets, `gamma-0.9-n_steps-8`
+        return "-".join(f"{_slug(k)}-{_value_slug(v)}" for k, v in value.items()) or "x"
+    return _slug(value)
 
 
 def variant_name(overrides: dict[str, Any], all_paths: list[str]) -> str:
     """A short folder-safe name: `workers-4`, `envs-8_workers-8`, `PPO` for `algo.name: PPO`;
-    full paths if leaves collide."""
+    full paths if leaves collide.
+
+    A name longer than MAX_NAME keeps its start and ends in a hash of the whole, so it stays
+    within file-name limits and distinct; resolved.yaml has the overrides in full.
+    """
     if not overrides:
         return "default"
     leaves = [p.split(".")[-1] for p in all_paths]
@@ -110,8 +155,14 @@ def variant_name(overrides: dict[str, Any], all_paths: list[str]) -> str:
             parts.append(_slug(value))
             continue
         key = path.replace(".", "-") if use_full else path.split(".")[-1]
-        parts.append(f"{key}-{_slug(value)}")
-    return "_".join(parts)
+        parts.append(f"{key}-{_value_slug(value)}")
+    name = "_".join(parts)
+    if len(name) > MAX_NAME:
+        import hashlib
+
+        digest = hashlib.sha256(name.encode()).hexdigest()[:10]
+        name = f"{name[: MAX_NAME - 11]}-{digest}"
+    return name
 
 
 def expand(manifest: Manifest) -> list[Variant]:

@@ -16,7 +16,12 @@ BACKEND_NAMES: tuple[str, ...] = get_args(BackendName)
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    """Unknown keys refused; a value has one type (no "64" for 64, no true for 1, no 1 for
+    true); NaN and infinity refused wherever a number is expected."""
+
+    model_config = ConfigDict(
+        extra="forbid", validate_assignment=True, strict=True, allow_inf_nan=False
+    )
 
 
 class AtariSpec(_Strict):

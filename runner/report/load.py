@@ -114,12 +114,13 @@ def load_run(run_dir: Path) -> Run:
 
 
 def _read_manifest(run_dir: Path) -> dict[str, Any]:
-    import yaml
+    from runner.errors import ManifestError
+    from runner.manifest.parse import read_yaml
 
     for name in ("resolved.yaml", "manifest.yaml"):
         try:
-            data = yaml.safe_load((run_dir / name).read_text())
-        except (OSError, yaml.YAMLError):
+            data, _ = read_yaml(run_dir / name)
+        except ManifestError:
             continue
         if isinstance(data, dict):
             return data

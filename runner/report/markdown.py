@@ -39,10 +39,9 @@ def md_table(headers: list[str], rows: list[list[Any]]) -> list[str]:
 
 
 def write_md(path: Path, lines: list[str]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".md.tmp")
-    tmp.write_text("\n".join(lines))
-    tmp.replace(path)
+    from runner.rundir import write_text_atomic
+
+    write_text_atomic(path, "\n".join(lines), durable=False)
     return path
 
 

@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
+from runner.jobs.resume import latest_checkpoint
 from runner.manifest.schema import Manifest
 from runner.rundir import write_json_atomic
 from runner.trainers.base import EVAL_FILE, MODEL_FILE, REWARD_TAG, TB_DIR
-from runner.trainers.sb3 import latest_checkpoint
 
 RUNNER_SUPPLIED = (
     "environment", "num_timesteps", "num_envs", "seed", "progress_fn", "policy_params_fn",

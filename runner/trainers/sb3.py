@@ -7,8 +7,6 @@ continues from the newest one. `evaluate` runs the fixed evaluation protocol.
 
 from __future__ import annotations
 
-import os
-import re
 import time
 from pathlib import Path
 from typing import Any
@@ -16,30 +14,20 @@ from typing import Any
 import numpy as np
 
 from runner.jobs.common import load_model, make_env, make_model
+from runner.jobs.resume import (
+    Start,
+    newest_readable,
+    save_atomic,
+    save_checkpoint,
+    totals,
+    train_once,
+)
 from runner.manifest.schema import Manifest, ParallelSpec
 from runner.rundir import read_status, write_json_atomic
 from runner.trainers.base import EVAL_FILE, MODEL_FILE, TB_DIR
 
-CKPT = re.compile(r"^step-(\d+)\.zip$")
 
-
-def save_atomic(model: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}.zip")
-    model.save(str(tmp))
-    os.replace(tmp, path)
-
-
-def latest_checkpoint(unit_dir: Path) -> tuple[int, Path] | None:
-    found = []
-    for p in (unit_dir / "checkpoints").glob("step-*.zip"):
-        m = CKPT.match(p.name)
-        if m:
-            found.append((int(m.group(1)), p))
-    return max(found) if found else None
-
-
-def _callback(cfg: Manifest, unit_dir: Path, started: float, done_before: int):
+def _callback(cfg: Manifest, unit_dir: Path, started: float, start: Start):
     from stable_baselines3.common.callbacks import BaseCallback
 
     total = cfg.train.timesteps
@@ -51,18 +39,21 @@ def _callback(cfg: Manifest, unit_dir: Path, started: float, done_before: int):
         def __init__(self) -> None:
             super().__init__()
             self.last_write = 0.0
-            self.next_ckpt = (done_before // every + 1) * every if every else None
+            self.next_ckpt = (start.steps_done // every + 1) * every if every else None
             self.t0 = time.perf_counter()
+
+        def train_wall_s(self) -> float:
+            return start.wall_before_s + time.perf_counter() - self.t0
 
         def _on_step(self) -> bool:
             steps = self.model.num_timesteps
             if self.next_ckpt is not None and steps >= self.next_ckpt:
-                save_atomic(self.model, unit_dir / "checkpoints" / f"step-{steps}.zip")
+                save_checkpoint(self.model, unit_dir, self.train_wall_s())
                 self.next_ckpt += every
             now = time.perf_counter()
             if now - self.last_write >= 1.0:
                 self.last_write = now
-                rate = (steps - done_before) / max(now - self.t0, 1e-9)
+                rate = (steps - start.steps_done) / max(now - self.t0, 1e-9)
                 write_json_atomic(
                     unit_dir / "progress.json",
                     {"steps": steps, "total": total, "steps_per_s": rate, "started": started},
@@ -74,52 +65,56 @@ def _callback(cfg: Manifest, unit_dir: Path, started: float, done_before: int):
 
 
 def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
-    """Train one unit; returns fields for its status.json. Raises KeyboardInterrupt if stopped."""
+    """Train one unit; returns fields for its status.json. Raises KeyboardInterrupt if stopped.
+
+    A unit whose training already finished keeps its final model (runner.jobs.resume); one that
+    was stopped continues from its newest readable checkpoint.
+    """
+    return train_once(
+        unit_dir,
+        lambda: _train(cfg, unit_dir, seeds),
+        lambda path: load_model(cfg, path, None),
+    )
+
+
+def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
     venv = make_env(cfg, seed=seeds["env"], log_dir=unit_dir)
     try:
-        resume = latest_checkpoint(unit_dir)
-        if resume:
-            done_before, path = resume
-            model = load_model(cfg, path, venv)
+        start = newest_readable(unit_dir, lambda path: load_model(cfg, path, venv))
+        if start is not None:
             from stable_baselines3.common.logger import configure
 
             # one folder per segment: the report joins them at the step this one resumed from
-            segment = unit_dir / TB_DIR / f"resumed-{done_before}"
-            model.set_logger(configure(str(segment), ["tensorboard"]))
+            segment_dir = unit_dir / TB_DIR / f"resumed-{start.steps_done}"
+            start.model.set_logger(configure(str(segment_dir), ["tensorboard"]))
         else:
-            done_before = 0
-            model = make_model(cfg, venv, seed=seeds["model"], tb_dir=unit_dir / TB_DIR)
+            start = Start(make_model(cfg, venv, seed=seeds["model"], tb_dir=unit_dir / TB_DIR))
+        model = start.model
         started = time.time()
-        t0 = time.perf_counter()
-        callback = _callback(cfg, unit_dir, started, done_before)
+        callback = _callback(cfg, unit_dir, started, start)
         try:
             model.learn(
-                total_timesteps=cfg.train.timesteps - done_before,
+                total_timesteps=cfg.train.timesteps - start.steps_done,
                 callback=callback,
                 log_interval=cfg.train.log_interval,
-                reset_num_timesteps=not resume,
+                reset_num_timesteps=not start.steps_done,
                 progress_bar=False,
             )
         except KeyboardInterrupt:
-            save_atomic(model, unit_dir / "checkpoints" / f"step-{model.num_timesteps}.zip")
+            save_checkpoint(model, unit_dir, callback.train_wall_s())
             raise
-        wall = time.perf_counter() - t0
+        segment = time.perf_counter() - callback.t0
         save_atomic(model, unit_dir / MODEL_FILE)
-        steps = model.num_timesteps - done_before
+        fields = totals(model.num_timesteps, start.steps_done, start.wall_before_s, segment)
         final = {"steps": model.num_timesteps, "total": cfg.train.timesteps, "finished": True}
         write_json_atomic(  # the last word, not the last one-second tick
             unit_dir / "progress.json",
-            {**final, "steps_per_s": steps / wall if wall > 0 else 0.0, "started": started},
+            {**final, "steps_per_s": fields["train_steps_per_s"], "started": started},
         )
-        return {
-            "timesteps_done": model.num_timesteps,
-            "train_wall_time_s": wall,
-            "train_started": started,
-            "train_steps_per_s": steps / wall if wall > 0 else 0.0,
-            "resumed_from": done_before or None,
-            # every checkpoint step this unit was continued from, oldest first
-            "resumes": read_status(unit_dir).get("resumes", []) + ([done_before] if resume else []),
-        }
+        # every checkpoint step this unit was continued from, oldest first
+        resumes = read_status(unit_dir).get("resumes", [])
+        resumes += [start.steps_done] if start.steps_done else []
+        return {**fields, "train_started": started, "resumes": resumes}
     finally:
         venv.close()
 

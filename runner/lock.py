@@ -1,0 +1,49 @@
+"""One runner per run directory: an advisory lock held while a runner uses it.
+
+The lock is `flock` on `<run_dir>/.lock`, so the kernel drops it when the runner exits, however it
+exits (kill -9 included): there is never a stale lock to clear by hand. The file holds the pid of
+the holder, only to name it in the message.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from runner.errors import UserInputError
+
+LOCK_NAME = ".lock"
+_held: dict[Path, int] = {}  # run dir -> fd, so one process may enter the same lock twice
+
+
+@contextlib.contextmanager
+def locked(run_dir: Path) -> Iterator[None]:
+    """Hold the run directory's lock; UserInputError at once if another process holds it."""
+    key = run_dir.resolve()
+    if key in _held:
+        yield
+        return
+    path = run_dir / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "another process"
+        os.close(fd)
+        raise UserInputError(
+            f"{run_dir}: in use by another runner (pid {holder}); wait for it or stop it first"
+        ) from None
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    except OSError:
+        pass  # a full disk: the lock holds without the pid
+    _held[key] = fd
+    try:
+        yield
+    finally:
+        del _held[key]
+        os.close(fd)  # releases the flock

@@ -1,0 +1,92 @@
+"""Reliability driver: try every bad input and inject every fault, and count.
+
+    .venv/bin/python tests/benchmarks/reliability.py [--no-faults] [--json OUT]
+
+Bad inputs (tests/reliability_cases.py) go through the installed console script in a
+subprocess; each counts when it gets exactly one `error:` line, exit status 2, no traceback and
+no run directory. Faults are the real-run tests of tests/test_faults.py (signals at each phase, a
+unit killed, each run-directory file corrupted, two resumes at once, a full disk); each counts
+when its run is survived with nothing lost (the test's assertions). Prints the counts and every
+miss by name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from tests.reliability_cases import cases  # noqa: E402
+from tests.test_bad_inputs import one_clear_line, run_case  # noqa: E402
+
+
+def bad_inputs() -> tuple[int, int, dict[str, str]]:
+    misses: dict[str, str] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        found = cases(Path(tmp) / "in", Path(tmp) / "runs")
+        for case in found:
+            proc, seconds = run_case(case, timeout=300)
+            why = one_clear_line(proc)
+            if why is None and (Path(tmp) / "runs").exists():
+                why = "a run directory was made"
+            if why is not None:
+                misses[case.name] = why
+            print(f"{'ok  ' if why is None else 'MISS'} {case.name} ({seconds:.1f} s)", flush=True)
+    return len(found), len(found) - len(misses), misses
+
+
+def faults() -> tuple[int, int, dict[str, str]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "junit.xml"
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                str(ROOT / "tests" / "test_faults.py"),
+                f"--junitxml={report}",
+            ],
+            cwd=ROOT,
+            check=False,
+        )
+        tree = ET.parse(report)
+    total, misses = 0, {}
+    for case in tree.iter("testcase"):
+        total += 1
+        found = [case.find(tag) for tag in ("failure", "error", "skipped")]
+        bad = next(
+            (el for el in found if el is not None), None
+        )  # an Element with no children is falsy
+        if bad is not None:
+            misses[case.get("name", "?")] = (bad.get("message") or bad.tag)[:200]
+    return total, total - len(misses), misses
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-faults", action="store_true", help="bad inputs only (fast)")
+    parser.add_argument("--json", type=Path, help="also write the counts here")
+    args = parser.parse_args()
+    n_bad, n_clear, bad_miss = bad_inputs()
+    result = {"bad_inputs": n_bad, "one_line_exit_2": n_clear, "bad_input_misses": bad_miss}
+    if not args.no_faults:
+        n_faults, n_survived, fault_miss = faults()
+        result.update(faults=n_faults, survived=n_survived, fault_misses=fault_miss)
+    print(json.dumps(result, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

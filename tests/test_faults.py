@@ -1,0 +1,231 @@
+"""Injected faults on real runs (tiny CartPole budgets): signals at each phase, a unit killed,
+corruption of each run-directory file, two resumes at once, a full disk. Each must be survived
+with nothing lost: the run ends with one clear line, its record says what happened, and
+`--resume` finishes it without redoing finished work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import (
+    children_of,
+    rlcrate,
+    rlcrate_exe,
+    run_dir_of,
+    start_run,
+    tiny_manifest,
+    wait_for,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.gymnasium]
+
+UNIT = "units/default/seed-0"
+
+
+def _manifest(**over):
+    return tiny_manifest(**{"train__timesteps": 1024, "train__checkpoint_every": 256, **over})
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _status(run: Path) -> dict:
+    return json.loads((run / UNIT / "status.json").read_text())
+
+
+def _resume(run: Path) -> subprocess.CompletedProcess:
+    return rlcrate("run", str(run / "manifest.yaml"), "--resume", str(run))
+
+
+def _debris(run: Path) -> list[Path]:
+    return [p for p in run.rglob(".*") if p.name != ".lock"]
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """One finished run; tests corrupt copies of it."""
+    out = tmp_path_factory.mktemp("finished")
+    path = out / "m.yaml"
+    import yaml
+
+    path.write_text(yaml.safe_dump(_manifest()))
+    res = rlcrate("run", str(path), "--out", str(out / "runs"))
+    assert res.returncode == 0, res.stderr
+    return run_dir_of(out / "runs", "tiny")
+
+
+def _copy(run: Path, tmp_path: Path) -> Path:
+    dest = tmp_path / "runs" / "tiny" / run.name
+    shutil.copytree(run, dest)
+    (dest / ".lock").unlink(missing_ok=True)
+    return dest
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["INT", "KILL"])
+def test_stopped_during_eval_keeps_the_trained_model(sig, write_manifest, tmp_path):
+    path = write_manifest(_manifest(eval__episodes=400))
+    proc = start_run(path, tmp_path / "runs")
+    wait_for(lambda: list((tmp_path / "runs").glob(f"tiny/*/{UNIT}/train.json")), 300, "training")
+    run = run_dir_of(tmp_path / "runs", "tiny")
+    trained = _sha(run / UNIT / "model.zip")
+    first = json.loads((run / UNIT / "train.json").read_text())
+    kids = children_of(proc.pid)
+    proc.send_signal(sig)
+    proc.wait(timeout=120)
+    assert proc.returncode == (130 if sig == signal.SIGINT else -9)
+    wait_for(lambda: not [k for k in kids if Path(f"/proc/{k}").exists()], 30, "units to stop")
+    assert not (run / UNIT / "eval.json").exists(), "the signal came after eval, not during it"
+    res = _resume(run)
+    assert res.returncode == 0, res.stderr
+    assert _sha(run / UNIT / "model.zip") == trained, "the finished training was rolled back"
+    done = _status(run)
+    assert done["state"] == "done" and done["timesteps_done"] == 1024
+    assert done["train_wall_time_s"] == first["train_wall_time_s"]
+    assert done["wall_time_s"] > first["train_wall_time_s"]  # both segments, not the last only
+    assert len(json.loads((run / UNIT / "eval.json").read_text())["episodes"]) == 400
+    assert not _debris(run)
+
+
+def test_interrupt_during_dry_construction_leaves_nothing(write_manifest, tmp_path):
+    proc = start_run(write_manifest(_manifest()), tmp_path / "runs")
+    wait_for(lambda: children_of(proc.pid), 30, "the dry construction to start")
+    time.sleep(1.0)
+    kids = children_of(proc.pid)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in proc.stderr.read()
+    assert not list((tmp_path / "runs").glob("tiny/*")), "a run directory was made"
+    wait_for(lambda: not [k for k in kids if Path(f"/proc/{k}").exists()], 30, "no child left")
+
+
+def test_unit_killed_by_a_signal_is_recorded_then_resumed(write_manifest, tmp_path):
+    path = write_manifest(_manifest(train__timesteps=20_000))
+    proc = start_run(path, tmp_path / "runs")
+    wait_for(lambda: list((tmp_path / "runs").glob(f"tiny/*/{UNIT}/progress.json")), 300, "train")
+    unit_pids = [
+        k
+        for k in children_of(proc.pid)
+        if b"runner.jobs.unit" in Path(f"/proc/{k}/cmdline").read_bytes()
+    ]
+    assert unit_pids
+    os.kill(unit_pids[0], signal.SIGKILL)
+    proc.wait(timeout=120)
+    run = run_dir_of(tmp_path / "runs", "tiny")
+    assert proc.returncode == 1
+    status = _status(run)
+    assert status["state"] == "failed" and "SIGKILL" in status["error"]
+    assert not _debris(run)
+    res = _resume(run)
+    assert res.returncode == 0, res.stderr
+    assert _status(run)["state"] == "done"
+
+
+CORRUPT = [
+    "status.json",
+    "eval.json",
+    "model.zip",
+    "provenance.json",
+    "summary.json",
+    "progress.json",
+    "newest-checkpoint",
+]
+
+
+@pytest.mark.parametrize("name", CORRUPT)
+def test_corrupt_file_is_survived(name, finished, tmp_path):
+    run = _copy(finished, tmp_path)
+    unit = run / UNIT
+    before = {p.name: p.read_bytes() for p in (unit / "eval.json", unit / "model.zip")}
+    prov = run / "provenance.json"
+    if name == "newest-checkpoint":  # training stopped after its last checkpoint went bad
+        (unit / "model.zip").unlink()
+        (unit / "train.json").unlink()
+        (unit / "checkpoints" / "step-1024.zip").write_bytes(b"PK\x03\x04 damaged")
+        (unit / "status.json").write_text(json.dumps({"state": "interrupted"}))
+        target = None
+    else:
+        target = run / name if name in ("provenance.json", "summary.json") else unit / name
+        target.write_bytes(b"\x00{{ not json")
+    res = _resume(run)
+    assert res.returncode == 0, res.stderr
+    assert "Traceback" not in res.stderr
+    assert _status(run)["state"] == "done"
+    if name == "provenance.json":
+        assert prov.read_bytes() == b"\x00{{ not json", "a damaged provenance was replaced"
+    elif name == "newest-checkpoint":
+        assert "step-1024.zip is unreadable" in (unit / "unit.log").read_text()
+        assert _status(run)["resumed_from"] == 768
+    else:
+        # nothing lost: the same trained model, the same (deterministic) evaluation
+        assert (unit / "model.zip").read_bytes() == before["model.zip"] or name == "model.zip"
+        assert json.loads((unit / "eval.json").read_text()) == json.loads(before["eval.json"])
+        assert json.loads((run / "summary.json").read_text())["complete"] is True
+    assert not _debris(run)
+
+
+@pytest.mark.parametrize("name", ["resolved.yaml", "manifest.yaml"])
+def test_corrupt_run_definition_is_one_line(name, finished, tmp_path):
+    run = _copy(finished, tmp_path)
+    (run / name).write_text("variants: [unclosed\n")
+    res = _resume(run)
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+    assert res.returncode == 2 and len(errors) == 1 and name in errors[0], res.stderr
+    assert _status(run)["state"] == "done"  # nothing touched
+
+
+def test_two_resumes_at_once_run_each_unit_once(finished, tmp_path):
+    run = _copy(finished, tmp_path)
+    for name in ("eval.json", "train.json", "model.zip"):  # one unit to train again
+        (run / UNIT / name).unlink()
+    shutil.rmtree(run / UNIT / "checkpoints")
+    cmd = [rlcrate_exe(), "run", str(run / "manifest.yaml"), "--resume", str(run)]
+    a, b = (
+        subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    )
+    codes = sorted([a.wait(timeout=300), b.wait(timeout=300)])
+    errs = a.stderr.read() + b.stderr.read()
+    assert codes == [0, 2], errs
+    assert "in use by another runner" in errs
+    assert _status(run)["state"] == "done" and (run / UNIT / "train.json").is_file()
+    assert sum("run directory:" in p.stdout.read() for p in (a, b)) == 1  # one runner ran
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    res = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mnt)],
+        capture_output=True,
+        text=True,
+    )
+    if res.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {res.stderr.strip()}")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_full_disk_is_recorded_and_resumable(small_disk, write_manifest, tmp_path):
+    path = write_manifest(_manifest(train__timesteps=4096, train__checkpoint_every=128))
+    res = rlcrate("run", str(path), "--out", str(small_disk))
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
+    run = run_dir_of(small_disk, "tiny")
+    status = _status(run)
+    assert status["state"] == "failed" and "out of disk space" in status["error"], status
+    assert not _debris(run), _debris(run)
+    subprocess.run(["mount", "-o", "remount,size=64m", str(small_disk)], check=True)
+    res = _resume(run)
+    assert res.returncode == 0, res.stderr
+    assert _status(run)["state"] == "done"

@@ -1,0 +1,123 @@
+"""Strict manifests: bounded parsing, one meaning per value, matrix overrides that say what runs;
+and the run-directory lock. Fast: no training."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from runner.errors import ManifestError, UserInputError
+from runner.lock import locked
+from runner.manifest import expand, load_manifest, resolved
+from runner.manifest.matrix import MAX_NAME, apply_overrides
+from runner.manifest.parse import MAX_NODES, parse_yaml
+from tests.helpers import tiny_manifest
+
+
+def _problems(text: str) -> list[str]:
+    with pytest.raises(ManifestError) as exc:
+        parse_yaml(text, "m.yaml")
+    return [str(p) for p in exc.value.problems]
+
+
+def test_alias_chain_is_refused_before_it_expands():
+    text = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 9)
+    )
+    (line,) = _problems(text)
+    assert f"{MAX_NODES:,} values" in line
+
+
+def test_aliases_nested_into_depth_are_refused():
+    text = "a0: &a0 " + "[" * 40 + "]" * 40 + "\n" + "a1: " + "[" * 40 + "*a0" + "]" * 40 + "\n"
+    (line,) = _problems(text)
+    assert "levels" in line
+
+
+def test_small_aliases_and_merge_keys_still_work():
+    data, lines = parse_yaml("base: &b {gamma: 0.9}\nalgo: {<<: *b, n_steps: 8}\n", "m.yaml")
+    assert data["algo"] == {"gamma": 0.9, "n_steps": 8} and lines[("algo", "n_steps")] == 2
+
+
+def test_duplicate_keys_at_any_depth_name_both_lines():
+    (line,) = _problems("algo:\n  params:\n    gamma: 0.9\n    gamma: 0.99\n")
+    assert line.startswith("m.yaml:4: algo.params.gamma: duplicate key (first on line 3)")
+
+
+@pytest.mark.parametrize("value", [".nan", ".inf", "-.Inf", ".NaN"])
+def test_no_nan_or_infinity_even_in_free_form_params(value):
+    (line,) = _problems(f"algo:\n  params: {{learning_rate: {value}}}\n")
+    assert "algo.params.learning_rate: expected a finite number" in line
+
+
+def test_mapping_override_merges_and_says_so(write_manifest):
+    m = tiny_manifest(matrix={"algo.params": [{"gamma": 0.9}, {"gamma": 0.99}]})
+    manifest = load_manifest(write_manifest(m))
+    variants = expand(manifest)
+    assert [v.name for v in variants] == ["params-gamma-0.9", "params-gamma-0.99"]
+    for v in variants:
+        assert v.config is not None and v.config.algo.params["n_steps"] == 64  # kept
+    res = resolved(manifest)
+    assert all(v["override_modes"] == {"algo.params": "merge"} for v in res["variants"].values())
+
+
+def test_scalar_override_replaces():
+    base = load_manifest_from(tiny_manifest())
+    assert apply_overrides(base, {"parallel.envs": 4}).parallel.envs == 4
+
+
+def load_manifest_from(data):
+    from runner.manifest.schema import Manifest
+
+    return Manifest.model_validate(data)
+
+
+def test_a_path_and_its_parent_are_refused():
+    base = load_manifest_from(tiny_manifest())
+    with pytest.raises(ValueError, match="'parallel' and 'parallel.envs'"):
+        apply_overrides(base, {"parallel": {"envs": 4}, "parallel.envs": 8})
+
+
+def test_long_variant_names_stay_within_file_name_limits():
+    words = ["a" * 80 + str(i) for i in range(3)]
+    manifest = load_manifest_from(tiny_manifest(matrix={"env.kwargs.tag": words}))
+    names = [v.name for v in expand(manifest)]
+    assert len(set(names)) == 3 and all(len(n) <= MAX_NAME for n in names)
+
+
+@pytest.mark.parametrize("over", [{"seeds": [True]}, {"seeds": ["1"]}, {"train__timesteps": "9"}])
+def test_one_type_per_value(over, write_manifest):
+    with pytest.raises(ManifestError):
+        load_manifest(write_manifest(tiny_manifest(**over)))
+
+
+def test_run_directory_lock_is_exclusive_and_never_stale(tmp_path):
+    code = (
+        "import sys, time; from pathlib import Path; from runner.lock import locked\n"
+        "with locked(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(UserInputError, match=f"pid {holder.pid}"), locked(tmp_path):
+            pass
+    finally:
+        holder.kill()
+        holder.wait()
+    with locked(tmp_path), locked(tmp_path):  # free again after a kill; re-entrant in-process
+        pass
+
+
+def test_resource_and_budget_warnings_through_validate(write_manifest):
+    from tests.helpers import rlcrate
+
+    m = tiny_manifest(parallel={"envs": 64, "workers": 64, "mode": "subproc"}, train__timesteps=256)
+    res = rlcrate("validate", str(write_manifest(m)))
+    assert res.returncode == 0, res.stderr
+    warnings = [ln for ln in res.stderr.splitlines() if ln.startswith("warning:")]
+    assert any("64 env processes on" in w for w in warnings), res.stderr
+    assert any("trains 4096 steps for train.timesteps = 256" in w for w in warnings), res.stderr
