@@ -50,7 +50,7 @@ class Node:
         self.log.close()
 
 
-def _wait_nodes(address: str, n: int, timeout: float = 300) -> None:
+def _wait_nodes(address: str, n: int, timeout: float = 600) -> None:
     code = (
         "import ray,sys; ray.init(address=sys.argv[1], log_to_driver=False); "
         "print(sum(1 for x in ray.nodes() if x['Alive']))"
