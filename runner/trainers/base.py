@@ -49,3 +49,25 @@ class Trainer(Protocol):
         """Run `cfg.eval.episodes` episodes of the saved model on a fresh single env seeded
         with `seeds["eval_env"]`; leave EVAL_FILE; return EVAL_FIELDS."""
         ...
+
+
+def write_eval(
+    unit_dir: Path, cfg: Manifest, eval_seed: int, returns: Any, lengths: Any
+) -> dict[str, Any]:
+    """Write the unit's eval.json (every trainer's, the same shape); its status fields."""
+    import numpy as np
+
+    from runner.rundir import write_json_atomic
+
+    result = {
+        "episodes": [
+            {"return": float(r), "length": int(n)} for r, n in zip(returns, lengths, strict=True)
+        ],
+        "mean": float(np.mean(returns)),
+        "std": float(np.std(returns)),
+        "deterministic": cfg.eval.deterministic,
+        "n_episodes": len(returns),
+        "seed": eval_seed,
+    }
+    write_json_atomic(unit_dir / EVAL_FILE, result)
+    return {"eval_mean": result["mean"], "eval_std": result["std"]}

@@ -26,7 +26,7 @@ import numpy as np
 from runner.jobs.resume import latest_checkpoint
 from runner.manifest.schema import Manifest
 from runner.rundir import write_json_atomic
-from runner.trainers.base import EVAL_FILE, MODEL_FILE, REWARD_TAG, TB_DIR
+from runner.trainers.base import MODEL_FILE, REWARD_TAG, TB_DIR, write_eval
 
 RUNNER_SUPPLIED = (
     "environment", "num_timesteps", "num_envs", "seed", "progress_fn", "policy_params_fn",
@@ -233,15 +233,4 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
     make_policy = ppo_networks.make_inference_fn(_networks(config))
     policy = make_policy(params, deterministic=cfg.eval.deterministic)
     returns, lengths = _episodes(cfg, policy, seeds["eval_env"])
-    result = {
-        "episodes": [
-            {"return": float(r), "length": int(n)} for r, n in zip(returns, lengths, strict=True)
-        ],
-        "mean": float(np.mean(returns)),
-        "std": float(np.std(returns)),
-        "deterministic": cfg.eval.deterministic,
-        "n_episodes": len(returns),
-        "seed": seeds["eval_env"],
-    }
-    write_json_atomic(unit_dir / EVAL_FILE, result)
-    return {"eval_mean": result["mean"], "eval_std": result["std"]}
+    return write_eval(unit_dir, cfg, seeds["eval_env"], returns, lengths)

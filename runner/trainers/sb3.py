@@ -11,8 +11,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from runner.jobs.common import load_model, make_env, make_model
 from runner.jobs.resume import (
     Start,
@@ -24,7 +22,7 @@ from runner.jobs.resume import (
 )
 from runner.manifest.schema import Manifest, ParallelSpec
 from runner.rundir import read_status, write_json_atomic
-from runner.trainers.base import EVAL_FILE, MODEL_FILE, TB_DIR
+from runner.trainers.base import MODEL_FILE, TB_DIR, write_eval
 
 
 def _callback(cfg: Manifest, unit_dir: Path, started: float, start: Start):
@@ -142,15 +140,4 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
         venv.close()
     assert isinstance(returns, list) and isinstance(lengths, list)  # return_episode_rewards=True
     returns = [float(r) for r in returns]
-    result = {
-        "episodes": [
-            {"return": r, "length": int(n)} for r, n in zip(returns, lengths, strict=True)
-        ],
-        "mean": float(np.mean(returns)),
-        "std": float(np.std(returns)),
-        "deterministic": cfg.eval.deterministic,
-        "n_episodes": len(returns),
-        "seed": seeds["eval_env"],
-    }
-    write_json_atomic(unit_dir / EVAL_FILE, result)
-    return {"eval_mean": result["mean"], "eval_std": result["std"]}
+    return write_eval(unit_dir, cfg, seeds["eval_env"], returns, lengths)
