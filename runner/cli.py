@@ -7,124 +7,38 @@ Heavy modules are imported inside the commands so `rlcrate --help` stays fast.
 
 from __future__ import annotations
 
-import errno
-import importlib
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from typer.core import TyperGroup
 
 from runner import __version__
 from runner import cli_cluster as cc
-from runner.errors import BackendUnavailable, ManifestError, RunnerError, UserInputError
-
-# The click Typer carries (Typer 0.29 vendors its own; older ones use the click package).
-_click = importlib.import_module(typer.BadParameter.__module__)
-
-
-def exit_status(exc: BaseException) -> int:
-    """The one place an error becomes text on stderr and an exit status: a sentence per problem,
-    never a traceback. 0 success, 1 a unit failed or the machine failed us, 2 bad input (usage,
-    manifest, files), 130 interrupted."""
-    if isinstance(exc, typer.Exit):
-        return int(exc.exit_code)
-    if isinstance(exc, (KeyboardInterrupt, typer.Abort)):
-        typer.echo("interrupted", err=True)
-        return 130
-    if isinstance(exc, _click.UsageError):
-        ctx = exc.ctx
-        where = f"{ctx.command_path}: " if ctx is not None else ""
-        if isinstance(exc, _click.NoArgsIsHelpError):  # the help was shown; say why it was
-            what = "a command" if ctx is None or ctx.parent is None else "arguments"
-            typer.echo(f"error: {where}expected {what}", err=True)
-        else:
-            hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
-            typer.echo(f"error: {where}{exc.format_message()}{hint}", err=True)
-        return 2
-    if isinstance(exc, _click.ClickException):
-        typer.echo(f"error: {exc.format_message()}", err=True)
-        return exc.exit_code
-    if isinstance(exc, ManifestError):
-        for line in exc.problems:
-            typer.echo(f"error: {line}", err=True)
-        return exc.exit_code
-    if isinstance(exc, RunnerError):
-        typer.echo(f"error: {exc}", err=True)
-        return exc.exit_code
-    if isinstance(exc, OSError):
-        full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
-        name = f"{exc.filename}: " if exc.filename else ""
-        typer.echo(
-            f"error: {'out of disk space: ' if full else ''}{name}{exc.strerror or exc}", err=True
-        )
-        return 1
-    raise exc
-
-
-class _Group(TyperGroup):
-    """Runs every command (image subcommands included) under `exit_status`, so Typer's test
-    runner sees the same messages and exit codes as a shell."""
-
-    def invoke(self, ctx):  # type: ignore[no-untyped-def]
-        try:
-            return super().invoke(ctx)
-        except (RunnerError, KeyboardInterrupt, OSError) as exc:
-            raise typer.Exit(exit_status(exc)) from None
-
+from runner.cli_exit import Group, click, exit_status
+from runner.cli_run import (
+    ExecutorOpt,
+    ImageOpt,
+    ManifestArg,
+    OutOpt,
+    RayAddressOpt,
+    ResumeOpt,
+    RunDirArg,
+    console,
+    run_manifest,
+)
+from runner.errors import BackendUnavailable, RunnerError, UserInputError
 
 app = typer.Typer(
     name="rlcrate",
-    cls=_Group,
+    cls=Group,
     help="Reproducible RL experiments: run a manifest locally, in an image or on Ray.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
     rich_markup_mode="rich",
 )
-
-ManifestArg = Annotated[
-    Path, typer.Argument(help="Manifest YAML file.", exists=True, dir_okay=False, readable=True)
-]
-RunDirArg = Annotated[
-    Path,
-    typer.Argument(help="A run directory (runs/<name>/<run-id>).", exists=True, file_okay=False),
-]
-OutOpt = Annotated[Path, typer.Option("--out", "-o", help="Where run directories go.")]
-ResumeOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--resume",
-        help="Continue this run directory: skip units already done.",
-        exists=True,
-        file_okay=False,
-    ),
-]
-ExecutorOpt = Annotated[str, typer.Option("--executor", "-x", help="local | ray | slurm")]
-ImageOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--image",
-        help="Where the units run: local (here), cpu, cuda or a full image tag; with slurm, a "
-        ".sif (Apptainer). Default: the manifest's `image:` (itself local by default).",
-    ),
-]
-RayAddressOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--ray-address", help="Ray cluster address (default: RAY_ADDRESS, else a local cluster)."
-    ),
-]
-
-
-def _console():
-    from rich.console import Console
-
-    # logs and CI capture output without a terminal: give tables room instead of Rich's 80
-    width = None if sys.stdout.isatty() else 120
-    return Console(stderr=False, highlight=False, width=width)
 
 
 def _version(value: bool) -> None:
@@ -143,65 +57,6 @@ def _root(
     ] = False,
 ) -> None:
     """Reproducible RL experiments: run a manifest locally, in an image or on Ray."""
-
-
-def _run(
-    manifest: Path,
-    jobs: str | None,
-    executor: str,
-    image: str | None,
-    out: Path,
-    resume: Path | None,
-    ray_address: str | None,
-    cluster: Any = None,
-    expect: bool = True,
-) -> None:
-    from runner.executors import EXECUTORS
-    from runner.orchestrate import RunOptions, parse_jobs, run
-
-    job_list = parse_jobs(jobs) if jobs else None  # None: the jobs the manifest declares
-    if executor not in EXECUTORS:
-        raise typer.BadParameter(
-            f"expected {' or '.join(EXECUTORS)}, got {executor!r}", param_hint="--executor"
-        )
-    where = image or _manifest_image(manifest)
-    if where != "local" and cluster is not None and where.endswith(".sif"):
-        cluster.image, where = str(Path(where).resolve()), "local"  # each Slurm unit in Apptainer
-    if where != "local":
-        from runner.images.run import run_in_image
-
-        args = (["--jobs", jobs] if jobs else []) + ["--executor", executor]
-        args += [] if expect else ["--no-expect"]
-        if resume is not None:  # the run's parent folders become /out; its units resume there
-            out, inner = _resume_in_image(resume)
-            args += ["--resume", inner]
-        code = run_in_image(manifest, where, out, args)
-        typer.echo(f"(paths under /out above are under {out.resolve()} on this host)")
-        raise typer.Exit(code)
-    opts = RunOptions(job_list, executor, out, resume, ray_address, cluster=cluster)
-    run_dir = run(manifest, opts, _console())  # fills in opts.jobs from the manifest when None
-    if expect and "eval" in (opts.jobs or []) and not getattr(cluster, "detach", False):
-        from runner.expect import gate
-
-        gate(run_dir)
-
-
-def _resume_in_image(resume: Path) -> tuple[Path, str]:
-    """(the folder to mount as the image's output folder, the run directory's path inside)."""
-    from runner.errors import UserInputError
-    from runner.images.engine import OUT_DIR
-
-    run_dir = resume.resolve()
-    if not (run_dir / "resolved.yaml").is_file():
-        raise UserInputError(f"--resume {resume}: not a run directory (no resolved.yaml)")
-    return run_dir.parent.parent, f"{OUT_DIR}/{run_dir.parent.name}/{run_dir.name}"
-
-
-def _manifest_image(manifest: Path) -> str:
-    """The manifest's `image:` (schema only: the backend need not be installed here)."""
-    from runner.manifest import load_manifest
-
-    return load_manifest(manifest, check=False).image
 
 
 @app.command("run")
@@ -242,7 +97,7 @@ def run_cmd(
     `--image local` runs here, `--image cpu|cuda|TAG` inside that image.
     """
     cluster = cc.cluster_settings(executor, profile, partition, account, time, sbatch, detach)
-    _run(manifest, jobs, executor, image, out, resume, ray_address, cluster, expect)
+    run_manifest(manifest, jobs, executor, image, out, resume, ray_address, cluster, expect)
 
 
 @app.command("status")
@@ -260,7 +115,7 @@ def train_cmd(
     resume: ResumeOpt = None,
 ) -> None:
     """Train every unit (no evaluation)."""
-    _run(manifest, "train", executor, image, out, resume, None)
+    run_manifest(manifest, "train", executor, image, out, resume, None)
 
 
 @app.command("eval")
@@ -292,13 +147,13 @@ def eval_cmd(
                 d = UnitRef(v, s).dir(resume)
                 if read_status(d).get("state") == "done":
                     write_status(d, "pending")  # evaluate again
-        run(manifest, RunOptions(["eval"], executor, Path("runs"), resume), _console())
+        run(manifest, RunOptions(["eval"], executor, Path("runs"), resume), console())
 
 
 @app.command("bench")
 def bench_cmd(manifest: ManifestArg, image: ImageOpt = None, out: OutOpt = Path("runs")) -> None:
     """Benchmark env-only and training steps/s over the manifest's bench.sweep."""
-    _run(manifest, "bench", "local", image, out, None, None)
+    run_manifest(manifest, "bench", "local", image, out, None, None)
 
 
 @app.command("validate")
@@ -390,7 +245,7 @@ def doctor_cmd() -> None:
     """What this machine has: backends, Godot, container engines, GPU/driver, CPUs."""
     from runner.doctor import doctor
 
-    doctor(_console())
+    doctor(console())
 
 
 @app.command("envs")
@@ -401,7 +256,7 @@ def envs_cmd(
     """The backends and the env ids each offers."""
     from runner.doctor import list_envs
 
-    list_envs(_console(), backend, all_ids)
+    list_envs(console(), backend, all_ids)
 
 
 def _add_image_app() -> None:
@@ -426,6 +281,6 @@ def main() -> None:
     """Console-script entry point: every error through `exit_status`."""
     try:
         code = app(standalone_mode=False)
-    except (_click.ClickException, typer.Abort, RunnerError, KeyboardInterrupt, OSError) as exc:
+    except (click.ClickException, typer.Abort, RunnerError, KeyboardInterrupt, OSError) as exc:
         code = exit_status(exc)
     sys.exit(code if isinstance(code, int) else 0)

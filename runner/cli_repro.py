@@ -23,7 +23,7 @@ def _seed_list(text: str | None) -> list[int] | None:
 def register(app: typer.Typer) -> None:
     # annotations are evaluated here, at definition (no `from __future__ import annotations`),
     # so the option aliases imported from runner.cli below resolve
-    from runner.cli import ExecutorOpt, ImageOpt, ManifestArg, OutOpt, RunDirArg, _console
+    from runner.cli_run import ExecutorOpt, ImageOpt, ManifestArg, OutOpt, RunDirArg, console
 
     @app.command("archive")
     def archive_cmd(
@@ -82,7 +82,7 @@ def register(app: typer.Typer) -> None:
         if not 0 < alpha <= 0.5:
             raise UserInputError(f"--alpha: expected a significance level in (0, 0.5], got {alpha}")
         opts = ReproduceOptions(out, executor, units, _seed_list(seeds), image, alpha)
-        raise typer.Exit(0 if reproduce(archive_file, opts, _console()) else 1)
+        raise typer.Exit(0 if reproduce(archive_file, opts, console()) else 1)
 
     @app.command("check-determinism")
     def check_determinism_cmd(
@@ -100,4 +100,4 @@ def register(app: typer.Typer) -> None:
         if steps is not None and steps < 1:
             raise UserInputError(f"--steps: expected a positive number of steps, got {steps}")
 
-        raise typer.Exit(check(manifest, steps, seed, _console()))
+        raise typer.Exit(check(manifest, steps, seed, console()))

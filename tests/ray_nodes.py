@@ -50,6 +50,20 @@ class Node:
         self.log.close()
 
 
+def own_ports() -> list[str]:
+    """Every port a node listens on, chosen free here: Ray's fixed defaults (the dashboard agent's
+    52365, the client server's 10001) would collide with another node or cluster on this host."""
+    names = [
+        "node-manager-port",
+        "object-manager-port",
+        "dashboard-agent-listen-port",
+        "dashboard-agent-grpc-port",
+        "runtime-env-agent-port",
+        "metrics-export-port",
+    ]
+    return [f"--{name}={free_port()}" for name in names]
+
+
 def _wait_nodes(address: str, n: int, timeout: float = 600) -> None:
     code = (
         "import ray,sys; ray.init(address=sys.argv[1], log_to_driver=False); "
@@ -79,20 +93,32 @@ def start(tmp: Path, head_cpus: int, worker_cpus: int) -> tuple[str, Node, Node]
             "--node-ip-address=127.0.0.1",
             "--include-dashboard=false",
             f"--temp-dir={tmp / 'ray'}",
+            f"--ray-client-server-port={free_port()}",
+            *own_ports(),
         ],
         tmp,
         "head",
     )
     address = f"127.0.0.1:{port}"
     worker = Node(
-        [f"--address={address}", f"--num-cpus={worker_cpus}", "--node-ip-address=127.0.0.2"],
+        [
+            f"--address={address}",
+            f"--num-cpus={worker_cpus}",
+            "--node-ip-address=127.0.0.2",
+            *own_ports(),
+        ],
         tmp,
         "worker",
     )
     try:
         _wait_nodes(address, 2)
-    except Exception:
+    except Exception as exc:
         worker.kill()
         head.kill()
-        raise
+        tails = "".join(
+            f"\n--- {name}.log (last lines) ---\n"
+            + "\n".join((tmp / f"{name}.log").read_text(errors="replace").splitlines()[-15:])
+            for name in ("head", "worker")
+        )
+        raise RuntimeError(f"{exc}{tails}") from None
     return address, head, worker
