@@ -8,6 +8,7 @@ run's time is XLA compilation, so the runs share a JAX compilation cache (a temp
 from __future__ import annotations
 
 import json
+import sys
 import zipfile
 from pathlib import Path
 
@@ -117,3 +118,41 @@ def test_sb3_through_the_vecenv_adapter(write_manifest, tmp_path, jax_cache, mon
     ev = json.loads((unit / "eval.json").read_text())
     assert ev["n_episodes"] == 3 and all(0 < e["length"] <= 50 for e in ev["episodes"])
     assert (unit / "model.zip").is_file() and list((unit / "tb").rglob("events.out.tfevents.*"))
+
+
+@pytest.mark.slow
+def test_bench_measures_brax_points_in_brax_python(
+    write_manifest, tmp_path, jax_cache, monkeypatch
+):
+    """Brax's own PPO and the SB3 adapter benched side by side through `rlcrate bench`: each point
+    is measured in the Python Brax's units run in; Brax's env-only rate is its jitted loop, with
+    the compile time apart; the adapter's is the VecEnv SB3 steps."""
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(jax_cache))
+    native = brax_manifest()["algo"]
+    m = brax_manifest(
+        algo={"name": "PPO"},
+        bench={"steps": 512, "warmup": 0, "repeats": 2, "sweep": {"parallel.envs": [8]}},
+        matrix=[
+            {"variant": "native", "algo.name": "brax_ppo", "algo.params": native["params"]},
+            {"variant": "adapter", "algo.params": {"n_steps": 32, "batch_size": 64, "n_epochs": 1}},
+        ],
+    )
+    res = rlcrate("bench", str(write_manifest(m)), "--out", str(tmp_path / "b"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    bench = json.loads((run_dir_of(tmp_path / "b", "brax-t") / "bench.json").read_text())
+    points = {p["variant"]: p for p in bench["points"]}
+    assert set(points) == {"native", "adapter"}
+    for p in points.values():
+        assert p["error"] is None and p["envs"] == 8
+        assert p["python"] == (brax.interpreter() or sys.executable)
+        for key in ("env_only", "train"):
+            s = p[key]["steps_per_s"]
+            assert 0 < s["min"] <= s["median"] <= s["max"] and len(s["runs"]) == 2
+    assert points["native"]["trainer"] == "brax_ppo" and points["adapter"]["trainer"] == "sb3"
+    assert (
+        points["native"]["vec_env"].startswith("jit(")
+        and points["native"]["env_only"]["compile_s"] > 0
+    )
+    assert points["native"]["train"]["env_fraction"] is None
+    assert points["adapter"]["vec_env"] == "BraxVecEnv"
+    assert 0 < points["adapter"]["train"]["env_fraction"] < 1

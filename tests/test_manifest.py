@@ -101,6 +101,57 @@ def test_matrix_explicit_list(write_manifest):
     assert variants[1].config.parallel.mode == "subproc"
 
 
+def test_list_entries_name_their_variants_and_sweep_their_own_values(write_manifest):
+    """`variant:` names a list entry's variant (not a path); an entry may set its own
+    bench.sweep, which the bench job's points follow."""
+    from runner.manifest.sweep import points
+
+    m = load_manifest(
+        write_manifest(
+            tiny_manifest(
+                bench={"steps": 64, "sweep": {"parallel.envs": [2, 4]}},
+                matrix=[
+                    {"variant": "plain"},
+                    {"variant": "sub.8", "parallel.mode": "subproc", "parallel.workers": 2,
+                     "bench.sweep": {"parallel.envs": [2]}},
+                    {"algo.params.n_epochs": 1},
+                ],
+            )
+        )
+    )  # fmt: skip
+    variants = expand(m)
+    assert [v.name for v in variants] == ["plain", "sub.8", "n_epochs-1"]
+    assert (
+        variants[1].config.parallel.mode == "subproc"
+        and variants[1].overrides.get("variant") is None
+    )
+    sweeps = [(p.variant, p.x) for p in points(m)]
+    assert sweeps == [
+        ("plain", 2),
+        ("plain", 4),
+        ("sub.8", 2),
+        ("n_epochs-1", 2),
+        ("n_epochs-1", 4),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("labels", "message"),
+    [
+        (["a/b", "c"], "matrix[0].variant: expected a folder-safe name"),
+        (["same", "same"], "matrix[1].variant: 'same' names more than one variant"),
+        ([7, "c"], "matrix[0].variant: expected a folder-safe name"),
+    ],
+)
+def test_bad_variant_labels_are_one_line_each(write_manifest, labels, message):
+    m = tiny_manifest(
+        matrix=[{"variant": lab, "parallel.envs": i + 1} for i, lab in enumerate(labels)]
+    )
+    out = rlcrate("validate", str(write_manifest(m)))
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert message in out.stderr
+
+
 def test_overrides_validate_again():
     from runner.manifest.schema import Manifest
 

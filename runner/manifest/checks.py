@@ -17,8 +17,11 @@ from runner.errors import FieldError, ManifestError, RunnerError
 from runner.installed import missing_packages
 from runner.manifest import algos
 from runner.manifest.matrix import (
+    LABEL,
     apply_overrides,
     conflict_problem,
+    given_names,
+    label_problem,
     override_sets,
     path_problem,
 )
@@ -28,10 +31,16 @@ from runner.manifest.schema import Manifest
 
 def _variant_configs(m: Manifest, source: str, lines: Lines, out: list[Problem]) -> list[Manifest]:
     sets = override_sets(m)
+    labels = given_names(m)
     configs = []
     for i, overrides in enumerate(sets):
         base_loc: Loc = ("matrix", i) if isinstance(m.matrix, list) else ("matrix",)
         bad = False
+        label = labels[i]
+        problem = None if label is None else label_problem(label, labels)
+        if problem:
+            out.append(at(source, lines, base_loc + (LABEL,), problem))
+            bad = True
         for path in overrides:
             problem = path_problem(path)
             if problem:

@@ -108,12 +108,38 @@ def apply_overrides(manifest: Manifest, overrides: dict[str, Any]) -> Manifest:
     return Manifest.model_validate(data)
 
 
+# In a list matrix, an entry's own name for its variant (`variant: brax-ppo`), not a path.
+LABEL = "variant"
+LABEL_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
 def override_sets(manifest: Manifest) -> list[dict[str, Any]]:
-    """The matrix as a list of override mappings ([{}] when there is no matrix)."""
+    """The matrix as a list of override mappings ([{}] when there is no matrix); a list entry's
+    LABEL is not an override (see `given_names`)."""
     matrix = manifest.matrix
     if isinstance(matrix, list):
-        return [dict(m) for m in matrix] or [{}]
+        return [{k: v for k, v in m.items() if k != LABEL} for m in matrix] or [{}]
     return cross(matrix) if matrix else [{}]
+
+
+def given_names(manifest: Manifest) -> list[Any]:
+    """Each override set's LABEL as written (None where an entry has none)."""
+    matrix = manifest.matrix
+    if isinstance(matrix, list) and matrix:
+        return [m.get(LABEL) for m in matrix]
+    return [None] * len(override_sets(manifest))
+
+
+def label_problem(label: Any, labels: list[Any]) -> str | None:
+    """Why a list entry's LABEL cannot name a variant (a folder), or None if it can."""
+    if not isinstance(label, str) or not LABEL_PATTERN.fullmatch(label) or len(label) > MAX_NAME:
+        return (
+            f"expected a folder-safe name (letters, digits, '.', '_', '-'; at most {MAX_NAME} "
+            f"characters), got {label!r}"
+        )
+    if labels.count(label) > 1:
+        return f"'{label}' names more than one variant"
+    return None
 
 
 def cross(values: dict[str, list[Any]]) -> list[dict[str, Any]]:
@@ -168,10 +194,18 @@ def variant_name(overrides: dict[str, Any], all_paths: list[str]) -> str:
 def expand(manifest: Manifest) -> list[Variant]:
     """Expand the matrix into validated variants (raises ValueError/ValidationError)."""
     sets = override_sets(manifest)
+    labels = given_names(manifest)
+    for label in labels:
+        problem = None if label is None else label_problem(label, labels)
+        if problem:
+            raise ValueError(f"{LABEL}: {problem}")
     all_paths = sorted({p for s in sets for p in s})
     variants = []
-    seen: dict[str, int] = {}
-    for overrides in sets:
+    seen: dict[str, int] = {label: 0 for label in labels if label is not None}
+    for overrides, label in zip(sets, labels, strict=True):
+        if label is not None:
+            variants.append(Variant(label, overrides, apply_overrides(manifest, overrides)))
+            continue
         name = variant_name(overrides, all_paths)
         if name in seen:  # two override sets that slug the same: keep both, numbered
             seen[name] += 1

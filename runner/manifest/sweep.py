@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from runner.errors import ManifestError, RunnerError
+from runner.errors import BackendUnavailable, ManifestError, RunnerError
 from runner.manifest.matrix import apply_overrides, cross, expand
 from runner.manifest.problems import Lines, Problem, at, dotted, user_loc
 from runner.manifest.schema import Manifest
@@ -60,8 +60,8 @@ def _parallel_problem(cfg: Manifest) -> str | None:
 
     backend = get_backend(cfg.env.backend)
     reason = backend.available()
-    if reason:
-        return reason
+    if reason:  # the same at every point: said once, for the backend
+        raise BackendUnavailable(f"backend {cfg.env.backend}: {reason}")
     backend.check_env(cfg.env)
     return backend.check_parallel(cfg.parallel)
 
@@ -76,7 +76,8 @@ def points(manifest: Manifest, source: str = "manifest", lines: Lines | None = N
     """Every distinct (variant, sweep point) config; ManifestError (at bench.sweep in `source`)
     listing every point that cannot run. Labels are left to the bench job.
 
-    Points whose configs coincide (the sweep overrides what the matrix varies) appear once.
+    Points whose configs coincide (the sweep overrides what the matrix varies) appear once. Each
+    variant sweeps its own `bench.sweep`: the manifest's, unless the matrix sets it.
     """
     lines = lines or {}
     try:
@@ -86,13 +87,16 @@ def points(manifest: Manifest, source: str = "manifest", lines: Lines | None = N
     problems: list[Problem] = []
     found: list[Point] = []
     seen: set[str] = set()
-    for variant in variants:
-        for overrides in cross(manifest.bench.sweep):
+    for variant in variants:  # a variant may set its own bench.sweep (fewer envs on subproc)
+        for overrides in cross((variant.config or manifest).bench.sweep):
             where = ", ".join(f"{k}={v!r}" for k, v in overrides.items()) or "(no sweep)"
             if len(variants) > 1:
                 where += f" (variant {variant.name})"
             try:
                 cfg = _apply(variant.config or manifest, overrides)
+            except BackendUnavailable as exc:
+                problems.append(at(source, lines, SWEEP, str(exc)))
+                continue
             except (ValueError, ValidationError, RunnerError) as exc:
                 problems += [at(source, lines, SWEEP, m) for m in _point_messages(exc, where)]
                 continue

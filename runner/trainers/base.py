@@ -50,6 +50,15 @@ class Trainer(Protocol):
         with `seeds["eval_env"]`; leave EVAL_FILE; return EVAL_FIELDS."""
         ...
 
+    def bench(self, cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
+        """The bench job's measurements of one point (`cfg` is the point's config), each
+        `{"steps_per_s": {median, min, max, runs}, "steps": N, ...}`: "env_only" (the env as this
+        trainer steps it, random actions), "train" (None when `bench.train` is off; with
+        "env_fraction", the share of training time spent stepping envs, or None), "envs",
+        "vec_env" (what stepped them), and "profile" when `bench.profile` asks and the trainer
+        can split a step."""
+        ...
+
 
 def write_eval(
     unit_dir: Path, cfg: Manifest, eval_seed: int, returns: Any, lengths: Any

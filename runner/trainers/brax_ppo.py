@@ -234,3 +234,11 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
     policy = make_policy(params, deterministic=cfg.eval.deterministic)
     returns, lengths = _episodes(cfg, policy, seeds["eval_env"])
     return write_eval(unit_dir, cfg, seeds["eval_env"], returns, lengths)
+
+
+def bench(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
+    """Env-only and training steps/s of Brax's own loop (see `brax_bench`)."""
+    _jax_platform(cfg)
+    from runner.trainers.brax_bench import bench as measure
+
+    return measure(cfg, seeds)

@@ -141,3 +141,9 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
     assert isinstance(returns, list) and isinstance(lengths, list)  # return_episode_rewards=True
     returns = [float(r) for r in returns]
     return write_eval(unit_dir, cfg, seeds["eval_env"], returns, lengths)
+
+
+def bench(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
+    from runner.jobs.bench.measure import measure_sb3
+
+    return measure_sb3(cfg, seeds)

@@ -53,7 +53,7 @@ def analyse(bench: dict[str, Any]) -> None:
                     if key in p.get("speedup", {})
                 ]
     for p in bench["points"]:
-        if p.get("train"):
+        if (p.get("train") or {}).get("env_fraction") is not None:
             findings.append(
                 f"{p['label']}: training spends "
                 f"{100 * p['train']['env_fraction']:.0f}% of its time stepping envs"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import os
 import platform
+import sys
 import time
 from typing import Any
 
@@ -26,7 +27,7 @@ from runner.manifest.schema import Manifest
 ACTION_BATCHES = 64  # distinct random action batches, cycled through while timing
 
 
-def _spread(values: list[float]) -> dict[str, Any]:
+def spread(values: list[float]) -> dict[str, Any]:
     return {
         "median": float(np.median(values)),
         "min": float(min(values)),
@@ -58,7 +59,7 @@ def measure_env(venv: Any, spec: Any, seed: int) -> dict[str, Any]:
     if spec.warmup:
         _timed_loop(venv, actions, math.ceil(spec.warmup / n))
     rates = [n * vec_steps / _timed_loop(venv, actions, vec_steps) for _ in range(spec.repeats)]
-    return {"steps_per_s": _spread(rates), "steps": n * vec_steps}
+    return {"steps_per_s": spread(rates), "steps": n * vec_steps}
 
 
 def _step_timer(venv: Any) -> Any:
@@ -105,7 +106,7 @@ def measure_train(cfg: Manifest, venv: Any, seeds: dict[str, int]) -> dict[str, 
         rates.append(done / elapsed)
         fractions.append(timer.seconds / elapsed)
     return {
-        "steps_per_s": _spread(rates),
+        "steps_per_s": spread(rates),
         "steps": done,
         "env_fraction": float(np.median(fractions)),
     }
@@ -160,45 +161,90 @@ def host_info() -> dict[str, Any]:
     }
 
 
-def run_point(point: Point) -> dict[str, Any]:
-    """Measure one point; a failure is recorded in the point, not raised."""
+def measure_sb3(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
+    """A point trained by Stable-Baselines3: env-only steps/s on the VecEnv training uses,
+    training steps/s with the manifest's algorithm, and the profile when asked for."""
     from runner.jobs.common import make_env
-    from runner.seeding import derive, seed_everything
 
-    cfg, out = (
-        point.config,
-        {
-            "label": point.label,
-            "variant": point.variant,
-            "x": point.x,
-            "overrides": point.overrides,
-            "error": None,
-        },
-    )
-    seeds = derive(cfg.seeds[0])
-    seed_everything(seeds, torch_threads=cfg.algo.torch_threads)
-    venv = None
+    venv = make_env(cfg, seed=seeds["env"])
     try:
-        venv = make_env(cfg, seed=seeds["env"])
         inner = getattr(venv, "venv", venv)
-        out.update(
-            backend=cfg.env.backend,
-            env_id=cfg.env.id,
-            envs=venv.num_envs,
-            workers=cfg.parallel.workers,
-            mode=cfg.parallel.mode,
-            vec_env=type(inner).__name__,
-            algo=cfg.algo.name,
-        )
+        out: dict[str, Any] = {"envs": venv.num_envs, "vec_env": type(inner).__name__}
         out["env_only"] = measure_env(venv, cfg.bench, seeds["env"])
         out["train"] = measure_train(cfg, venv, seeds) if cfg.bench.train else None
         if cfg.bench.profile:
             from runner.jobs.bench.profile import profile_train
 
             out["profile"] = profile_train(cfg, venv, seeds)
+        return out
+    finally:
+        venv.close()
+
+
+def measure_here(cfg: Manifest) -> dict[str, Any]:
+    """Measure a point in this interpreter, with the trainer that trains its algorithm."""
+    from runner.seeding import derive, seed_everything
+    from runner.trainers import get_trainer, trainer_for
+
+    seeds = derive(cfg.seeds[0])
+    seed_everything(seeds, torch_threads=cfg.algo.torch_threads)
+    return get_trainer(trainer_for(cfg.algo.name)).bench(cfg, seeds)
+
+
+def run_point(point: Point) -> dict[str, Any]:
+    """Measure one point, in the interpreter its backend's units run in (Brax and Isaac Lab have
+    their own); a failure is recorded in the point, not raised."""
+    from runner.backends import unit_interpreter
+    from runner.trainers import trainer_for
+
+    cfg = point.config
+    python = unit_interpreter(cfg.env.backend) or sys.executable
+    out: dict[str, Any] = {
+        "label": point.label,
+        "variant": point.variant,
+        "x": point.x,
+        "overrides": point.overrides,
+        "error": None,
+        "backend": cfg.env.backend,
+        "env_id": cfg.env.id,
+        "envs": cfg.parallel.envs,
+        "workers": cfg.parallel.workers,
+        "mode": cfg.parallel.mode,
+        "algo": cfg.algo.name,
+        "trainer": trainer_for(cfg.algo.name),
+        "python": python,
+    }
+    try:
+        if os.path.realpath(python) == os.path.realpath(sys.executable):
+            out.update(measure_here(cfg))
+        else:
+            out.update(measure_elsewhere(python, cfg))
     except Exception as exc:  # noqa: BLE001 - one broken point must not lose the others
         out["error"] = f"{type(exc).__name__}: {exc}"
-    finally:
-        if venv is not None:
-            venv.close()
     return out
+
+
+def measure_elsewhere(python: str, cfg: Manifest) -> dict[str, Any]:
+    """Measure a point in another interpreter: `python -m runner.jobs.bench.point IN OUT`, the
+    point's config in and its measurements out as JSON files; its stderr becomes the error."""
+    import json
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory(prefix="rlcrate-bench-") as tmp:
+        src, dst = Path(tmp) / "point.json", Path(tmp) / "result.json"
+        src.write_text(json.dumps(cfg.model_dump(mode="json")))
+        proc = subprocess.run(
+            [python, "-m", "runner.jobs.bench.point", str(src), str(dst)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+        if proc.returncode != 0 or not dst.is_file():
+            lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+            raise RuntimeError(
+                f"{python} exited with {proc.returncode}: {lines[-1] if lines else 'no output'}"
+            )
+        return dict(json.loads(dst.read_text()))

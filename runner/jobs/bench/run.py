@@ -34,7 +34,8 @@ def print_table(bench: dict[str, Any], console: Any) -> None:
             table.add_row(p["label"], f"[red]{p['error']}[/red]", "", "", "")
             continue
         cells = [_rate(p.get(k)) for k in ("env_only", "train")]
-        frac = f"{100 * p['train']['env_fraction']:.0f}%" if p.get("train") else "–"
+        frac = (p.get("train") or {}).get("env_fraction")
+        frac = f"{100 * frac:.0f}%" if frac is not None else "–"
         sp = p.get("speedup", {})
         ratio = " / ".join(f"{sp[k]:.2f}" if k in sp else "–" for k in ("env_only", "train"))
         table.add_row(p["label"], *cells, frac, ratio)
