@@ -39,7 +39,7 @@ quickstart: venv
 # The image tests build with buildah from a debootstrapped base (no Docker daemon needed).
 test: export RLCRATE_ENGINE ?= buildah
 test: venv system-deps brax-env
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=20
 
 test-fast: venv
 	$(BIN)/pytest -q -m "not slow"
@@ -55,8 +55,9 @@ test-latest:
 	$(LATEST)/bin/pip list --format=freeze > $(LATEST)/versions.txt
 	$(LATEST)/bin/pytest -q -m "not slow" -p no:cacheprovider
 
-# Brax's venv, where `backend: brax` units run: jax 0.9 (Brax's PPO needs it) requires numpy 2,
-# the CPU lock pins numpy 1.26. Same Python and lock otherwise, numpy left to the resolver.
+# Brax's venv, where `backend: brax` units run: Brax 0.14.2's PPO needs jax 0.9, which neither
+# image lock has (the CPU lock has no JAX, the CUDA lock jax 0.12). Same Python and the CPU lock's
+# pins otherwise (numpy left to the resolver, which picks the lock's 2.4.6 today).
 BRAX_ENV   := .cache/brax-env
 BRAX_STAMP := $(BRAX_ENV)/.installed
 
