@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import socket
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -25,42 +20,19 @@ def write_manifest(tmp_path):
     return write
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def ray_cluster(tmp_path_factory):
-    ray = Path(sys.executable).with_name("ray")
-    exe = str(ray) if ray.exists() else shutil.which("ray")
-    if exe is None:
+    """A one-node Ray cluster on ports of its own, stopped by killing exactly its processes
+    (never `ray stop`, which would stop every Ray on the machine)."""
+    from tests import ray_nodes
+
+    if ray_nodes.ray_exe() is None:
         pytest.skip("ray is not installed (pip install 'rlcrate[ray]')")
-    tmp = tmp_path_factory.mktemp("ray")
-    port = _free_port()
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
-    subprocess.run(
-        [
-            exe,
-            "start",
-            "--head",
-            f"--port={port}",
-            "--num-cpus=2",
-            "--node-ip-address=127.0.0.1",
-            "--include-dashboard=false",
-            f"--temp-dir={tmp}",
-            "--disable-usage-stats",
-        ],
-        check=True,
-        capture_output=True,
-        env=env,
-        timeout=180,
-    )
+    address, head = ray_nodes.start_head(tmp_path_factory.mktemp("ray"), cpus=2)
     try:
-        yield f"127.0.0.1:{port}"
+        yield address
     finally:
-        subprocess.run([exe, "stop", "--force"], capture_output=True, env=env, timeout=120)
+        head.kill()
 
 
 def pytest_addoption(parser):

@@ -83,13 +83,24 @@ def _wait_nodes(address: str, n: int, timeout: float = 600) -> None:
     raise RuntimeError(f"the Ray cluster at {address} never had {n} nodes alive")
 
 
-def start(tmp: Path, head_cpus: int, worker_cpus: int) -> tuple[str, Node, Node]:
+def start_head(tmp: Path, cpus: int) -> tuple[str, Node]:
+    """A one-node cluster (a head only) on ports of its own; stop it with `node.kill()`."""
+    address, head = _head(tmp, cpus)
+    try:
+        _wait_nodes(address, 1)
+    except Exception:
+        head.kill()
+        raise
+    return address, head
+
+
+def _head(tmp: Path, cpus: int) -> tuple[str, Node]:
     port = free_port()
     head = Node(
         [
             "--head",
             f"--port={port}",
-            f"--num-cpus={head_cpus}",
+            f"--num-cpus={cpus}",
             "--node-ip-address=127.0.0.1",
             "--include-dashboard=false",
             f"--temp-dir={tmp / 'ray'}",
@@ -99,7 +110,11 @@ def start(tmp: Path, head_cpus: int, worker_cpus: int) -> tuple[str, Node, Node]
         tmp,
         "head",
     )
-    address = f"127.0.0.1:{port}"
+    return f"127.0.0.1:{port}", head
+
+
+def start(tmp: Path, head_cpus: int, worker_cpus: int) -> tuple[str, Node, Node]:
+    address, head = _head(tmp, head_cpus)
     worker = Node(
         [
             f"--address={address}",
