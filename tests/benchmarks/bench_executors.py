@@ -72,22 +72,11 @@ def main() -> None:
         m = tmp / "m.yaml"
         m.write_text(yaml.safe_dump(manifest(args.seeds)))
         env_slurm = slurm_cluster.start(tmp / "slurm")
-        head = ray_nodes.Node(
-            [
-                "--head",
-                f"--port={(port := ray_nodes.free_port())}",
-                f"--num-cpus={os.cpu_count()}",
-                "--node-ip-address=127.0.0.1",
-                "--include-dashboard=false",
-            ],
-            tmp,
-            "head",
-        )
+        address, head = ray_nodes.start_head(tmp, cpus=os.cpu_count() or 1)
         try:
-            ray_nodes._wait_nodes(f"127.0.0.1:{port}", 1)
             extra = {
                 "local": [],
-                "ray": ["--ray-address", f"127.0.0.1:{port}"],
+                "ray": ["--ray-address", address],
                 "slurm": ["--time", "30"],
             }
             for i in range(args.repeats):
