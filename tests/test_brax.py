@@ -68,6 +68,19 @@ def test_bad_pipeline_and_ppo_param_and_workers(write_manifest):
     assert "set parallel.workers: 1" in err
 
 
+def test_missing_brax_environment_is_one_line(write_manifest, tmp_path):
+    """RLCRATE_PYTHON_BRAX naming a Python without Brax: one line naming the fix, exit 2."""
+    out = rlcrate(
+        "validate",
+        str(write_manifest(brax_manifest())),
+        env_extra={"RLCRATE_PYTHON_BRAX": str(tmp_path / "nowhere" / "bin" / "python")},
+    )
+    if brax.interpreter() is None and out.returncode == 0:
+        pytest.skip("Brax is installed in the runner's own Python, which is used first")
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert "make brax-env" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
 def test_brax_ppo_only_on_brax(write_manifest):
     m = brax_manifest(env={"backend": "gymnasium", "id": "CartPole-v1"})
     out = _validate(write_manifest, m)
@@ -104,6 +117,8 @@ def test_brax_ppo_run_directory_and_same_seed(write_manifest, tmp_path, jax_cach
     assert evals[0]["episodes"] == evals[1]["episodes"]  # same seed, same result
     params = [zipfile.ZipFile(u / "model.zip").read("params.pkl") for u in units]
     assert params[0] == params[1]
+    prov = json.loads((units[0].parents[2] / "provenance.json").read_text())
+    assert prov["brax"]["packages"]["brax"] and prov["brax"]["packages"]["jax"], prov["brax"]
 
 
 @pytest.mark.slow

@@ -7,9 +7,9 @@ every other key goes to the env's constructor. `brax_ppo` trains with Brax's own
 SB3 VecEnv over the jitted, vmapped env: the slow path (every step crosses from JAX to NumPy and
 torch and back), as Brax's own documentation says of its gym wrappers.
 
-JAX 0.9 (what Brax's PPO runs with) needs NumPy 2, and the CPU lock has NumPy 1.26, so Brax
-usually lives in its own venv (`make brax-env`): its units run there through the per-unit
-interpreter, and the runner reads Brax's registry and PPO signature from that venv's source.
+Brax's PPO runs with JAX 0.9, which neither image lock has, so Brax usually lives in its own venv
+(`make brax-env`): its units run there through the per-unit interpreter, and the runner reads
+Brax's registry, PPO signature and package versions from that venv's files.
 """
 
 from __future__ import annotations
@@ -157,5 +157,26 @@ def make_vec_env(env: EnvSpec, parallel: ParallelSpec, *, seed: int, log_dir: Pa
     )
 
 
+PACKAGES = ("brax", "jax", "jaxlib", "flax", "optax", "mujoco", "mujoco-mjx", "numpy")
+
+
 def versions() -> dict[str, dict[str, Any]]:
-    return {}
+    """The Python Brax's units run with and its packages, read from their metadata (no import)."""
+    import importlib.metadata
+    import re
+
+    root = _package_dir()
+    if root is None:
+        return {"brax": {"error": available()}}
+    found = {
+        re.sub(r"[-_.]+", "-", d.metadata["Name"]).lower(): d.version
+        for d in importlib.metadata.distributions(path=[str(root.parent)])
+    }
+    python = None if _own() else os.environ.get("RLCRATE_PYTHON_BRAX") or interpreter()
+    return {
+        "brax": {
+            "path": python or "the runner's Python",
+            "version": f"Brax {found.get('brax', '?')} (jax {found.get('jax', '?')})",
+            "packages": {k: found[k] for k in PACKAGES if k in found},
+        }
+    }

@@ -2,8 +2,8 @@
 
 Isaac Lab 3.0.0 requires Python 3.12 and pins torch 2.11.0, so its units run in their own
 environment (the per-unit interpreter, `interpreter()`): `make isaaclab-env` builds it from
-images/isaaclab/requirements.lock, the cuda image has it as its system Python, and
-RLCRATE_PYTHON_ISAACLAB names any other. The runner asks that Python for Isaac Lab's task
+images/isaaclab/requirements.lock, and RLCRATE_PYTHON_ISAACLAB names any other (the cuda image's
+lock cannot run it yet: see README, Images). The runner asks that Python for Isaac Lab's task
 registry once and caches the answer. `parallel.envs` is the task's num_envs; env.kwargs `device`,
 `physics`, `cuda_graph` and `asset_root` choose how it runs (`_isaaclab_env.picks`), and every
 other key is a dotted attribute of the task's configuration (e.g. `episode_length_s: 3.0`).
@@ -32,7 +32,7 @@ ENV_PYTHON = ROOT / ".cache" / "isaaclab-env" / "bin" / "python"
 INSTALL = (
     "run `make isaaclab-env` in the rlcrate checkout (Python 3.12 and Isaac Lab from "
     "images/isaaclab/requirements.lock), set RLCRATE_PYTHON_ISAACLAB to a Python 3.12 that has "
-    "isaaclab==3.0.0 and rlcrate, or use the cuda image"
+    "isaaclab==3.0.0 and rlcrate"
 )
 GPU_ONLY = "needs an NVIDIA GPU, and this machine has none (nvidia-smi lists no GPU)"
 

@@ -103,8 +103,8 @@ def _own_loop_check(name: str, params: dict[str, Any], backend: str) -> tuple[st
     if backend != only:
         return "name", f"{name} runs only on the {only} backend (this env's is {backend})"
     args = own_loop_args(name)
-    if args is None:
-        return "name", f"{name} needs the {OWN_LOOPS[name][1]} backend's package, not installed"
+    if args is None:  # the backend is missing: env.id's one line says so and how to get it
+        return None
     from runner.trainers.brax_ppo import EXTRA_PARAMS, RUNNER_SUPPLIED
 
     for key in params:
