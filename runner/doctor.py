@@ -16,23 +16,7 @@ from runner.backends import BACKENDS, get_backend
 YES, NO = "yes", "no"
 
 
-def _unported(module: Any) -> bool:
-    """A backend this version detects but cannot run (built on `_unported.not_runnable`)."""
-    try:
-        from runner.backends import _unported  # type: ignore[attr-defined]
-    except ImportError:  # every backend runs in this version
-        return False
-    return getattr(module, "not_runnable", None) is _unported.not_runnable
-
-
-def _blocker(name: str, module: Any, gpus: bool) -> str | None:
-    """What keeps a backend from running here even once its packages are installed."""
-    if _unported(module):
-        return "running it is not implemented in this version of rlcrate"
-    return None
-
-
-def _backend_row(name: str, gpus: bool) -> tuple[str, str, str]:
+def _backend_row(name: str) -> tuple[str, str, str]:
     """(installed, usable, detail): an install hint only for what could then run here."""
     try:
         module = get_backend(name)
@@ -40,11 +24,8 @@ def _backend_row(name: str, gpus: bool) -> tuple[str, str, str]:
     except Exception as exc:  # a broken install is reported, not raised
         return "?", NO, f"{type(exc).__name__}: {exc}"
     missing = installed.missing_packages(name)
-    blocker = _blocker(name, module, gpus)
     if reason is None and not missing:
         return YES, YES, ""
-    if blocker:
-        return (NO if missing else YES), NO, blocker
     if missing and name not in ("gymnasium", "envpool", "godot"):
         return NO, NO, reason or ""  # its own environment (Isaac Lab, Brax): its own advice
     if missing:
@@ -107,7 +88,7 @@ def doctor(console: Console) -> None:
     hint = f"{', '.join(train)} missing: pip install 'rlcrate[train]'" if train else ""
     table.add_row("training (SB3, torch)", NO if train else YES, NO if train else YES, escape(hint))
     for name in BACKENDS:
-        table.add_row(f"backend {name}", *(escape(c) for c in _backend_row(name, gpus)))
+        table.add_row(f"backend {name}", *(escape(c) for c in _backend_row(name)))
     for row in _program_rows():
         table.add_row(*(escape(c) for c in row))
     for row in _engine_rows():

@@ -240,6 +240,7 @@ def test_bench_only_run_reports_the_bench(tmp_path):
     assert "No unit has been trained" in text and "| subproc | 10 [9–11] | – |" in text
 
 
+@pytest.mark.slow  # its run directory trains real agents
 def test_compare_cli_writes_a_folder_of_its_own_with_manifest_differences(run_dir, tmp_path):
     from tests.helpers import rlcrate
 

@@ -49,7 +49,7 @@ def test_a_trainer_not_in_this_version_says_so():
 @pytest.mark.parametrize("name", list(TRAINERS))
 def test_trainer_has_the_contract(name):
     trainer = get_trainer(name)
-    assert set(HOOKS) == {"train", "evaluate"}
+    assert set(HOOKS) == {"train", "evaluate", "bench"}
     for hook in HOOKS:
         want = list(inspect.signature(getattr(Trainer, hook)).parameters)[1:]
         assert list(inspect.signature(getattr(trainer, hook)).parameters) == want, hook
