@@ -81,3 +81,20 @@ def test_cartpole_trains_and_evaluates_on_this_cpu(write_manifest, tmp_path):
         assert picks["cuda_graph"] is False
     prov = json.loads((run / "provenance.json").read_text())
     assert "Isaac Lab 3.0.0" in json.dumps(prov)
+
+
+@pytest.mark.slow
+def test_bench_measures_cartpole_in_isaaclab_python(write_manifest, tmp_path):
+    """`rlcrate bench` on an Isaac Lab task: the point is measured in Isaac Lab's Python 3.12 (the
+    runner's own Python cannot import it), env-only through Isaac Lab's SB3 wrapper, training
+    with SB3 PPO, and written to bench.json like any other point."""
+    m = cartpole(bench={"steps": 256, "warmup": 64, "repeats": 2, "sweep": {"parallel.envs": [8]}})
+    res = rlcrate("bench", str(write_manifest(m)), "--out", str(tmp_path), timeout=1800)
+    assert res.returncode == 0, res.stdout + res.stderr
+    (point,) = json.loads((run_dir_of(tmp_path, "il-t") / "bench.json").read_text())["points"]
+    assert point["error"] is None and point["envs"] == 8 and point["trainer"] == "sb3"
+    assert point["python"] == isaaclab.interpreter()
+    for key in ("env_only", "train"):
+        s = point[key]["steps_per_s"]
+        assert 0 < s["min"] <= s["median"] <= s["max"] and len(s["runs"]) == 2
+    assert 0 < point["train"]["env_fraction"] < 1
