@@ -38,6 +38,8 @@ def analyse(bench: dict[str, Any]) -> None:
     findings: list[str] = []
     flatten: dict[str, dict[str, Any]] = {}
     for variant, pts in series.items():
+        if not pts:  # every point failed: nothing to compare
+            continue
         if numeric:
             pts.sort(key=lambda p: float(p["x"]))
         for key in ("env_only", "train"):

@@ -215,7 +215,8 @@ def run_point(point: Point) -> dict[str, Any]:
         "python": python,
     }
     try:
-        if os.path.realpath(python) == os.path.realpath(sys.executable):
+        # the same bin folder is the same environment (venv Pythons link to one binary)
+        if os.path.dirname(os.path.abspath(python)) == os.path.dirname(sys.executable):
             out.update(measure_here(cfg))
         else:
             out.update(measure_elsewhere(python, cfg))
