@@ -92,7 +92,8 @@ def test_interrupted_ray_run_resumes_from_checkpoints(cluster, write_manifest, t
     `--resume` on Ray continues them from those checkpoints."""
     import signal
 
-    m = write_manifest(tiny_manifest(seeds=[0, 1], train__timesteps=30000))
+    # long enough that a loaded machine still shows progress on the driver before the end
+    m = write_manifest(tiny_manifest(seeds=[0, 1], train__timesteps=60000))
     exe = Path(ray_nodes.ray_exe()).with_name("rlcrate")
     base = [str(exe), "run", str(m), "-x", "ray", "--ray-address", cluster[0]]
     proc = subprocess.Popen(
@@ -112,6 +113,7 @@ def test_interrupted_ray_run_resumes_from_checkpoints(cluster, write_manifest, t
         if steps and max(steps) >= 2048:
             break
         time.sleep(0.5)
+    assert proc.poll() is None, "the run ended before any progress reached the driver"
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 130, stderr
