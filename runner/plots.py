@@ -160,6 +160,9 @@ def scaling(bench: dict[str, Any], path: Path) -> Path | None:
     return _scaling_bars(bench, points, path)
 
 
+IDEAL_MAX_SERIES = 3  # beyond this many series the ideal lines are left out
+
+
 def _series(points: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     for p in points:
@@ -168,34 +171,33 @@ def _series(points: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 
 
 def _scaling_lines(bench: dict[str, Any], points: list[dict[str, Any]], path: Path) -> Path:
+    """One panel per metric (env-only, training), one colour per variant; the ideal linear line
+    from each series' first point is drawn while there are few series (it clutters beyond)."""
     plt = _plt()
     axis = bench["axis"]
-    fig, ax = plt.subplots(figsize=(8, 5.2), layout="constrained")
     series = _series(points)
-    for si, (variant, pts) in enumerate(series.items()):
-        xs = np.array([float(p["x"]) for p in pts])
-        for mi, (key, name, marker) in enumerate(METRICS):
+    ideal = len(series) <= IDEAL_MAX_SERIES
+    fig, axes = plt.subplots(
+        1, len(METRICS), figsize=(11, 4.8), sharey=True, layout="constrained", squeeze=False
+    )
+    xs_all = sorted({float(p["x"]) for p in points})
+    for ax, (key, name, marker) in zip(axes[0], METRICS, strict=True):
+        for si, (variant, pts) in enumerate(series.items()):
             if not all(p.get(key) for p in pts):
                 continue
-            stats = [p[key] for p in pts]
-            med = np.array([s["steps_per_s"]["median"] for s in stats])
+            xs = np.array([float(p["x"]) for p in pts])
+            med = np.array([p[key]["steps_per_s"]["median"] for p in pts])
             err = [
-                med - [s["steps_per_s"]["min"] for s in stats],
-                [s["steps_per_s"]["max"] for s in stats] - med,
+                med - [p[key]["steps_per_s"]["min"] for p in pts],
+                [p[key]["steps_per_s"]["max"] for p in pts] - med,
             ]
-            color = f"C{(si * len(METRICS) + mi) % 10}"
-            label = f"{variant}: {name}" if len(series) > 1 else name
+            color = f"C{si % 10}"
+            label = variant if len(series) > 1 else name
             ax.errorbar(xs, med, yerr=err, marker=marker, color=color, capsize=3, label=label)
-            ax.plot(
-                xs,
-                med[0] * xs / xs[0],
-                ls=":",
-                color=color,
-                alpha=0.7,
-                label=f"{label}, ideal linear",
-            )
+            if ideal:
+                ax.plot(xs, med[0] * xs / xs[0], ls=":", color=color, alpha=0.7)
             flat = bench.get("flatten", {}).get(variant or "", {}).get(key)
-            if flat and flat.get("x") is not None:
+            if ideal and flat and flat.get("x") is not None:
                 k = [p["x"] for p in pts].index(flat["x"])
                 ax.annotate(
                     "flattens",
@@ -206,21 +208,22 @@ def _scaling_lines(bench: dict[str, Any], points: list[dict[str, Any]], path: Pa
                     fontsize=8,
                     color=color,
                 )
-    if axis.get("log2"):
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(
-            sorted({float(p["x"]) for p in points}),
-            [f"{p:g}" for p in sorted({float(p["x"]) for p in points})],
-        )
-    ax.set_yscale("log")
-    ax.set_xlabel(axis["label"] + (" (log₂ scale)" if axis.get("log2") else ""))
-    ax.set_ylabel("steps per second (env steps/s, log scale)")
-    ax.set_title(
-        f"{bench.get('name', '')}: throughput vs {axis['label']}\n"
-        "median of repeats, bars: min–max; dotted: ideal linear scaling"
+        if axis.get("log2"):
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(xs_all, [f"{x:g}" for x in xs_all])
+        ax.set_yscale("log")
+        ax.set_xlabel(axis["label"] + (" (log₂ scale)" if axis.get("log2") else ""))
+        ax.set_title(name)
+        ax.grid(alpha=0.3, which="both")
+    axes[0][0].set_ylabel("env steps per second (log scale)")
+    fig.suptitle(
+        f"{bench.get('name', '')}: throughput vs {axis['label']} (median of repeats, bars: "
+        "min–max" + ("; dotted: ideal linear scaling)" if ideal else ")")
     )
-    ax.grid(alpha=0.3, which="both")
-    fig.legend(loc="outside lower center", ncol=2, fontsize=8)
+    handles, labels = axes[0][-1].get_legend_handles_labels()
+    if not handles:
+        handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right center", fontsize=8)
     return _save(fig, path)
 
 

@@ -125,6 +125,7 @@ def start(tmp: Path) -> dict[str, str]:
     missing = [c for c in ("munged", "slurmctld", "slurmd", "sbatch") if not shutil.which(c)]
     if missing:
         raise Unavailable(f"not installed: {', '.join(missing)} (apt-get install slurm-wlm munge)")
+    tmp.mkdir(parents=True, exist_ok=True)
     _start_munge(tmp)
     conf = write_conf(tmp)
     env = {**os.environ, "SLURM_CONF": str(conf)}
