@@ -2,7 +2,9 @@
 
 `golden/sb3_reference.json` was recorded with the code before the trainer seam (commit cb825ae)
 by `python -m tests.test_trainer_identity`: the same tiny PPO manifest, two seeds, stochastic
-evaluation. Same seed must give the same eval returns and the same policy parameters, bit for
+evaluation. Re-recorded for numpy 2.4.6 by running this module from a worktree of cb825ae (this
+file copied in, its contract-field check emptied, PYTHONPATH set to the worktree so the runner
+and its units are the old code). Same seed must give the same eval returns and the same policy parameters, bit for
 bit. Float results depend on the numeric libraries, so the test skips (saying why) where their
 versions differ from the recording's.
 """
