@@ -1,4 +1,4 @@
-"""The few error types the runner raises; `cli.py` maps them to exit codes."""
+"""The few error types the runner raises; `cli_exit.exit_status` maps them to exit codes."""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from runner.backends import brax
 from tests.helpers import rlcrate, run_dir_of
@@ -117,8 +118,13 @@ def test_brax_ppo_run_directory_and_same_seed(write_manifest, tmp_path, jax_cach
     assert evals[0]["episodes"] == evals[1]["episodes"]  # same seed, same result
     params = [zipfile.ZipFile(u / "model.zip").read("params.pkl") for u in units]
     assert params[0] == params[1]
-    prov = json.loads((units[0].parents[2] / "provenance.json").read_text())
+    run = units[0].parents[2]
+    prov = json.loads((run / "provenance.json").read_text())
     assert prov["brax"]["packages"]["brax"] and prov["brax"]["packages"]["jax"], prov["brax"]
+    if brax.interpreter() is not None:  # Brax's own venv: recorded where the units ran
+        assert prov["unit_interpreters"] == {"default": brax.interpreter()}
+        resolved = yaml.safe_load((run / "resolved.yaml").read_text())
+        assert resolved["variants"]["default"]["interpreter"] == brax.interpreter()
 
 
 @pytest.mark.slow
