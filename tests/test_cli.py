@@ -89,6 +89,18 @@ def test_schema_is_json_schema_and_checked_in():
     assert on_disk == schema, "regenerate: rlcrate schema > runner/manifest/manifest.schema.json"
 
 
+def _backends(data: dict) -> list[str]:
+    """The manifest's backend and any a matrix entry switches to (`env.backend` or `env:`)."""
+    found = [data["env"]["backend"]]
+    matrix = data.get("matrix") or []
+    entries = matrix if isinstance(matrix, list) else [{k: v for k, v in matrix.items()}]
+    for entry in entries:
+        value = entry.get("env.backend") or (entry.get("env") or {}).get("backend")
+        values = value if isinstance(value, list) else [value]
+        found += [v for v in values if isinstance(v, str)]
+    return list(dict.fromkeys(found))
+
+
 @pytest.mark.parametrize("path", MANIFESTS, ids=[p.stem for p in MANIFESTS])
 def test_example_manifests_validate_and_name_the_schema(path):
     assert path.read_text().startswith(
@@ -98,9 +110,10 @@ def test_example_manifests_validate_and_name_the_schema(path):
     from runner.provenance import gpu_info
 
     data = yaml.safe_load(path.read_text())
-    reason = get_backend(data["env"]["backend"]).available()
-    if reason:
-        pytest.skip(f"{path.name}: {reason}")
+    for backend in _backends(data):
+        reason = get_backend(backend).available()
+        if reason:
+            pytest.skip(f"{path.name}: {reason}")
     if str(data.get("algo", {}).get("device", "cpu")).startswith("cuda") and not gpu_info()["gpus"]:
         pytest.skip(f"{path.name} is for a GPU machine (algo.device cuda) and this one has none")
     result = runner.invoke(app, ["validate", str(path)])

@@ -98,3 +98,11 @@ def test_bench_measures_cartpole_in_isaaclab_python(write_manifest, tmp_path):
         s = point[key]["steps_per_s"]
         assert 0 < s["min"] <= s["median"] <= s["max"] and len(s["runs"]) == 2
     assert 0 < point["train"]["env_fraction"] < 1
+
+
+def test_cross_framework_manifest_validates():
+    """manifests/cross-framework.yaml has an Isaac Lab variant, so `make test` (run before Isaac
+    Lab's environment exists) skips it; here every one of its variants and sweep points checks."""
+    out = rlcrate("validate", str(ROOT / "manifests" / "cross-framework.yaml"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "7 variant(s)" in out.stdout
