@@ -4,9 +4,9 @@
 by `python -m tests.test_trainer_identity`: the same tiny PPO manifest, two seeds, stochastic
 evaluation. Re-recorded for numpy 2.4.6 by running this module from a worktree of cb825ae (this
 file copied in, its contract-field check emptied, PYTHONPATH set to the worktree so the runner
-and its units are the old code). Same seed must give the same eval returns and the same policy parameters, bit for
-bit. Float results depend on the numeric libraries, so the test skips (saying why) where their
-versions differ from the recording's.
+and its units are the old code). Same seed must give the same eval returns and the same policy
+parameters, bit for bit. Float results depend on the numeric libraries, so the test skips
+(saying why) where their versions differ from the recording's.
 """
 
 from __future__ import annotations
