@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import textwrap
 from pathlib import Path
 
@@ -33,6 +34,14 @@ def ray_cluster(tmp_path_factory):
         yield address
     finally:
         head.kill()
+
+
+def pytest_configure(config):
+    # A suite started from a background job (`nohup ... &`, some CI runners) inherits SIGINT as
+    # ignored, and every process it starts would too: the tests that press Ctrl-C on a run would
+    # then test nothing. Children get the default back on exec once this process handles it.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_addoption(parser):
