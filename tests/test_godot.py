@@ -379,11 +379,19 @@ def test_runner_signals_leave_no_godot(sig):
     run = _spawn("0", "-1")
     pids = [int(p) for p in run.stdout.readline().split()]
     assert len(pids) == 2
-    time.sleep(0.5)  # mid-stepping
-    run.send_signal(sig)
-    run.communicate(timeout=20)
-    assert run.returncode != 0
-    assert wait_until(lambda: live_members(pids) == [], 10), live_members(pids)
+    try:
+        time.sleep(0.5)  # mid-stepping
+        run.send_signal(sig)
+        run.communicate(timeout=20)
+        assert run.returncode != 0
+        assert wait_until(lambda: live_members(pids) == [], 10), live_members(pids)
+    finally:  # a failed check leaves no runner or game behind either
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        for pid in live_members(pids):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 # -- faults ----------------------------------------------------------------------------------
