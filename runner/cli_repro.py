@@ -22,7 +22,7 @@ def _seed_list(text: str | None) -> list[int] | None:
 
 def register(app: typer.Typer) -> None:
     # annotations are evaluated here, at definition (no `from __future__ import annotations`),
-    # so the option aliases imported from runner.cli below resolve
+    # so the option aliases imported from runner.cli_run below resolve
     from runner.cli_run import ExecutorOpt, ImageOpt, ManifestArg, OutOpt, RunDirArg, console
 
     @app.command("archive")

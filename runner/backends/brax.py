@@ -47,13 +47,18 @@ def interpreter() -> str | None:
     return None if _own() or not ENV_PYTHON.is_file() else str(ENV_PYTHON)
 
 
+def _units_python() -> str | None:
+    """The Python Brax's units run with when it is not the runner's own."""
+    return os.environ.get("RLCRATE_PYTHON_BRAX") or interpreter()
+
+
 def _package_dir() -> Path | None:
     """Brax's package folder: the runner's own, else in the Python its units run with."""
     if _own():
         spec = importlib.util.find_spec("brax")
         assert spec is not None and spec.submodule_search_locations
         return Path(list(spec.submodule_search_locations)[0])
-    python = os.environ.get("RLCRATE_PYTHON_BRAX") or interpreter()
+    python = _units_python()
     if python is None:
         return None
     lib = Path(python).absolute().parent.parent / "lib"
@@ -172,7 +177,7 @@ def versions() -> dict[str, dict[str, Any]]:
         re.sub(r"[-_.]+", "-", d.metadata["Name"]).lower(): d.version
         for d in importlib.metadata.distributions(path=[str(root.parent)])
     }
-    python = None if _own() else os.environ.get("RLCRATE_PYTHON_BRAX") or interpreter()
+    python = None if _own() else _units_python()
     return {
         "brax": {
             "path": python or "the runner's Python",

@@ -62,14 +62,13 @@ def env_only(cfg: Manifest, seed: int) -> dict[str, Any]:
 
 
 def train(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
-    from brax.training.agents.ppo import networks as ppo_networks
     from brax.training.agents.ppo import train as ppo
 
     from runner.backends.brax import make_brax_env
-    from runner.trainers.brax_ppo import _ppo_kwargs, _tuples
+    from runner.trainers.brax_ppo import network_factory, ppo_kwargs
 
     spec = cfg.bench
-    kwargs, network = _ppo_kwargs(cfg, seeds)
+    kwargs, network = ppo_kwargs(cfg, seeds)
     epochs = spec.repeats + WARMUP_CALLS  # the first compiles; the second may again
     kwargs.update(
         num_timesteps=epochs * spec.steps,
@@ -81,7 +80,7 @@ def train(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
     t0 = time.perf_counter()
     ppo.train(
         environment=make_brax_env(cfg.env),
-        network_factory=functools.partial(ppo_networks.make_ppo_networks, **_tuples(network)),
+        network_factory=network_factory(network),
         progress_fn=lambda step, m: per_epoch.append((int(step), float(m["training/sps"]))),
         **kwargs,
     )

@@ -48,7 +48,7 @@ def _jax_platform(cfg: Manifest) -> None:
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 
-def _ppo_kwargs(cfg: Manifest, seeds: dict[str, int]) -> tuple[dict[str, Any], dict[str, Any]]:
+def ppo_kwargs(cfg: Manifest, seeds: dict[str, int]) -> tuple[dict[str, Any], dict[str, Any]]:
     from runner.backends.brax import episode_length
 
     params = dict(cfg.algo.params)
@@ -140,13 +140,12 @@ class _Progress:
 
 def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
     _jax_platform(cfg)
-    from brax.training.agents.ppo import networks as ppo_networks
     from brax.training.agents.ppo import train as ppo
 
     from runner.backends.brax import make_brax_env
 
     env = make_brax_env(cfg.env)
-    kwargs, network = _ppo_kwargs(cfg, seeds)
+    kwargs, network = ppo_kwargs(cfg, seeds)
     config = {
         "env": cfg.env.id, "observation_size": env.observation_size,
         "action_size": env.action_size, "network": network,
@@ -162,7 +161,7 @@ def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any
     try:
         _, params, _ = ppo.train(
             environment=env,
-            network_factory=functools.partial(ppo_networks.make_ppo_networks, **_tuples(network)),
+            network_factory=network_factory(network),
             progress_fn=progress.metrics,
             policy_params_fn=progress.params,
             restore_params=restore,
@@ -183,6 +182,13 @@ def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any
         "train_steps_per_s": (steps - done_before) / wall if wall > 0 else 0.0,
         "resumed_from": done_before or None,
     }
+
+
+def network_factory(network: dict[str, Any]) -> Any:
+    """`ppo.train`'s network_factory for the manifest's `network` sizes."""
+    from brax.training.agents.ppo import networks as ppo_networks
+
+    return functools.partial(ppo_networks.make_ppo_networks, **_tuples(network))
 
 
 def _tuples(network: dict[str, Any]) -> dict[str, Any]:
