@@ -37,9 +37,12 @@ quickstart: venv
 	$(BIN)/rlcrate run manifests/quickstart.yaml
 
 # The image tests build with buildah from a debootstrapped base (no Docker daemon needed).
+# Two workers (pytest-xdist), a module (or modules sharing a Ray cluster or the image store) at a
+# time: much of the suite waits on Slurm, Ray, Godot and image builds rather than computing.
+TEST_WORKERS ?= 2
 test: export RLCRATE_ENGINE ?= buildah
 test: venv system-deps brax-env
-	$(BIN)/pytest -q --durations=20
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope --durations=20
 
 test-fast: venv
 	$(BIN)/pytest -q -m "not slow"

@@ -52,10 +52,40 @@ def pytest_addoption(parser):
     )
 
 
+# `make test` runs the suite on two pytest-xdist workers (`-n 2 --dist loadscope`), a group of
+# tests at a time: a module, so that its module-scoped fixtures are made once, or modules that
+# share something machine-wide and so run in turn on one worker (the Ray clusters, buildah's
+# image store). The longest go first, so that no long one starts last while the other worker idles.
+SHARED = {
+    "test_ray": "ray", "test_ray_node_loss": "ray", "test_interpreter": "ray",
+    "test_images": "image", "test_image_resume": "image", "test_image_export": "image",
+    "test_first_hour": "image",
+}  # fmt: skip
+LONGEST = ("test_slurm", "test_brax", "test_faults", "test_run", "ray", "test_course_godot")
+
+
+def _group(path: str) -> str:
+    module = Path(path.split("::", 1)[0]).stem
+    return SHARED.get(module, module)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(nodeid)
+
+    return ByGroup(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("--run-isaaclab"):
-        return
     skip = pytest.mark.skip(reason="Isaac Lab runs in its own target: make test-isaaclab")
     for item in items:
-        if item.get_closest_marker("isaaclab"):
+        if item.get_closest_marker("isaaclab") and not config.getoption("--run-isaaclab"):
             item.add_marker(skip)
+    rank = {g: i for i, g in enumerate(LONGEST)}
+    items.sort(key=lambda item: rank.get(_group(item.nodeid), len(LONGEST)))  # stable

@@ -57,6 +57,9 @@ def write_conf(tmp: Path) -> Path:
                 f"SlurmctldLogFile={tmp}/slurmctld.log",
                 f"SlurmdLogFile={tmp}/slurmd.log",
                 "AuthType=auth/munge",
+                # a requeued job waits out its credential's lifetime (default 120 s) before it
+                # starts again; the requeue tests need not wait two minutes each
+                "AuthInfo=cred_expire=20",
                 "ProctrackType=proctrack/linuxproc",
                 "TaskPlugin=task/none",
                 "SelectType=select/cons_tres",

@@ -1,5 +1,5 @@
 """The brax backend through the console script: bad input before any work, and (slow) real
-training of tiny budgets with Brax's own PPO and with SB3 through the VecEnv adapter.
+training of tiny budgets with Brax's own PPO and with SB3 through the VecEnv adapter, and the bench.
 
 Brax lives in its own venv (make brax-env); the runner starts its units there. Most of a tiny
 run's time is XLA compilation, so the runs share a JAX compilation cache (a temporary folder).
@@ -89,21 +89,29 @@ def test_brax_ppo_only_on_brax(write_manifest):
     assert "brax_ppo runs only on the brax backend" in out.stderr
 
 
-def _run(write_manifest, tmp_path: Path, m: dict, out: str, cache: Path, monkeypatch) -> Path:
-    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(cache))
-    res = rlcrate("run", str(write_manifest(m, f"{out}.yaml")), "--out", str(tmp_path / out))
-    assert res.returncode == 0, res.stdout + res.stderr
-    return run_dir_of(tmp_path / out, m["name"]) / "units" / "default" / "seed-0"
-
-
 @pytest.mark.slow
-def test_brax_ppo_run_directory_and_same_seed(write_manifest, tmp_path, jax_cache, monkeypatch):
+def test_brax_ppo_twice_and_sb3_adapter_in_one_run(
+    write_manifest, tmp_path, jax_cache, monkeypatch
+):
+    """Brax's own PPO as two variants of the same seed (same result, bit for bit) and SB3's PPO
+    through the VecEnv adapter, as three units of one run (units run two at a time)."""
     from runner.tb import read_curve
 
-    units = [
-        _run(write_manifest, tmp_path, brax_manifest(), f"r{i}", jax_cache, monkeypatch)
-        for i in range(2)
-    ]
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(jax_cache))
+    native = {"variant": "native", "algo.name": "brax_ppo", **_native()}
+    m = brax_manifest(
+        algo={"name": "PPO"},
+        matrix=[
+            native,
+            {**native, "variant": "again"},
+            {"variant": "adapter", "algo.params": {"n_steps": 32, "batch_size": 64, "n_epochs": 1},
+             "train.timesteps": 512},
+        ],
+    )  # fmt: skip
+    res = rlcrate("run", str(write_manifest(m)), "--out", str(tmp_path / "r"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    run = run_dir_of(tmp_path / "r", m["name"])
+    units = [run / "units" / v / "seed-0" for v in ("native", "again")]
     status = json.loads((units[0] / "status.json").read_text())
     assert status["state"] == "done" and status["timesteps_done"] >= 1024
     assert status["python"]["executable"] == brax.interpreter() or brax.interpreter() is None
@@ -118,27 +126,24 @@ def test_brax_ppo_run_directory_and_same_seed(write_manifest, tmp_path, jax_cach
     assert evals[0]["episodes"] == evals[1]["episodes"]  # same seed, same result
     params = [zipfile.ZipFile(u / "model.zip").read("params.pkl") for u in units]
     assert params[0] == params[1]
-    run = units[0].parents[2]
     prov = json.loads((run / "provenance.json").read_text())
     assert prov["brax"]["packages"]["brax"] and prov["brax"]["packages"]["jax"], prov["brax"]
     if brax.interpreter() is not None:  # Brax's own venv: recorded where the units ran
-        assert prov["unit_interpreters"] == {"default": brax.interpreter()}
+        where = dict.fromkeys(("native", "again", "adapter"), brax.interpreter())
+        assert prov["unit_interpreters"] == where
         resolved = yaml.safe_load((run / "resolved.yaml").read_text())
-        assert resolved["variants"]["default"]["interpreter"] == brax.interpreter()
-
-
-@pytest.mark.slow
-def test_sb3_through_the_vecenv_adapter(write_manifest, tmp_path, jax_cache, monkeypatch):
-    m = brax_manifest(
-        algo={"name": "PPO", "params": {"n_steps": 32, "batch_size": 64, "n_epochs": 1}},
-        train={"timesteps": 512},
-    )
-    unit = _run(write_manifest, tmp_path, m, "sb3", jax_cache, monkeypatch)
+        assert resolved["variants"]["native"]["interpreter"] == brax.interpreter()
+    # SB3 through the adapter: the same run directory contract
+    unit = run / "units/adapter/seed-0"
     status = json.loads((unit / "status.json").read_text())
     assert status["state"] == "done" and status["timesteps_done"] == 512
     ev = json.loads((unit / "eval.json").read_text())
     assert ev["n_episodes"] == 3 and all(0 < e["length"] <= 50 for e in ev["episodes"])
     assert (unit / "model.zip").is_file() and list((unit / "tb").rglob("events.out.tfevents.*"))
+
+
+def _native() -> dict:
+    return {"algo.params": brax_manifest()["algo"]["params"]}
 
 
 @pytest.mark.slow
@@ -149,12 +154,11 @@ def test_bench_measures_brax_points_in_brax_python(
     is measured in the Python Brax's units run in; Brax's env-only rate is its jitted loop, with
     the compile time apart; the adapter's is the VecEnv SB3 steps."""
     monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(jax_cache))
-    native = brax_manifest()["algo"]
     m = brax_manifest(
         algo={"name": "PPO"},
         bench={"steps": 512, "warmup": 0, "repeats": 2, "sweep": {"parallel.envs": [8]}},
         matrix=[
-            {"variant": "native", "algo.name": "brax_ppo", "algo.params": native["params"]},
+            {"variant": "native", "algo.name": "brax_ppo", **_native()},
             {"variant": "adapter", "algo.params": {"n_steps": 32, "batch_size": 64, "n_epochs": 1}},
         ],
     )

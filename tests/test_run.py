@@ -147,6 +147,14 @@ def _start(path: Path, out: Path, *extra: str) -> subprocess.Popen:
     )
 
 
+def _pending_sigterm(pid: int) -> bool:
+    """Whether a SIGTERM waits for (stopped) process pid, from /proc/PID/status."""
+    text = Path(f"/proc/{pid}/status").read_text()
+    fields = dict(line.split(":", 1) for line in text.splitlines())
+    pending = int(fields["SigPnd"], 16) | int(fields["ShdPnd"], 16)
+    return bool(pending & (1 << (signal.SIGTERM - 1)))
+
+
 @pytest.mark.gymnasium
 def test_ctrl_c_marks_interrupted_and_resume_finishes(write_manifest, tmp_path):
     m = tiny_manifest(
@@ -159,12 +167,22 @@ def test_ctrl_c_marks_interrupted_and_resume_finishes(write_manifest, tmp_path):
     ckpts = lambda: list((tmp_path / "runs").glob("tiny/*/units/default/seed-0/checkpoints/*.zip"))  # noqa: E731
     _wait_for(lambda: len(ckpts()) >= 1, 120, "a first checkpoint")
     kids = children_of(proc.pid)
+    # freeze the unit, so that on a stalled machine it cannot finish before the stop reaches it;
+    # the runner's SIGTERM waits, pending, until it continues
+    (unit,) = [k for k in kids if "runner.jobs.unit" in Path(f"/proc/{k}/cmdline").read_text()]
+    os.kill(unit, signal.SIGSTOP)
+    run = run_dir_of(tmp_path / "runs", "tiny")
+    assert not (run / "units/default/seed-0/model.zip").exists(), "trained before the stop"
     proc.send_signal(signal.SIGINT)
+    # the SIGTERM shows as pending, or (multi-threaded unit) a thread took it before stopping
+    deadline = time.monotonic() + 3
+    while not _pending_sigterm(unit) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    os.kill(unit, signal.SIGCONT)
     proc.wait(timeout=90)
     assert proc.returncode == 130
-    run = run_dir_of(tmp_path / "runs", "tiny")
     status = json.loads((run / "units/default/seed-0/status.json").read_text())
-    assert status["state"] == "interrupted"
+    assert status["state"] == "interrupted", status
     assert not [k for k in kids if Path(f"/proc/{k}").exists()], "unit processes left behind"
     assert not list(run.rglob(".*tmp*")), "half-written files left behind"
     # resume with a smaller budget is refused (a different manifest) ...
