@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -29,8 +30,9 @@ def free_port() -> int:
 
 
 class Node:
-    def __init__(self, args: list[str], tmp: Path, name: str):
+    def __init__(self, args: list[str], tmp: Path, name: str, temp_dir: str | None = None):
         self.log = open(tmp / f"{name}.log", "wb")  # noqa: SIM115 - closed in kill()
+        self.temp_dir = temp_dir
         env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
         self.proc = subprocess.Popen(
             [ray_exe() or "ray", "start", "--block", "--disable-usage-stats", *args],
@@ -48,6 +50,8 @@ class Node:
                 os.kill(pid, signal.SIGKILL)
         self.proc.wait()
         self.log.close()
+        if self.temp_dir:
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
 def own_ports() -> list[str]:
@@ -64,13 +68,15 @@ def own_ports() -> list[str]:
     return [f"--{name}={free_port()}" for name in names]
 
 
-def _wait_nodes(address: str, n: int, timeout: float = 600) -> None:
+def _wait_nodes(address: str, n: int, nodes: list[Node], timeout: float = 600) -> None:
     code = (
         "import ray,sys; ray.init(address=sys.argv[1], log_to_driver=False); "
         "print(sum(1 for x in ray.nodes() if x['Alive']))"
     )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if any(node.proc.poll() is not None for node in nodes):
+            raise RuntimeError(f"a node of the Ray cluster at {address} exited")
         try:
             out = subprocess.run(
                 [sys.executable, "-c", code, address], capture_output=True, text=True, timeout=120
@@ -87,7 +93,7 @@ def start_head(tmp: Path, cpus: int) -> tuple[str, Node]:
     """A one-node cluster (a head only) on ports of its own; stop it with `node.kill()`."""
     address, head = _head(tmp, cpus)
     try:
-        _wait_nodes(address, 1)
+        _wait_nodes(address, 1, [head])
     except Exception:
         head.kill()
         raise
@@ -96,6 +102,9 @@ def start_head(tmp: Path, cpus: int) -> tuple[str, Node]:
 
 def _head(tmp: Path, cpus: int) -> tuple[str, Node]:
     port = free_port()
+    # Ray's sockets live under its temp dir and a Unix socket path holds at most 107 bytes:
+    # pytest's (deeper under xdist) is too long, so a short one of the node's own
+    temp_dir = tempfile.mkdtemp(prefix="rlcrate-ray-", dir="/tmp")
     head = Node(
         [
             "--head",
@@ -103,12 +112,13 @@ def _head(tmp: Path, cpus: int) -> tuple[str, Node]:
             f"--num-cpus={cpus}",
             "--node-ip-address=127.0.0.1",
             "--include-dashboard=false",
-            f"--temp-dir={tmp / 'ray'}",
+            f"--temp-dir={temp_dir}",
             f"--ray-client-server-port={free_port()}",
             *own_ports(),
         ],
         tmp,
         "head",
+        temp_dir,
     )
     return f"127.0.0.1:{port}", head
 
@@ -126,7 +136,7 @@ def start(tmp: Path, head_cpus: int, worker_cpus: int) -> tuple[str, Node, Node]
         "worker",
     )
     try:
-        _wait_nodes(address, 2)
+        _wait_nodes(address, 2, [head, worker])
     except Exception as exc:
         worker.kill()
         head.kill()
