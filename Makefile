@@ -42,7 +42,7 @@ quickstart: venv
 TEST_WORKERS ?= 2
 test: export RLCRATE_ENGINE ?= buildah
 test: venv system-deps brax-env
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope --durations=20
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=20
 
 test-fast: venv
 	$(BIN)/pytest -q -m "not slow"
