@@ -75,6 +75,18 @@ def children_of(pid: int) -> list[int]:
     return out
 
 
+def unit_processes(pid: int) -> list[int]:
+    """The unit processes (`python -m runner.jobs.unit`) among pid's descendants."""
+    found = []
+    for k in children_of(pid):
+        try:
+            if b"runner.jobs.unit" in Path(f"/proc/{k}/cmdline").read_bytes():
+                found.append(k)
+        except OSError:  # ended meanwhile
+            continue
+    return found
+
+
 def rlcrate_exe() -> str:
     return str(Path(sys.executable).with_name("rlcrate"))
 

@@ -24,6 +24,7 @@ from tests.helpers import (
     run_dir_of,
     start_run,
     tiny_manifest,
+    unit_processes,
     wait_for,
 )
 
@@ -113,11 +114,7 @@ def test_unit_killed_by_a_signal_is_recorded_then_resumed(write_manifest, tmp_pa
     path = write_manifest(_manifest(train__timesteps=20_000))
     proc = start_run(path, tmp_path / "runs")
     wait_for(lambda: list((tmp_path / "runs").glob(f"tiny/*/{UNIT}/progress.json")), 300, "train")
-    unit_pids = [
-        k
-        for k in children_of(proc.pid)
-        if b"runner.jobs.unit" in Path(f"/proc/{k}/cmdline").read_bytes()
-    ]
+    unit_pids = unit_processes(proc.pid)
     assert unit_pids
     os.kill(unit_pids[0], signal.SIGKILL)
     proc.wait(timeout=120)

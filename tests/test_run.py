@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 import zipfile
 from pathlib import Path
@@ -15,7 +13,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers import children_of, rlcrate, run_dir_of, tiny_manifest
+from tests.helpers import (
+    children_of,
+    rlcrate,
+    run_dir_of,
+    start_run,
+    tiny_manifest,
+    unit_processes,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -128,25 +134,6 @@ def test_failed_unit_does_not_stop_the_others(write_manifest, tmp_path):
     assert not (tmp_path / "r").exists()
 
 
-def _wait_for(pred, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def _start(path: Path, out: Path, *extra: str) -> subprocess.Popen:
-    exe = Path(sys.executable).with_name("rlcrate")
-    return subprocess.Popen(
-        [str(exe), "run", str(path), "--out", str(out), *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 def _pending_sigterm(pid: int) -> bool:
     """Whether a SIGTERM waits for (stopped) process pid, from /proc/PID/status."""
     text = Path(f"/proc/{pid}/status").read_text()
@@ -163,13 +150,13 @@ def test_ctrl_c_marks_interrupted_and_resume_finishes(write_manifest, tmp_path):
         algo__params={"n_steps": 128, "batch_size": 64, "n_epochs": 1},
     )
     path = write_manifest(m)
-    proc = _start(path, tmp_path / "runs")
+    proc = start_run(path, tmp_path / "runs")
     ckpts = lambda: list((tmp_path / "runs").glob("tiny/*/units/default/seed-0/checkpoints/*.zip"))  # noqa: E731
-    _wait_for(lambda: len(ckpts()) >= 1, 120, "a first checkpoint")
+    wait_for(lambda: len(ckpts()) >= 1, 120, "a first checkpoint")
     kids = children_of(proc.pid)
     # freeze the unit, so that on a stalled machine it cannot finish before the stop reaches it;
     # the runner's SIGTERM waits, pending, until it continues
-    (unit,) = [k for k in kids if "runner.jobs.unit" in Path(f"/proc/{k}/cmdline").read_text()]
+    (unit,) = unit_processes(proc.pid)
     os.kill(unit, signal.SIGSTOP)
     run = run_dir_of(tmp_path / "runs", "tiny")
     assert not (run / "units/default/seed-0/model.zip").exists(), "trained before the stop"
@@ -225,13 +212,13 @@ def test_killed_run_resumes_to_the_same_summary(write_manifest, tmp_path):
     path = write_manifest(m)
     full = rlcrate("run", str(path), "--out", str(tmp_path / "full"))
     assert full.returncode == 0, full.stderr
-    proc = _start(path, tmp_path / "killed")
+    proc = start_run(path, tmp_path / "killed")
     done = lambda: list((tmp_path / "killed").glob("tiny/*/units/default/seed-0/eval.json"))  # noqa: E731
-    _wait_for(lambda: bool(done()), 120, "the first unit")
+    wait_for(lambda: bool(done()), 120, "the first unit")
     kids = children_of(proc.pid)
     os.kill(proc.pid, signal.SIGKILL)  # no chance to clean up: the worst case
     proc.wait()
-    _wait_for(
+    wait_for(
         lambda: not [k for k in kids if Path(f"/proc/{k}").exists()],
         30,
         "unit processes to follow their dead parent",
