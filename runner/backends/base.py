@@ -10,11 +10,24 @@ the runner names a backend.
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from runner.errors import FieldError
+
+# The GPU environment: Python 3.12 with images/cuda/requirements.lock, the lock Dockerfile.cuda
+# installs (`make gpu-env` builds it in the checkout; RLCRATE_GPU_ENV names another folder).
+# Isaac Lab's units run in it, and Brax's where the runner's own Python lacks Brax.
+GPU_ENV_DEFAULT = Path(__file__).resolve().parents[2] / ".cache" / "gpu-env"
+
+
+def gpu_env_python() -> Path:
+    return Path(os.environ.get("RLCRATE_GPU_ENV") or GPU_ENV_DEFAULT) / "bin" / "python"
+
+
+GPU_ENV_HINT = "run `make gpu-env` in the rlcrate checkout (it installs the CUDA image's own lock)"
 
 if TYPE_CHECKING:
     from runner.manifest.schema import EnvSpec, ParallelSpec
