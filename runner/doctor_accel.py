@@ -39,8 +39,11 @@ def _gpu_env() -> Row:
     built = stamp.read_text().split()[0] if stamp.is_file() and stamp.read_text().strip() else ""
     lock = Path(__file__).resolve().parents[1] / "images" / "cuda" / "requirements.lock"
     if lock.is_file() and built != hashlib.sha256(lock.read_bytes()).hexdigest():
-        return "GPU environment", NO, f"{env} was not built from this checkout's {lock.name}: " + (
-            "run `make gpu-env` again"
+        return (
+            "GPU environment",
+            NO,
+            f"{env} was not built from this checkout's {lock.name}: "
+            + ("run `make gpu-env` again"),
         )
     return "GPU environment", OK, f"{env} (images/cuda/requirements.lock {built[:12]})"
 
