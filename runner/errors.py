@@ -1,11 +1,38 @@
-"""The few error types the runner raises; `cli_exit.exit_status` maps them to exit codes."""
+"""The few error types the runner raises; `runner.cli.exit.exit_status` maps them to exit codes."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import Any
 
-if TYPE_CHECKING:
-    from runner.manifest.problems import Problem
+Loc = tuple[Any, ...]
+
+
+def dotted(loc: Loc) -> str:
+    """`("algo", "params", "n_steps")` -> `algo.params.n_steps`; list indices as `[i]`."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a manifest: where (file, line, field path) and what was expected.
+
+    `line` is 0 when unknown (the whole file); `path` is the key path inside the manifest, empty
+    for a problem with the file itself (unreadable, not YAML).
+    """
+
+    file: str
+    line: int
+    path: Loc
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        field = dotted(self.path)
+        return f"{where}: {field}: {self.message}" if field else f"{where}: {self.message}"
 
 
 class RunnerError(Exception):
@@ -26,8 +53,6 @@ class FieldError(UserInputError):
     """
 
     def __init__(self, path: tuple[str | int, ...], message: str):
-        from runner.manifest.problems import dotted
-
         self.path, self.message = tuple(path), message
         super().__init__(f"{dotted(self.path)}: {message}")
 

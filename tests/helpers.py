@@ -76,11 +76,11 @@ def children_of(pid: int) -> list[int]:
 
 
 def unit_processes(pid: int) -> list[int]:
-    """The unit processes (`python -m runner.jobs.unit`) among pid's descendants."""
+    """The unit processes (`python -m runner.run.unit`) among pid's descendants."""
     found = []
     for k in children_of(pid):
         try:
-            if b"runner.jobs.unit" in Path(f"/proc/{k}/cmdline").read_bytes():
+            if b"runner.run.unit" in Path(f"/proc/{k}/cmdline").read_bytes():
                 found.append(k)
         except OSError:  # ended meanwhile
             continue

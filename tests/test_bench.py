@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from runner.errors import ManifestError
-from runner.jobs.bench import analysis
-from runner.jobs.bench import run as bench
 from runner.manifest.schema import Manifest
+from runner.run.bench import analysis
+from runner.run.bench import run as bench
 from tests.helpers import tiny_manifest
 
 

@@ -97,7 +97,7 @@ def test_brax_ppo_twice_and_sb3_adapter_in_one_run(
 ):
     """Brax's own PPO as two variants of the same seed (same result, bit for bit) and SB3's PPO
     through the VecEnv adapter, as three units of one run (units run two at a time)."""
-    from runner.tb import read_curve
+    from runner.report.tb import read_curve
 
     monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(jax_cache))
     native = {"variant": "native", "algo.name": "brax_ppo", **_native()}

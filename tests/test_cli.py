@@ -107,7 +107,7 @@ def test_example_manifests_validate_and_name_the_schema(path):
         "# yaml-language-server: $schema=../runner/manifest/manifest.schema.json"
     )
     from runner.backends import get_backend
-    from runner.provenance import gpu_info
+    from runner.record.machine import gpu_info
 
     data = yaml.safe_load(path.read_text())
     for backend in _backends(data):

@@ -113,7 +113,7 @@ def _pong(backend: str, envs: int = 2) -> tuple[Manifest, dict]:
 @pytest.mark.gymnasium
 @pytest.mark.envpool
 def test_both_backends_give_the_same_preprocessed_pong():
-    from runner.jobs.common import make_env
+    from runner.trainers.sb3.common import make_env
 
     shapes = {}
     for backend in ("gymnasium", "envpool"):
@@ -154,7 +154,7 @@ def test_envpool_settings_mirror_the_sb3_wrapper_point_for_point():
 def test_profile_parts_add_up_and_name_a_bottleneck(tmp_path: Path):
     from rich.console import Console
 
-    from runner.jobs.bench import run as bench
+    from runner.run.bench import run as bench
 
     data = tiny_manifest(
         name="tiny-profile",

@@ -8,8 +8,8 @@ import json
 import pytest
 import yaml
 
-from runner import determinism
-from runner.check_determinism import first_divergence
+from runner.provenance import determinism
+from runner.run.check_determinism import first_divergence
 from tests.helpers import ROOT, rlcrate, run_dir_of, tiny_manifest
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.expect import EXIT_EXPECT, unmet
+from runner.run.expect import EXIT_EXPECT, unmet
 from tests.helpers import rlcrate, tiny_manifest
 
 

@@ -15,11 +15,11 @@ import pytest
 import yaml
 
 from runner import __version__
+from runner.checks.load import load_manifest
 from runner.images import engine
-from runner.manifest import load_manifest
-from runner.orchestrate import manifest_jobs
 from runner.report.diff import manifest_differences
-from runner.segments import Segment, join
+from runner.report.segments import Segment, join
+from runner.run.orchestrate import manifest_jobs
 from tests.helpers import ROOT, rlcrate, tiny_manifest
 
 
@@ -159,7 +159,7 @@ def test_manifest_differences_are_listed():
 
 
 def test_resume_hint_is_one_line_when_not_a_terminal(tmp_path):
-    from runner.orchestrate import resume_hint
+    from runner.run.orchestrate import resume_hint
 
     run_dir = tmp_path / ("a-long-folder-name-" * 6) / "run"
     console_out = subprocess.run(
@@ -167,7 +167,7 @@ def test_resume_hint_is_one_line_when_not_a_terminal(tmp_path):
             sys.executable,
             "-c",
             "import sys; from pathlib import Path; from rich.console import Console; "
-            "from runner.orchestrate import resume_hint; "
+            "from runner.run.orchestrate import resume_hint; "
             f"resume_hint(Console(width=60), Path({str(run_dir)!r}))",
         ],
         capture_output=True,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner.backends._isaaclab_env import picks, reachable, set_dotted
+from runner.backends.isaaclab.env import picks, reachable, set_dotted
 from runner.errors import BackendUnavailable, FieldError
 from runner.manifest.schema import EnvSpec
 

@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from runner.checks.load import load_manifest
 from runner.errors import ManifestError
-from runner.manifest import expand, load_manifest, resolved
+from runner.manifest import expand, resolved
 from runner.manifest.matrix import apply_overrides, path_problem
-from runner.seeding import derive
+from runner.record.seeding import derive
 from tests.helpers import rlcrate, tiny_manifest
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -104,7 +105,7 @@ def test_matrix_explicit_list(write_manifest):
 def test_list_entries_name_their_variants_and_sweep_their_own_values(write_manifest):
     """`variant:` names a list entry's variant (not a path); an entry may set its own
     bench.sweep, which the bench job's points follow."""
-    from runner.manifest.sweep import points
+    from runner.checks.sweep import points
 
     m = load_manifest(
         write_manifest(
@@ -199,7 +200,7 @@ def test_relative_game_path_is_relative_to_the_manifest(tmp_path, monkeypatch):
 
 
 def test_expect_names_are_the_metrics_the_summary_computes():
-    from runner.summary import EXPECT_METRICS, metric_values
+    from runner.report.summary import EXPECT_METRICS, metric_values
 
     variant = {
         "eval": {"mean": 1.0, "std": 0.0, "iqm": 1.0, "iqm_ci95": [1, 1], "per_seed_mean": {}},

@@ -8,11 +8,12 @@ import sys
 
 import pytest
 
+from runner.checks.load import load_manifest
 from runner.errors import ManifestError, UserInputError
-from runner.lock import locked
-from runner.manifest import expand, load_manifest, resolved
+from runner.manifest import expand, resolved
 from runner.manifest.matrix import MAX_NAME, apply_overrides
 from runner.manifest.parse import MAX_NODES, parse_yaml
+from runner.record.lock import locked
 from tests.helpers import tiny_manifest
 
 
@@ -95,7 +96,7 @@ def test_one_type_per_value(over, write_manifest):
 
 def test_run_directory_lock_is_exclusive_and_never_stale(tmp_path):
     code = (
-        "import sys, time; from pathlib import Path; from runner.lock import locked\n"
+        "import sys, time; from pathlib import Path; from runner.record.lock import locked\n"
         "with locked(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)\n"
     )
     holder = subprocess.Popen(

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from runner.checks.load import load_manifest
 from runner.executors.needs import Needs, unit_needs
-from runner.manifest import load_manifest, resolved
-from runner.rundir import UnitRef
+from runner.manifest import resolved
+from runner.record.rundir import UnitRef
 from tests.helpers import tiny_manifest
 
 

@@ -14,9 +14,9 @@ import yaml
 from runner import report
 from runner.errors import UserInputError
 from runner.manifest import Manifest, resolved
-from runner.rundir import write_status
-from runner.summary import write_summary
-from runner.tb import Curve, read_curve, time_to_reach
+from runner.record.rundir import write_status
+from runner.report.summary import write_summary
+from runner.report.tb import Curve, read_curve, time_to_reach
 from tests.helpers import tiny_manifest
 
 SEEDS = [0, 1, 2, 3]

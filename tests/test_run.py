@@ -197,7 +197,7 @@ def test_ctrl_c_marks_interrupted_and_resume_finishes(write_manifest, tmp_path):
     text = (run / "report.md").read_text()
     assert "## Resumed units (*)" in text and "0*: " in text
     assert f"continued from the checkpoint(s) at step {status['resumed_from']:,}" in text
-    from runner.tb import read_curve
+    from runner.report.tb import read_curve
 
     curve, _ = read_curve(run / "units/default/seed-0/tb", None)
     assert curve is not None and curve.segments == 2
@@ -231,7 +231,7 @@ def test_killed_run_resumes_to_the_same_summary(write_manifest, tmp_path):
     assert a["variants"]["default"]["eval"] == b["variants"]["default"]["eval"]
     assert b["complete"] is True
     # units restarted from scratch: the abandoned segment's steps are not plotted twice
-    from runner.tb import read_curve
+    from runner.report.tb import read_curve
 
     for seed in (0, 1, 2):
         curve, _ = read_curve(run / f"units/default/seed-{seed}/tb", None)

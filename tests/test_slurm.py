@@ -263,7 +263,7 @@ def test_profile_and_flags_merge(tmp_path):
 
 def test_apptainer_command_line(tmp_path):
     from runner.executors.slurm_job import command
-    from runner.rundir import UnitRef
+    from runner.record.rundir import UnitRef
 
     cmd = command(tmp_path, UnitRef("v", 3), ["train", "eval"], None, "/img/rlcrate-cuda.sif", 1)
     assert cmd == [
@@ -278,7 +278,7 @@ def test_apptainer_command_line(tmp_path):
         "/img/rlcrate-cuda.sif",
         "python3",
         "-m",
-        "runner.jobs.unit",
+        "runner.run.unit",
         str(tmp_path),
         "v",
         "3",

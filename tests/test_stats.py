@@ -1,4 +1,4 @@
-"""runner.stats against direct computations on fixed numbers."""
+"""runner.report.stats against direct computations on fixed numbers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from runner import stats
+from runner.report import stats
 
 SCORES = [3.0, 9.0, 1.0, 7.0, 4.0, 10.0, 2.0, 8.0, 6.0, 5.0]
 

@@ -1,4 +1,5 @@
-"""The package's shape: the manifest layer imports no job or plot, and no import cycle exists."""
+"""The package's shape: packages in layers that import only downward (lazy imports included), the
+validate path imports no job or plot, and no import cycle exists."""
 
 from __future__ import annotations
 
@@ -30,10 +31,71 @@ def _imports(path: Path, modules: set[str], lazy: bool) -> set[str]:
     return found
 
 
-def test_manifest_imports_no_job_or_plot():
+# The layers, lowest first: a module may import its own package and those below it, never one
+# above (a lazy import or one under TYPE_CHECKING included). `errors` stands for the top of
+# runner/ (`__init__`: the version; `errors`); `__main__` is `python -m runner`.
+LAYERS = (
+    "errors",
+    "record",
+    "manifest",
+    "backends",
+    "trainers",
+    "provenance",
+    "report",
+    "checks",
+    "executors",
+    "images",
+    "run",
+    "archive",
+    "cli",
+    "__main__",
+)
+TOP_MODULES = {"__init__.py", "__main__.py", "errors.py"}  # at most a handful at the top
+
+
+def _layer(module: str) -> str:
+    """runner.checks.load -> checks; runner, runner.errors, runner.__version__ -> errors."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else "errors"
+
+
+def _all_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, runner module) for every import in the file, wherever it is written."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("runner"):
+            if node.module == "runner":  # `from runner import x`: x's own layer
+                found += [(node.lineno, f"runner.{a.name}") for a in node.names]
+            else:
+                found.append((node.lineno, node.module))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.startswith("runner")]
+    return found
+
+
+def test_every_package_is_a_declared_layer():
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    assert packages <= set(LAYERS), f"undeclared packages: {sorted(packages - set(LAYERS))}"
+    top = {p.name for p in PACKAGE.glob("*.py")}
+    assert top <= TOP_MODULES, f"modules at the top of runner/: {sorted(top - TOP_MODULES)}"
+
+
+def test_packages_import_only_downward():
+    upward = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        own = _layer(_module(path))
+        for line, imported in _all_imports(path):
+            if LAYERS.index(_layer(imported)) > LAYERS.index(own):
+                where = path.relative_to(ROOT)
+                upward.append(f"{where}:{line}: {own} imports {imported} ({_layer(imported)})")
+    assert not upward, "imports from a lower layer to a higher one:\n" + "\n".join(upward)
+
+
+def test_validate_path_imports_no_job_or_plot():
     code = (
-        "import runner.manifest, runner.manifest.checks, runner.manifest.sweep, sys; "
-        "print([m for m in sys.modules if m.startswith(('runner.jobs', 'runner.plots'))])"
+        "import runner.manifest, runner.checks.load, runner.checks.sweep, sys; "
+        "print([m for m in sys.modules if m.startswith(('runner.run', 'runner.report.plots', "
+        "'matplotlib', 'torch', 'jax'))])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -65,3 +127,23 @@ def test_no_import_cycle():
 def test_manifest_modules_import_each_other_in_one_direction():
     """Lazy imports included: parse -> validate -> check -> sweep, never back."""
     _assert_acyclic({_module(p): p for p in (PACKAGE / "manifest").rglob("*.py")}, lazy=True)
+
+
+def test_no_submodule_shadows_a_name_of_its_package():
+    """Importing `pkg.x` sets attribute `x` on `pkg`: a function `x` in pkg/__init__.py (a trainer's
+    `bench`, say) would be replaced by the submodule the first time anything imports it."""
+    clashes = []
+    for init in PACKAGE.rglob("__init__.py"):
+        subs = {p.stem for p in init.parent.glob("*.py")} | {
+            d.name for d in init.parent.iterdir() if (d / "__init__.py").is_file()
+        }
+        tree = ast.parse(init.read_text())
+        defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)} | {
+            t.id
+            for n in tree.body
+            if isinstance(n, ast.Assign)
+            for t in n.targets
+            if isinstance(t, ast.Name)
+        }
+        clashes += [f"{init.relative_to(ROOT)}: {name}" for name in sorted(defined & subs)]
+    assert not clashes, clashes

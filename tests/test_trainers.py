@@ -8,9 +8,9 @@ import pytest
 
 from runner.backends import brax
 from runner.errors import BackendUnavailable
-from runner.manifest.algos import ALGOS, check
 from runner.trainers import OWN_LOOPS, TRAINERS, get_trainer, trainer_for
 from runner.trainers.base import Trainer
+from runner.trainers.sb3.algos import ALGOS, check
 
 # brax_ppo's params are checked against `ppo.train` in Brax's Python (the runner's own here).
 needs_brax = pytest.mark.skipif(brax.available() is not None, reason=f"brax: {brax.available()}")

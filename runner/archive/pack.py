@@ -27,7 +27,7 @@ from runner.archive.layout import (
 )
 from runner.errors import UserInputError
 from runner.manifest.parse import read_yaml
-from runner.rundir import read_json, read_status
+from runner.record.rundir import read_json, read_status
 
 CHUNK = 1 << 20
 

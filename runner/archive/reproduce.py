@@ -19,7 +19,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from runner.archive import envdiff
 from runner.archive.verdict import (
     IDENTICAL,
     TEST_NAME,
@@ -32,7 +31,8 @@ from runner.archive.verdict import (
 from runner.archive.verify import Verified, verify
 from runner.errors import UnitFailed, UserInputError
 from runner.manifest.parse import parse_yaml
-from runner.rundir import read_json, write_json_atomic
+from runner.provenance import envdiff
+from runner.record.rundir import read_json, write_json_atomic
 
 
 @dataclass
@@ -75,7 +75,8 @@ def pick_seeds(v: Verified, res: dict[str, Any], opts: ReproduceOptions) -> list
 
 def _check_manifest(v: Verified, res: dict[str, Any], tmp: Path) -> None:
     """The archived manifest.yaml must resolve to the archived resolved.yaml."""
-    from runner.manifest import load_manifest, resolved
+    from runner.checks.load import load_manifest
+    from runner.manifest import resolved
 
     path = tmp / "manifest.yaml"
     path.write_bytes(v.files["manifest.yaml"])
@@ -102,7 +103,7 @@ def _derived_manifest(v: Verified, seeds: list[int], tmp: Path, name: str) -> Pa
 
 
 def _rerun(manifest: Path, name: str, opts: ReproduceOptions, console: Console) -> Path:
-    from runner.orchestrate import RunOptions, run
+    from runner.run.orchestrate import RunOptions, run
 
     before = set((opts.out / name).glob("*")) if (opts.out / name).is_dir() else set()
     if opts.image is None:
@@ -141,7 +142,7 @@ def compare(
     alpha: float,
     same_env: bool,
 ) -> list[VariantResult]:
-    from runner.determinism import level
+    from runner.provenance.determinism import level
 
     recorded = (v.json("provenance.json") or {}).get("determinism")
     per_test = alpha / len(res["variants"])
@@ -194,7 +195,7 @@ def print_env(console: Console, rows: list[envdiff.Row]) -> None:
 
 def expect_lines(run_dir: Path) -> list[str]:
     """One line per `expect:` claim of the rerun that does not hold."""
-    from runner.expect import unmet
+    from runner.run.expect import unmet
 
     return unmet(read_json(run_dir / "summary.json") or {})
 

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.determinism import BITWISE
+from runner.provenance.determinism import BITWISE
 
 IDENTICAL, WITHIN, DIFFERENT = "identical", "within tolerance", "different"
 ORDER = (IDENTICAL, WITHIN, DIFFERENT)

@@ -1,6 +1,6 @@
 """Executors run units behind one interface: `launch(run_dir, units, jobs, ...) -> {unit: exit}`.
 
-Both start `python -m runner.jobs.unit` per unit, so a unit runs the same code wherever it lands;
+Both start `python -m runner.run.unit` per unit, so a unit runs the same code wherever it lands;
 `python` is the interpreter its backend names (`pythons`: variant -> executable, recorded in
 resolved.yaml), the runner's own when none.
 """
@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from runner.rundir import UnitRef
+from runner.record.rundir import UnitRef
 
 if TYPE_CHECKING:
     from runner.executors.needs import Needs
@@ -62,7 +62,7 @@ def unit_command(
     return [
         pythons.get(unit.variant) or sys.executable,
         "-m",
-        "runner.jobs.unit",
+        "runner.run.unit",
         str(run_dir),
         unit.variant,
         str(unit.seed),

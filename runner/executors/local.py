@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from runner.executors import Tick, unit_command
-from runner.rundir import UnitRef
+from runner.record.rundir import UnitRef
 
 GRACE_S = 60.0
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from runner.rundir import UnitRef
+from runner.record.rundir import UnitRef
 
 GPU_BACKENDS = ("isaaclab", "brax")
 

@@ -22,7 +22,7 @@ from runner.errors import BackendUnavailable, UserInputError
 from runner.executors import Tick
 from runner.executors.needs import Needs
 from runner.executors.shipping import pack, unpack
-from runner.rundir import UnitRef, read_status, write_status, write_text_atomic
+from runner.record.rundir import UnitRef, read_status, write_status, write_text_atomic
 
 RETRIES = int(os.environ.get("RLCRATE_RAY_RETRIES", "3"))
 CONNECT_TIMEOUT_S = 10.0

@@ -20,7 +20,7 @@ from typing import Any
 from runner.executors import unit_command
 from runner.executors.local import _die_with_parent
 from runner.executors.shipping import pack, unpack
-from runner.rundir import UnitRef
+from runner.record.rundir import UnitRef
 
 GRACE_S = 60.0
 LIVE_FILES = ("status.json", "progress.json")

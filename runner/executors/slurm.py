@@ -24,7 +24,7 @@ from runner.errors import BackendUnavailable, UserInputError
 from runner.executors import Tick
 from runner.executors.needs import Needs
 from runner.executors.slurm_profile import SlurmSettings
-from runner.rundir import UnitRef, read_json, read_status, write_json_atomic, write_status
+from runner.record.rundir import UnitRef, read_json, read_status, write_json_atomic, write_status
 
 POLL_S = 2.0
 ACTIVE = {

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.executors import unit_command
-from runner.rundir import UnitRef, read_status
+from runner.record.rundir import UnitRef, read_status
 
 CHECKPOINT_WAIT_S = 80.0  # submitit signals 90 s before the limit
 

@@ -63,7 +63,7 @@ def build_cmd(
     """Build a versioned image from Dockerfile.<variant> and images/<variant>/."""
     from runner.images.build import build
 
-    tag = build(  # errors reach the root command's one mapping (runner.cli_exit.exit_status)
+    tag = build(  # errors reach the root command's one mapping (runner.cli.exit.exit_status)
         target,
         engine=engine,
         base=base,

@@ -61,7 +61,7 @@ def detect_engine(engine: str | None = None) -> str:
         if shutil.which(wanted) is None:
             raise UserInputError(f"container engine {wanted!r} is not installed on this machine")
         return wanted
-    from runner.installed import engine_problem
+    from runner.checks.installed import engine_problem
 
     problems = {name: engine_problem(name) for name in ENGINES if shutil.which(name)}
     for name, problem in problems.items():

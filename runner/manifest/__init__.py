@@ -1,11 +1,12 @@
-"""Manifest: parse -> validate -> check -> resolve. Only resolved, typed objects reach the jobs."""
+"""Manifest: parse -> validate -> resolve (the checks that consult backends and trainers are
+`runner.checks`). Only resolved, typed objects reach the jobs."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from runner.manifest.load import load_manifest
+from runner.manifest.load import load_unchecked
 from runner.manifest.matrix import Variant, apply_overrides, expand, override_modes
 from runner.manifest.schema import Manifest
 
@@ -16,7 +17,7 @@ __all__ = [
     "Variant",
     "apply_overrides",
     "expand",
-    "load_manifest",
+    "load_unchecked",
     "json_schema",
     "resolved",
 ]

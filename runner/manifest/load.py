@@ -1,4 +1,5 @@
-"""Parse -> validate -> check, as separate stages, collecting every problem before reporting.
+"""Parse -> validate, as separate stages, collecting every problem before reporting (the checks
+that consult backends and trainers come after, in `runner.checks.load`).
 
 Each stage (parse: runner.manifest.parse) gives `Problem` values (file, line, field path,
 message); the CLI prints them one per line as `FILE:LINE: dotted.path: message`.
@@ -12,7 +13,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from runner.errors import ManifestError
-from runner.manifest.checks import check_manifest
 from runner.manifest.parse import parse_yaml, read_text  # the parse stage: bounded YAML
 from runner.manifest.problems import Lines, Loc, Problem, validation_problems
 from runner.manifest.schema import Manifest
@@ -72,13 +72,13 @@ def _anchor_paths(manifest: Manifest, base: Path) -> Manifest:
     return manifest
 
 
-def load_manifest(path: str | Path, *, check: bool = True) -> Manifest:
-    """Parse, validate and (by default) check a manifest; raise ManifestError listing every problem.
+def read_manifest(path: Path) -> tuple[Manifest, list[Problem], Lines]:
+    """Parse and validate a manifest: the manifest, the schema's problems and each field's line.
 
-    When the schema rejects some fields, the checks still run on the rest (with defaults in place
-    of the rejected values), so one `validate` shows every problem at once.
+    When the schema rejects some fields, the manifest comes back with defaults in place of the
+    rejected values, so the checks (`runner.checks.load`) can still run on the rest and one
+    `validate` shows every problem at once.
     """
-    path = Path(path)
     source = str(path)
     data, lines = parse_yaml(read_text(path), source)
     try:
@@ -90,9 +90,13 @@ def load_manifest(path: str | Path, *, check: bool = True) -> Manifest:
             manifest = Manifest.model_validate(_without(data, exc.locs))
         except (ValidationError, TypeError):
             raise exc from None
-    manifest = _anchor_paths(manifest, path.resolve().parent)
-    if check:
-        problems += [p for p in check_manifest(manifest, source, lines) if p not in problems]
+    return _anchor_paths(manifest, path.resolve().parent), problems, lines
+
+
+def load_unchecked(path: str | Path) -> Manifest:
+    """Parse and validate a manifest without the checks that consult backends and trainers (for
+    the layers below them); raise ManifestError listing every schema problem."""
+    manifest, problems, _ = read_manifest(Path(path))
     if problems:
         raise ManifestError(sorted(problems, key=lambda p: p.line))
     return manifest

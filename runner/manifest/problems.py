@@ -7,41 +7,17 @@ Also the helpers that make them: a key path's line, and pydantic's errors as pro
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+# Problem lives with the errors (ManifestError holds them); re-exported for the manifest stages.
+from runner.errors import Loc as Loc
+from runner.errors import Problem as Problem
+from runner.errors import dotted as dotted
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
 
-Loc = tuple[Any, ...]
 Lines = dict[Loc, int]  # key path -> line, from the parse stage
-
-
-def dotted(loc: Loc) -> str:
-    """`("algo", "params", "n_steps")` -> `algo.params.n_steps`; list indices as `[i]`."""
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with a manifest: where (file, line, field path) and what was expected.
-
-    `line` is 0 when unknown (the whole file); `path` is the key path inside the manifest, empty
-    for a problem with the file itself (unreadable, not YAML).
-    """
-
-    file: str
-    line: int
-    path: Loc
-    message: str
-
-    def __str__(self) -> str:
-        where = f"{self.file}:{self.line}" if self.line else self.file
-        field = dotted(self.path)
-        return f"{where}: {field}: {self.message}" if field else f"{where}: {self.message}"
 
 
 def render(problems: list[Problem]) -> list[str]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runner import plots, stats
 from runner.errors import UserInputError
+from runner.report import plots, stats
 from runner.report.diff import diff_section
 from runner.report.load import Run, load_run
 from runner.report.markdown import rel_path, write_md

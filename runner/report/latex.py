@@ -44,7 +44,7 @@ def write_latex(rows: list[dict[str, Any]], path: Path, caption: str) -> Path:
             rf"{fmt(r['iqm'])}{ci} & {r['n_seeds']} \\"
         )
     lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}", ""]
-    from runner.rundir import write_text_atomic
+    from runner.record.rundir import write_text_atomic
 
     write_text_atomic(path, "\n".join(lines), durable=False)
     return path

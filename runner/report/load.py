@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner import plots
 from runner.errors import UserInputError
-from runner.summary import train_origin
-from runner.tb import Curve, read_curve
+from runner.report import plots
+from runner.report.summary import train_origin
+from runner.report.tb import Curve, read_curve
 from runner.trainers.base import EVAL_FILE, TB_DIR
 
 

@@ -39,7 +39,7 @@ def md_table(headers: list[str], rows: list[list[Any]]) -> list[str]:
 
 
 def write_md(path: Path, lines: list[str]) -> Path:
-    from runner.rundir import write_text_atomic
+    from runner.record.rundir import write_text_atomic
 
     write_text_atomic(path, "\n".join(lines), durable=False)
     return path

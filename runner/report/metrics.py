@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from runner import plots, stats
+from runner.report import plots, stats
 from runner.report.load import Run
-from runner.tb import Curve, time_to_reach
+from runner.report.tb import Curve, time_to_reach
 
 AUTO_LEVELS = (0.5, 0.9)  # fractions of the way from the start to the reward every variant reached
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from runner import plots
+from runner.report import plots
 from runner.report.load import Run
 from runner.report.markdown import fmt, md_table, mean_pm, rel_path, with_ci
 from runner.report.metrics import reward_levels, time_to_levels
-from runner.tb import Curve
+from runner.report.tb import Curve
 
 
 def eval_section(run: Run, rows: list[dict[str, Any]]) -> list[str]:

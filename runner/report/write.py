@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runner import plots
+from runner.report import plots
 from runner.report.latex import write_latex
 from runner.report.load import load_run
 from runner.report.markdown import rel_path, write_md

@@ -66,7 +66,7 @@ def write_eval(
     """Write the unit's eval.json (every trainer's, the same shape); its status fields."""
     import numpy as np
 
-    from runner.rundir import write_json_atomic
+    from runner.record.rundir import write_json_atomic
 
     result = {
         "episodes": [
@@ -80,3 +80,15 @@ def write_eval(
     }
     write_json_atomic(unit_dir / EVAL_FILE, result)
     return {"eval_mean": result["mean"], "eval_std": result["std"]}
+
+
+def spread(values: list[float]) -> dict[str, Any]:
+    """Repeated measurements of one quantity (a bench): median, min, max and every run."""
+    import numpy as np
+
+    return {
+        "median": float(np.median(values)),
+        "min": float(min(values)),
+        "max": float(max(values)),
+        "runs": [float(v) for v in values],
+    }

@@ -62,7 +62,7 @@ from isaaclab.app import launch_simulation
 from isaaclab_rl.sb3 import Sb3VecEnvWrapper
 from isaaclab_tasks.utils import parse_env_cfg
 from stable_baselines3 import PPO
-from runner.backends._isaaclab_env import local_cartpole
+from runner.backends.isaaclab.env import local_cartpole
 from pathlib import Path
 torch.set_num_threads(1)
 task = "Isaac-Cartpole-Direct"
@@ -102,7 +102,7 @@ import isaaclab_tasks
 from isaaclab.app import launch_simulation
 from isaaclab_rl.sb3 import Sb3VecEnvWrapper
 from isaaclab_tasks.utils import parse_env_cfg
-from runner.backends._isaaclab_env import local_cartpole
+from runner.backends.isaaclab.env import local_cartpole
 from pathlib import Path
 n = {n}
 task = "Isaac-Cartpole-Direct"

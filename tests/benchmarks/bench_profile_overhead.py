@@ -16,10 +16,10 @@ import os
 import numpy as np
 import yaml
 
-from runner.jobs.bench.profile import profile_train
-from runner.jobs.common import make_env
 from runner.manifest.schema import Manifest
-from runner.seeding import derive, seed_everything
+from runner.record.seeding import derive, seed_everything
+from runner.trainers.sb3.common import make_env
+from runner.trainers.sb3.profile import profile_train
 from tests.helpers import ROOT
 
 

@@ -1,0 +1,187 @@
+"""Brax environments (JAX): ids from Brax's registry, its physics pipelines through env.kwargs.
+
+`env.kwargs.backend` picks the pipeline (Brax's own name for it: generalized, positional, spring,
+or mjx); `env.kwargs.episode_length` caps episodes (default 1000, as Brax's PPO examples use);
+every other key goes to the env's constructor. `brax_ppo` trains with Brax's own PPO loop
+(runner/trainers/brax_ppo/); any Stable-Baselines3 algorithm trains through `make_vec_env`, an
+SB3 VecEnv over the jitted, vmapped env: the slow path (every step crosses from JAX to NumPy and
+torch and back), as Brax's own documentation says of its gym wrappers.
+
+Brax 0.14.2's PPO runs with JAX 0.9, which both image locks (and so the runner's own environment)
+carry. A runner installed without the jax extra runs Brax's units in the GPU environment
+(`make gpu-env`) through the per-unit interpreter, and reads Brax's registry, PPO signature and
+package versions from that environment's files.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import os
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from runner.backends.base import GPU_ENV_HINT, gpu_env_python, unknown_id
+from runner.errors import BackendUnavailable, FieldError
+from runner.manifest.schema import EnvSpec, ParallelSpec
+
+PIPELINES = ("generalized", "positional", "spring", "mjx")
+RUNNER_KWARGS = ("backend", "episode_length")  # read by rlcrate, not the env constructor
+EPISODE_LENGTH = 1000
+INSTALL = (
+    f"install rlcrate's jax extra (pip install 'rlcrate[jax]'), or {GPU_ENV_HINT}, or set "
+    "RLCRATE_PYTHON_BRAX to a Python that has brax==0.14.2 and rlcrate"
+)
+
+
+def _own() -> bool:
+    return (
+        importlib.util.find_spec("brax") is not None and importlib.util.find_spec("jax") is not None
+    )
+
+
+def interpreter() -> str | None:
+    """The runner's own Python when it has Brax, else the GPU environment's when it exists."""
+    python = gpu_env_python()
+    return None if _own() or not python.is_file() else str(python)
+
+
+def _units_python() -> str | None:
+    """The Python Brax's units run with when it is not the runner's own."""
+    return os.environ.get("RLCRATE_PYTHON_BRAX") or interpreter()
+
+
+def _package_dir() -> Path | None:
+    """Brax's package folder: the runner's own, else in the Python its units run with."""
+    if _own():
+        spec = importlib.util.find_spec("brax")
+        assert spec is not None and spec.submodule_search_locations
+        return Path(list(spec.submodule_search_locations)[0])
+    python = _units_python()
+    if python is None:
+        return None
+    lib = Path(python).absolute().parent.parent / "lib"
+    return next(iter(sorted(lib.glob("python3*/site-packages/brax"))), None)
+
+
+def source(relative: str) -> Path | None:
+    """A file of the Brax package (e.g. training/agents/ppo/train.py), without importing it."""
+    root = _package_dir()
+    return root / relative if root is not None and (root / relative).is_file() else None
+
+
+def available() -> str | None:
+    if _package_dir() is None:
+        return f"Brax is not installed for rlcrate ({INSTALL})"
+    return None
+
+
+def _require() -> None:
+    reason = available()
+    if reason:
+        raise BackendUnavailable(reason)
+
+
+@cache
+def env_ids() -> list[str]:
+    """The keys of Brax's `_envs` registry, read from its source (importing brax starts JAX)."""
+    _require()
+    path = source("envs/__init__.py")
+    if path is None:
+        raise BackendUnavailable(
+            f"Brax's env registry (brax/envs/__init__.py) is missing ({INSTALL})"
+        )
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        target = node.targets[0] if isinstance(node, ast.Assign) else None
+        if isinstance(target, ast.Name) and target.id == "_envs":
+            assert isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
+            return sorted(str(k.value) for k in node.value.keys if isinstance(k, ast.Constant))
+    raise BackendUnavailable(f"{path}: Brax's env registry (_envs) was not found")
+
+
+def check_env(env: EnvSpec) -> None:
+    if env.id not in env_ids():
+        raise unknown_id("brax", env.id, env_ids())
+    pipeline = env.kwargs.get("backend", "generalized")
+    if pipeline not in PIPELINES:
+        raise FieldError(
+            ("env", "kwargs", "backend"),
+            f"'{pipeline}' is not a Brax pipeline (expected one of {', '.join(PIPELINES)})",
+        )
+    length = env.kwargs.get("episode_length", EPISODE_LENGTH)
+    if not isinstance(length, int) or length < 1:
+        raise FieldError(("env", "kwargs", "episode_length"), "expected a positive integer")
+
+
+def make_brax_env(env: EnvSpec) -> Any:
+    """The unwrapped Brax env (imports JAX)."""
+    _require()
+    from brax import envs
+
+    kwargs = {k: v for k, v in env.kwargs.items() if k not in RUNNER_KWARGS}
+    return envs.get_environment(env.id, backend=env.kwargs.get("backend", "generalized"), **kwargs)
+
+
+def episode_length(env: EnvSpec) -> int:
+    return int(env.kwargs.get("episode_length", EPISODE_LENGTH))
+
+
+def spaces(env: EnvSpec) -> tuple[Any, Any] | None:
+    import gymnasium as gym
+    import numpy as np
+
+    check_env(env)
+    if not _own():
+        return None  # Brax is in its own venv: only its units build envs
+    e = make_brax_env(env)
+    obs = gym.spaces.Box(-np.inf, np.inf, (e.observation_size,), np.float32)
+    return obs, gym.spaces.Box(-1.0, 1.0, (e.action_size,), np.float32)
+
+
+def action_kind(env: EnvSpec) -> str | None:
+    return "Box"  # every Brax env takes continuous actions in [-1, 1]
+
+
+def check_parallel(parallel: ParallelSpec) -> str | None:
+    if parallel.workers != 1:
+        return "brax steps every env in one process (jax.vmap); set parallel.workers: 1"
+    return None
+
+
+def make_vec_env(env: EnvSpec, parallel: ParallelSpec, *, seed: int, log_dir: Path | None) -> Any:
+    check_env(env)
+    from runner.backends.brax.vec import BraxVecEnv
+
+    return BraxVecEnv(
+        make_brax_env(env),
+        n_envs=parallel.envs,
+        seed=seed,
+        episode_length=episode_length(env),
+        action_repeat=env.action_repeat,
+    )
+
+
+PACKAGES = ("brax", "jax", "jaxlib", "flax", "optax", "mujoco", "mujoco-mjx", "numpy")
+
+
+def versions() -> dict[str, dict[str, Any]]:
+    """The Python Brax's units run with and its packages, read from their metadata (no import)."""
+    import importlib.metadata
+    import re
+
+    root = _package_dir()
+    if root is None:
+        return {"brax": {"error": available()}}
+    found = {
+        re.sub(r"[-_.]+", "-", d.metadata["Name"]).lower(): d.version
+        for d in importlib.metadata.distributions(path=[str(root.parent)])
+    }
+    python = None if _own() else _units_python()
+    return {
+        "brax": {
+            "path": python or "the runner's Python",
+            "version": f"Brax {found.get('brax', '?')} (jax {found.get('jax', '?')})",
+            "packages": {k: found[k] for k in PACKAGES if k in found},
+        }
+    }

@@ -1,0 +1,258 @@
+"""Godot backend: godot-rl games in headless Godot processes, each running N env instances.
+
+`env.id` is a bundled game (`ballchase`), a Godot project folder (run with the Godot binary
+`godot_binary()` finds, via `--path`) or an exported game binary. `parallel.workers` processes
+x instances per process = `parallel.envs`. `env.kwargs` become `--key=value` launch arguments.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from runner.backends.base import unknown_id
+from runner.errors import BackendUnavailable, FieldError, UserInputError
+from runner.manifest.schema import EnvSpec, ParallelSpec
+
+GAMES_DIR = Path(__file__).resolve().parents[2] / "games"  # runner/games
+GODOT_ENV_VAR = "RLCRATE_GODOT"
+GODOT_NAMES = ("godot3-server", "godot3", "godot-server", "godot")
+INSTALL_HINT = (
+    f"install Godot 3 headless with `apt-get install godot3-server`, or set {GODOT_ENV_VAR} "
+    "to a Godot binary"
+)
+# Launch arguments the bundled games understand, beyond the ones the backend sets itself.
+GAME_KWARGS: dict[str, dict[str, str]] = {
+    "ballchase": {
+        "action_space": "discrete (9 compass moves, default) or continuous (2D force)",
+        "episode_steps": "agent steps per episode (default 500)",
+        "fault": "crash:STEP, hang:STEP or noconnect (tests of the supervisor)",
+    },
+}
+UNPACED_FPS = 60
+
+
+def bundled_games() -> list[str]:
+    return sorted(p.parent.name for p in GAMES_DIR.glob("*/project.godot"))
+
+
+@functools.cache
+def _probe_version(path: str) -> str | None:
+    try:
+        out = subprocess.run(
+            [path, "--version"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r"\d+\.\d+(\.\d+)?\.\w+", out.stdout)
+    return m.group(0) if m else None
+
+
+def godot_binary() -> tuple[str, str]:
+    """(path, version) of the Godot binary used for bundled games and project folders."""
+    override = os.environ.get(GODOT_ENV_VAR)
+    if override:
+        path = shutil.which(override) or override
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            raise BackendUnavailable(
+                f"{GODOT_ENV_VAR}={override} is not an executable file; {INSTALL_HINT}"
+            )
+        version = _probe_version(path)
+        if version is None:
+            raise BackendUnavailable(
+                f"{GODOT_ENV_VAR}={override} did not report a Godot version with --version"
+            )
+        return path, version
+    probed = [(p, _probe_version(p)) for p in filter(None, map(shutil.which, GODOT_NAMES))]
+    found = [(p, v) for p, v in probed if v]
+    for path, version in found:  # prefer Godot 3: the bundled games are Godot 3 projects
+        if version.startswith("3."):
+            return path, version
+    if found:
+        return found[0]
+    raise BackendUnavailable(f"No Godot binary found on PATH; {INSTALL_HINT}.")
+
+
+def available() -> str | None:
+    if importlib.util.find_spec("godot_rl") is None:
+        return "godot-rl is not installed (pip install 'rlcrate[godot]')"
+    try:
+        godot_binary()
+    except BackendUnavailable as exc:
+        return str(exc)
+    return None
+
+
+def env_ids() -> list[str]:
+    return bundled_games()
+
+
+def _project_major(project: Path) -> int:
+    text = (project / "project.godot").read_text(errors="replace")
+    m = re.search(r"^config_version\s*=\s*(\d+)", text, re.MULTILINE)
+    return 4 if m and int(m.group(1)) >= 5 else 3
+
+
+def _target(env: EnvSpec) -> tuple[str, Path]:
+    """('game' | 'project' | 'binary', path), or UserInputError saying what is wrong."""
+    if env.id in bundled_games():
+        return "game", GAMES_DIR / env.id
+    path = Path(env.id).expanduser()
+    if path.is_dir():
+        if not (path / "project.godot").is_file():
+            raise FieldError(
+                ("env", "id"),
+                f"'{env.id}' is a folder without a project.godot; expected a Godot project folder",
+            )
+        return "project", path.resolve()
+    if path.is_file():
+        if not os.access(path, os.X_OK):
+            raise FieldError(
+                ("env", "id"),
+                f"'{env.id}' is not executable (chmod +x it, or give the exported game binary)",
+            )
+        return "binary", path.resolve()
+    if "/" in env.id or path.suffix:
+        raise FieldError(
+            ("env", "id"),
+            f"'{env.id}' does not exist (expected a bundled game "
+            f"({', '.join(bundled_games())}), a Godot project folder or an "
+            "exported game binary)",
+        )
+    raise unknown_id("godot", env.id, bundled_games())
+
+
+def check_env(env: EnvSpec) -> None:
+    kind, path = _target(env)
+    if kind != "game":
+        return
+    known = GAME_KWARGS.get(env.id, {})
+    for key in env.kwargs:
+        if key not in known:
+            raise FieldError(
+                ("env", "kwargs", key),
+                f"'{key}' is not an argument of {env.id}; "
+                "known: " + "; ".join(f"{k}: {v}" for k, v in known.items()),
+            )
+    if env.kwargs.get("action_space", "discrete") not in ("discrete", "continuous"):
+        raise FieldError(
+            ("env", "kwargs", "action_space"),
+            f"expected 'discrete' or 'continuous', got {env.kwargs['action_space']!r}",
+        )
+    steps = env.kwargs.get("episode_steps", 500)
+    if not isinstance(steps, int) or steps < 1:
+        raise FieldError(
+            ("env", "kwargs", "episode_steps"), f"expected a positive integer, got {steps!r}"
+        )
+
+
+def check_parallel(parallel: ParallelSpec) -> str | None:
+    if parallel.envs % parallel.workers:
+        return (
+            f"the godot backend runs parallel.envs / parallel.workers instances in each "
+            f"Godot process; parallel.envs ({parallel.envs}) must be a multiple of "
+            f"parallel.workers ({parallel.workers})"
+        )
+    return None
+
+
+def spaces(env: EnvSpec) -> tuple[Any, Any] | None:
+    """Known without launching for the bundled game; None for other games."""
+    if env.id != "ballchase":
+        return None
+    import numpy as np
+    from gymnasium import spaces as gs
+
+    obs = gs.Box(-1.0, 1.0, shape=(10,), dtype=np.float32)
+    if env.kwargs.get("action_space", "discrete") == "continuous":
+        return obs, gs.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
+    return obs, gs.Discrete(9)
+
+
+def action_kind(env: EnvSpec) -> str | None:
+    known = spaces(env)
+    return type(known[1]).__name__ if known else None
+
+
+def _kwarg(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def launch_argvs(env: EnvSpec, *, workers: int, instances: int, seed: int) -> list[list[str]]:
+    """The argv of each Godot process (the supervisor appends --port)."""
+    import numpy as np
+
+    kind, path = _target(env)
+    if kind == "binary":
+        # As godot-rl launches exported games: no window, no render loop.
+        head = [str(path), "--disable-render-loop", "--headless"]
+    else:
+        binary, version = godot_binary()
+        need = 4 if kind == "project" and _project_major(path) == 4 else 3
+        if not version.startswith(f"{need}."):
+            raise BackendUnavailable(
+                f"{env.id} is a Godot {need} project but the Godot binary "
+                f"{binary} is version {version}; set {GODOT_ENV_VAR} to a "
+                f"Godot {need} binary"
+            )
+        head = [binary, "--path", str(path)]
+    paced = env.pacing == "paced"
+    if not paced:
+        head += ["--fixed-fps", str(UNPACED_FPS)]
+    # Independent per-process seed streams; consecutive run seeds never share a stream.
+    seeds = np.random.SeedSequence(seed).generate_state(workers)
+    extra = [f"--{k}={_kwarg(v)}" for k, v in env.kwargs.items()]
+    return [
+        [
+            *head,
+            f"--env_seed={int(seeds[p]) & 0x7FFFFFFF}",
+            f"--speedup={env.speedup if paced else 1:g}",
+            f"--action_repeat={env.action_repeat}",
+            f"--instances={instances}",
+            *extra,
+        ]
+        for p in range(workers)
+    ]
+
+
+def versions() -> dict[str, dict[str, Any]]:
+    try:
+        path, version = godot_binary()
+    except BackendUnavailable as exc:
+        return {"godot": {"error": str(exc)}}
+    return {"godot": {"path": path, "version": version}}
+
+
+def interpreter() -> str | None:
+    return None
+
+
+def make_vec_env(env: EnvSpec, parallel: ParallelSpec, *, seed: int, log_dir: Path | None) -> Any:
+    """`parallel.workers` Godot processes x (envs / workers) instances; `mode` does not apply."""
+    check_env(env)
+    if importlib.util.find_spec("godot_rl") is None:
+        raise BackendUnavailable("godot-rl is not installed (pip install 'rlcrate[godot]')")
+    problem = check_parallel(parallel)
+    if problem:
+        raise UserInputError(problem)
+    workers = parallel.workers
+    instances = parallel.envs // workers
+    argvs = launch_argvs(env, workers=workers, instances=instances, seed=seed)
+    from runner.backends.godot.vec_env import GodotVecEnv
+
+    own = log_dir is None
+    logs = Path(tempfile.mkdtemp(prefix="rlcrate-godot-")) if log_dir is None else Path(log_dir)
+    return GodotVecEnv(
+        argvs, instances=instances, timeout=env.timeout, log_dir=logs, own_log_dir=own
+    )

@@ -1,0 +1,175 @@
+"""Isaac Lab tasks by id, trained through Isaac Lab's own Stable-Baselines3 wrapper.
+
+Isaac Lab 3.0.0 requires Python 3.12 and pins torch 2.11.0, so its units run in their own
+environment (the per-unit interpreter, `interpreter()`): the GPU environment, which `make gpu-env`
+builds from images/cuda/requirements.lock (the CUDA image's own lock), or any other Python that
+RLCRATE_PYTHON_ISAACLAB names. The runner asks that Python for Isaac Lab's task
+registry once and caches the answer. `parallel.envs` is the task's num_envs; env.kwargs `device`,
+`physics`, `cuda_graph` and `asset_root` choose how it runs (`env.picks`), and every
+other key is a dotted attribute of the task's configuration (e.g. `episode_length_s: 3.0`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from runner.backends.base import GPU_ENV_HINT, gpu_env_python, unknown_id
+from runner.errors import BackendUnavailable, FieldError
+from runner.manifest.schema import EnvSpec, ParallelSpec
+from runner.record.rundir import write_text_atomic
+
+ROOT = Path(__file__).resolve().parents[3]  # runner/backends/X/__init__.py -> the checkout
+INSTALL = (
+    f"{GPU_ENV_HINT}, or set RLCRATE_PYTHON_ISAACLAB to a Python 3.12 that has isaaclab==3.0.0 "
+    "and rlcrate"
+)
+GPU_ONLY = "needs an NVIDIA GPU, and this machine has none (nvidia-smi lists no GPU)"
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "rlcrate"
+
+
+def _in_isaaclab_python() -> bool:
+    return sys.version_info[:2] == (3, 12) and importlib.util.find_spec("isaaclab") is not None
+
+
+def interpreter() -> str | None:
+    if _in_isaaclab_python():
+        return sys.executable
+    python = gpu_env_python()
+    return str(python) if python.is_file() else None
+
+
+def _python() -> str | None:
+    return os.environ.get("RLCRATE_PYTHON_ISAACLAB") or interpreter()
+
+
+def available() -> str | None:
+    python = _python()
+    if python is None:
+        where = gpu_env_python()
+        return f"the GPU environment (Python 3.12 with Isaac Lab) is not at {where}: {INSTALL}"
+    if not os.access(python, os.X_OK):
+        return f"{python} is not an executable Python ({INSTALL})"
+    return None
+
+
+@cache
+def registry() -> dict[str, Any]:
+    """{isaaclab, python, tasks, asset_root} from Isaac Lab's Python, cached on disk per
+    interpreter and install (its site-packages' modification time)."""
+    reason = available()
+    if reason:
+        raise BackendUnavailable(reason)
+    python = str(_python())
+    stamp = f"{os.path.realpath(python)}:{_install_stamp(python)}"
+    path = cache_dir() / f"isaaclab-{hashlib.sha256(stamp.encode()).hexdigest()[:16]}.json"
+    with contextlib.suppress(OSError, ValueError):
+        return dict(json.loads(path.read_text(encoding="utf-8")))
+    data = _ask_registry(python)
+    with contextlib.suppress(OSError):  # a read-only home only costs speed
+        write_text_atomic(path, json.dumps(data), durable=False)
+    return data
+
+
+def _install_stamp(python: str) -> float:
+    lib = Path(python).resolve().parent.parent / "lib"
+    sites = list(lib.glob("python3*/site-packages"))
+    return max((p.stat().st_mtime for p in sites), default=Path(python).stat().st_mtime)
+
+
+def _ask_registry(python: str) -> dict[str, Any]:
+    from runner.backends.isaaclab.tasks import MARKER
+
+    cmd = [python, "-m", "runner.backends.isaaclab.tasks"]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BackendUnavailable(f"{python} could not list Isaac Lab's tasks ({exc})") from None
+    for line in out.stdout.splitlines()[::-1]:
+        if line.startswith(MARKER):
+            return dict(json.loads(line[len(MARKER) :]))
+    last = (out.stderr.strip().splitlines() or ["no output"])[-1]
+    raise BackendUnavailable(f"{python} could not list Isaac Lab's tasks: {last} ({INSTALL})")
+
+
+def env_ids() -> list[str]:
+    return list(registry()["tasks"])
+
+
+def gpu_present() -> bool:
+    from runner.record.machine import gpu_info
+
+    return bool(gpu_info()["gpus"])
+
+
+def check_env(env: EnvSpec) -> None:
+    tasks = env_ids()
+    if env.id not in tasks:
+        raise unknown_id("isaaclab", env.id, tasks)
+    device = str(env.kwargs.get("device", ""))
+    if device and device != "cpu" and not device.startswith("cuda"):
+        raise FieldError(
+            ("env", "kwargs", "device"), f"expected cpu, cuda or cuda:N, got {device!r}"
+        )
+    gpu = gpu_present()
+    if device.startswith("cuda") and not gpu:
+        raise FieldError(("env", "kwargs", "device"), f"'{device}' {GPU_ONLY}; use device: cpu")
+    if env.kwargs.get("cuda_graph") and (device == "cpu" or not gpu):
+        raise FieldError(("env", "kwargs", "cuda_graph"), f"CUDA graphs {GPU_ONLY}; remove it")
+
+
+def spaces(env: EnvSpec) -> tuple[Any, Any] | None:
+    return None  # known only once the task is built in Isaac Lab's Python
+
+
+def action_kind(env: EnvSpec) -> str | None:
+    return None
+
+
+def check_parallel(parallel: ParallelSpec) -> str | None:
+    if parallel.workers != 1:
+        return "Isaac Lab steps every env in one simulation; set parallel.workers: 1"
+    return None
+
+
+def make_vec_env(env: EnvSpec, parallel: ParallelSpec, *, seed: int, log_dir: Path | None) -> Any:
+    if not _in_isaaclab_python():
+        raise BackendUnavailable(f"isaaclab units run in Isaac Lab's Python 3.12 ({INSTALL})")
+    from runner.backends.isaaclab.env import make
+
+    return make(env, parallel.envs, seed, log_dir)
+
+
+def versions() -> dict[str, dict[str, Any]]:
+    """Isaac Lab's Python and packages, and what a manifest without kwargs runs with here."""
+    try:
+        reg = registry()
+    except BackendUnavailable as exc:
+        return {"isaaclab": {"error": str(exc)}}
+    gpu = gpu_present()
+    return {
+        "isaaclab": {
+            "path": _python(),
+            "version": f"Isaac Lab {reg['isaaclab']} (Python {reg['python']})",
+            "packages": reg.get("packages", {}),
+            "isaacsim": "installed" if reg.get("isaacsim") else "not installed (runs without Kit)",
+            "default_device": "cuda:0" if gpu else "cpu (no NVIDIA GPU)",
+            "default_physics": "the task's default" if gpu else "newton_mjwarp, CUDA graphs off",
+            "asset_root": reg["asset_root"],
+        }
+    }

@@ -1,0 +1,171 @@
+"""Checks beyond the schema, run by `validate` before any work starts: matrix and sweep paths,
+every variant valid, env ids known to their backend, the algorithm exists, takes the given
+params and fits the env's action space, and `expect:` names real metrics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import functools
+import json
+from typing import Any
+
+from pydantic import ValidationError
+
+from runner.checks.installed import missing_packages
+from runner.errors import FieldError, ManifestError, RunnerError
+from runner.manifest.matrix import (
+    LABEL,
+    apply_overrides,
+    conflict_problem,
+    given_names,
+    label_problem,
+    override_sets,
+    path_problem,
+)
+from runner.manifest.problems import Lines, Loc, Problem, at, validation_problems
+from runner.manifest.schema import Manifest
+from runner.trainers.sb3 import algos
+
+
+def _variant_configs(m: Manifest, source: str, lines: Lines, out: list[Problem]) -> list[Manifest]:
+    sets = override_sets(m)
+    labels = given_names(m)
+    configs = []
+    for i, overrides in enumerate(sets):
+        base_loc: Loc = ("matrix", i) if isinstance(m.matrix, list) else ("matrix",)
+        bad = False
+        label = labels[i]
+        problem = None if label is None else label_problem(label, labels)
+        if problem:
+            out.append(at(source, lines, base_loc + (LABEL,), problem))
+            bad = True
+        for path in overrides:
+            problem = path_problem(path)
+            if problem:
+                out.append(at(source, lines, base_loc + (path,), problem))
+                bad = True
+        conflict = None if bad else conflict_problem(list(overrides))
+        if conflict:
+            out.append(at(source, lines, base_loc + (next(iter(overrides)),), conflict))
+        if bad or conflict:
+            continue
+        try:
+            configs.append(apply_overrides(m, overrides))
+        except ValidationError as exc:
+            where = ", ".join(f"{k}={v!r}" for k, v in overrides.items())
+            # point at the matrix entry that produced the bad value
+            at_entry = {tuple(k.split(".")): lines.get(base_loc + (k,), 0) for k in overrides}
+            for p in validation_problems(exc, source, {**lines, **at_entry}):
+                msg = f"{p.message} (in matrix variant {where})"
+                out.append(dataclasses.replace(p, message=msg))
+    if isinstance(m.matrix, dict):
+        for key, values in m.matrix.items():
+            if not values:
+                out.append(
+                    at(source, lines, ("matrix", key), "expected a non-empty list of values")
+                )
+    return configs
+
+
+def _check_env(
+    cfg: Manifest, source: str, lines: Lines, out: list[Problem], seen: set[Any]
+) -> str | None:
+    """The env's action kind, or None (unknown, or a problem: added to `out` once per env)."""
+    from runner.backends import get_backend
+
+    key = (cfg.env.backend, cfg.env.id, json.dumps(cfg.env.kwargs, sort_keys=True, default=str))
+    backend = get_backend(cfg.env.backend)
+    try:
+        backend.check_env(cfg.env)
+        return backend.action_kind(cfg.env)
+    except FieldError as exc:  # a field of env: at that field's line
+        problem = at(source, lines, exc.path, exc.message)
+    except RunnerError as exc:  # the backend cannot run this env at all
+        problem = at(source, lines, ("env", "id"), str(exc))
+    if key not in seen:
+        out.append(problem)
+    seen.add(key)
+    return None
+
+
+def _check_parallel(cfg: Manifest, source: str, lines: Lines, out: list[Problem]) -> None:
+    from runner.backends import get_backend
+
+    problem = get_backend(cfg.env.backend).check_parallel(cfg.parallel)
+    if problem:
+        out.append(at(source, lines, ("parallel", "workers"), problem))
+
+
+def _check_atari(cfg: Manifest, source: str, lines: Lines, out: list[Problem]) -> None:
+    from runner.backends.atari import problem
+
+    found = problem(cfg.env)
+    if found:
+        loc, msg = found
+        out.append(at(source, lines, loc, msg))
+
+
+def _check_algo(
+    cfg: Manifest, kind: str | None, source: str, lines: Lines, out: list[Problem]
+) -> None:
+    problem = algos.check(cfg.algo.name, cfg.algo.params, kind, backend=cfg.env.backend)
+    if problem:
+        field, msg = problem
+        out.append(at(source, lines, ("algo", *field.split(".")), msg))
+    if cfg.algo.device.startswith("cuda") and not _gpu_present():
+        msg = (
+            f"'{cfg.algo.device}' needs an NVIDIA GPU, and this machine has none (nvidia-smi "
+            "lists no GPU); use device: cpu, or run on a GPU machine"
+        )
+        out.append(at(source, lines, ("algo", "device"), msg))
+
+
+@functools.cache
+def _gpu_present() -> bool:
+    from runner.record.machine import gpu_info
+
+    return bool(gpu_info()["gpus"])
+
+
+def _sweep_problems(m: Manifest, source: str, lines: Lines) -> list[Problem]:
+    """Every (variant, sweep point) checked exactly as the bench job will run it."""
+    from runner.checks.sweep import points
+
+    try:
+        points(m, source, lines)
+    except ManifestError as exc:
+        return exc.problems
+    return []
+
+
+def check_manifest(m: Manifest, source: str, lines: Lines) -> list[Problem]:
+    """Every problem found (empty list: the manifest is good to run)."""
+    out: list[Problem] = []
+    configs = _variant_configs(m, source, lines, out) or [m]
+    env_seen: set[Any] = set()
+    for cfg in configs:  # the same problem in several variants is reported once (below)
+        if missing_packages(cfg.env.backend):  # a light install: checked where the units run
+            continue
+        kind = _check_env(cfg, source, lines, out, env_seen)
+        _check_parallel(cfg, source, lines, out)
+        _check_atari(cfg, source, lines, out)
+        _check_algo(cfg, kind, source, lines, out)
+    sweep_ok = True
+    for path in m.bench.sweep:
+        problem = path_problem(path)
+        if problem:
+            out.append(at(source, lines, ("bench", "sweep", path), problem))
+            sweep_ok = False
+    if m.bench.sweep and sweep_ok and not out:
+        out += _sweep_problems(m, source, lines)
+    from runner.report.summary import EXPECT_METRICS
+
+    for metric in m.expect:
+        if metric not in EXPECT_METRICS:
+            close = difflib.get_close_matches(metric, list(EXPECT_METRICS), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            known = f"unknown metric{hint} (known: {', '.join(EXPECT_METRICS)})"
+            out.append(at(source, lines, ("expect", metric), known))
+    return list(dict.fromkeys(out))

@@ -1,0 +1,132 @@
+"""`rlcrate doctor` and `rlcrate envs`: what this machine can run."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from runner import __version__
+from runner.backends import BACKENDS, get_backend
+from runner.checks import installed
+
+YES, NO = "yes", "no"
+
+
+def _backend_row(name: str) -> tuple[str, str, str]:
+    """(installed, usable, detail): an install hint only for what could then run here."""
+    try:
+        module = get_backend(name)
+        reason = module.available()
+    except Exception as exc:  # a broken install is reported, not raised
+        return "?", NO, f"{type(exc).__name__}: {exc}"
+    missing = installed.missing_packages(name)
+    if reason is None and not missing:
+        return YES, YES, ""
+    if missing and name not in ("gymnasium", "envpool", "godot"):
+        return NO, NO, reason or ""  # its own environment (Isaac Lab, Brax): its own advice
+    if missing:
+        no_binary = name == "godot" and any(r[2] == NO for r in _program_rows() if "godot" in r[0])
+        extra = " (and apt-get install godot3-server)" if no_binary else ""
+        return NO, NO, f"{', '.join(missing)} missing: {installed.install_hint(name)}{extra}"
+    return YES, NO, reason or ""
+
+
+def _program_rows() -> list[tuple[str, str, str, str]]:
+    """One row per external program a backend runs (its `versions()`), e.g. the Godot binary."""
+    rows = []
+    for name in BACKENDS:
+        try:
+            programs = get_backend(name).versions()
+        except Exception as exc:  # a broken install is reported, not raised
+            programs = {name: {"error": f"{type(exc).__name__}: {exc}"}}
+        for program, info in programs.items():
+            if "error" in info:
+                rows.append((f"{program} binary", NO, NO, str(info["error"])))
+            else:
+                detail = f"{info.get('path')} ({info.get('version')})"
+                rows.append((f"{program} binary", YES, YES, detail))
+    return rows
+
+
+def _engine_rows() -> list[tuple[str, str, str, str]]:
+    """One row per engine on PATH: usable only when it answers (docker: its daemon)."""
+    rows = []
+    from runner.images.engine import ENGINES
+
+    for engine in ENGINES:
+        problem = installed.engine_problem(engine)
+        if problem == "not installed":
+            continue
+        rows.append((f"engine {engine}", YES, NO if problem else YES, problem or ""))
+    return rows or [("container engine", NO, NO, "install docker, podman or buildah for images")]
+
+
+def _gpu() -> tuple[bool, str]:
+    from runner.record.machine import gpu_info
+
+    info: dict[str, Any] = gpu_info()
+    if not info["gpus"]:
+        return False, "none (no nvidia-smi or no GPU)"
+    names = "; ".join(f"{g['name']} {g.get('memory', '')}" for g in info["gpus"])
+    return True, f"{names}, driver {info['driver']}"
+
+
+def doctor(console: Console) -> None:
+    """Installed (its packages or binary are here) versus usable (it works on this machine)."""
+    from runner.record.machine import cpu_info
+
+    gpus, gpu_text = _gpu()
+    table = Table(title=f"rlcrate {__version__} doctor", show_lines=False)
+    for col in ("what", "installed", "usable"):
+        table.add_column(col)
+    table.add_column("detail", overflow="fold")
+    train = [m for m in installed.TRAIN_MODULES if not installed.has_module(m)]
+    hint = f"{', '.join(train)} missing: pip install 'rlcrate[train]'" if train else ""
+    table.add_row("training (SB3, torch)", NO if train else YES, NO if train else YES, escape(hint))
+    for name in BACKENDS:
+        table.add_row(f"backend {name}", *(escape(c) for c in _backend_row(name)))
+    for row in _program_rows():
+        table.add_row(*(escape(c) for c in row))
+    for row in _engine_rows():
+        table.add_row(*(escape(c) for c in row))
+    table.add_row("GPU", YES if gpus else NO, YES if gpus else NO, escape(gpu_text))
+    from runner.cli.doctor_accel import OK, accelerator_rows
+
+    for what, ok, detail in accelerator_rows():
+        table.add_row(what, "", YES if ok == OK else NO, escape(detail))
+    cpu = cpu_info()
+    table.add_row("CPU", "", "", f"{cpu['model']}, {cpu['count']} cores ({cpu['usable']} usable)")
+    table.add_row("image", "", "", os.environ.get("RLCRATE_IMAGE") or "not in an rlcrate image")
+    console.print(table)
+
+
+def list_envs(console: Console, backend: str | None, all_ids: bool) -> None:
+    """A sample of each backend's ids; with `all_ids`, every id on its own line (plain text, for
+    grep): `ID` for one backend, `BACKEND ID` for all of them."""
+    names = [backend] if backend else list(BACKENDS)
+    for name in names:
+        module = get_backend(name)
+        reason = module.available()
+        if reason:
+            if all_ids:  # stderr: the listing itself stays ids only
+                print(f"{name}: unavailable ({reason})", file=sys.stderr)
+            else:
+                console.print(f"[bold]{name}[/]: unavailable ({escape(reason)})")
+            continue
+        ids = sorted(module.env_ids(), key=lambda i: ("/" in i, i))  # plain ids before namespaced
+        if all_ids:
+            print("\n".join(i if backend else f"{name} {i}" for i in ids))
+            continue
+        namespaces: dict[str, int] = {}
+        for i in ids:
+            if "/" in i:
+                namespaces[i.split("/")[0]] = namespaces.get(i.split("/")[0], 0) + 1
+        more = f" ... and {len(ids) - 15} more (--all)" if len(ids) > 15 else ""
+        groups = "".join(f"; {ns}/* ({n})" for ns, n in namespaces.items())
+        listing = escape(f"{', '.join(ids[:15])}{more}")
+        console.print(f"[bold]{name}[/] ({len(ids)} ids{groups}): {listing}")

@@ -1,0 +1,103 @@
+"""The reproducibility commands: `archive`, `reproduce`, `check-determinism`.
+
+Registered on the root app by `runner.cli`; kept here so the root module stays small.
+"""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from runner.errors import UserInputError
+
+
+def _seed_list(text: str | None) -> list[int] | None:
+    if not text:
+        return None
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise UserInputError(f"--seeds: expected comma-separated integers, got {text!r}") from None
+
+
+def register(app: typer.Typer) -> None:
+    # annotations are evaluated here, at definition (no `from __future__ import annotations`),
+    # so the option aliases imported from runner.cli.run below resolve
+    from runner.cli.run import ExecutorOpt, ImageOpt, ManifestArg, OutOpt, RunDirArg, console
+
+    @app.command("archive")
+    def archive_cmd(
+        run_dir: RunDirArg,
+        output: Annotated[
+            Path, typer.Option("--output", "-o", help="The .tar.gz to write.", dir_okay=False)
+        ],
+        models: Annotated[bool, typer.Option(help="Include model.zip and checkpoints.")] = True,
+        tensorboard: Annotated[bool, typer.Option(help="Include the TensorBoard files.")] = True,
+        incomplete: Annotated[
+            bool,
+            typer.Option(help="Archive a run with failed or interrupted units, marked incomplete."),
+        ] = False,
+    ) -> None:
+        """Bundle a finished run for a paper: a deterministic tar.gz with SHA-256 checksums."""
+        from runner.archive import ArchiveOptions, archive
+        from runner.archive.pack import sha256_file
+
+        index = archive(run_dir, output, ArchiveOptions(models, tensorboard, incomplete))
+        n, size = index["contains"]["files"], output.stat().st_size
+        mark = "" if index["run"]["complete"] else ", marked incomplete"
+        typer.echo(f"archive: {output} ({n} files, {size / 1e6:.2f} MB{mark})")
+        typer.echo(f"sha256: {sha256_file(output)}")
+
+    @app.command("reproduce")
+    def reproduce_cmd(
+        archive_file: Annotated[
+            Path,
+            typer.Argument(
+                help="An archive made by `rlcrate archive`.", exists=True, dir_okay=False
+            ),
+        ],
+        units: Annotated[
+            int | None,
+            typer.Option("--units", help="Rerun a sample: the first seeds covering N units."),
+        ] = None,
+        seeds: Annotated[
+            str | None, typer.Option("--seeds", help="Rerun only these seeds, e.g. 0,2.")
+        ] = None,
+        image: ImageOpt = None,
+        out: OutOpt = Path("runs"),
+        executor: ExecutorOpt = "local",
+        alpha: Annotated[
+            float, typer.Option("--alpha", help="Significance level, in (0, 0.5].")
+        ] = 0.05,
+    ) -> None:
+        """Verify an archive, rerun it (or a sample), compare with the original: one verdict line.
+
+        Exit 0 when the verdict holds (identical, or within tolerance, and expect: met), else 1."""
+        from runner.archive import ReproduceOptions, reproduce
+
+        if units is not None and seeds:
+            raise UserInputError("--units and --seeds: give one of them, not both")
+        if units is not None and units < 1:
+            raise UserInputError(f"--units: expected a positive number of units, got {units}")
+        if not 0 < alpha <= 0.5:
+            raise UserInputError(f"--alpha: expected a significance level in (0, 0.5], got {alpha}")
+        opts = ReproduceOptions(out, executor, units, _seed_list(seeds), image, alpha)
+        raise typer.Exit(0 if reproduce(archive_file, opts, console()) else 1)
+
+    @app.command("check-determinism")
+    def check_determinism_cmd(
+        manifest: ManifestArg,
+        steps: Annotated[
+            int | None,
+            typer.Option("--steps", help="Env steps per attempt (default: 2 rollouts)."),
+        ] = None,
+        seed: Annotated[int, typer.Option("--seed", help="The master seed both attempts use.")] = 0,
+    ) -> None:
+        """Train a short slice of the first unit twice with the same seed; compare hashes of
+        observations, actions, rewards and final parameters: `bitwise`, or the first divergence."""
+        from runner.run.check_determinism import check
+
+        if steps is not None and steps < 1:
+            raise UserInputError(f"--steps: expected a positive number of steps, got {steps}")
+
+        raise typer.Exit(check(manifest, steps, seed, console()))

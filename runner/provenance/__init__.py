@@ -1,0 +1,120 @@
+"""provenance.json: what ran, where, with what."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from runner import __version__
+from runner.record.machine import cpu_info, gpu_info
+
+
+def _run(cmd: list[str], cwd: Path | None = None, timeout: float = 10) -> str | None:
+    try:
+        out = subprocess.run(
+            cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip()
+
+
+def git_info(path: Path) -> dict[str, Any] | None:
+    if shutil.which("git") is None:
+        return None
+    commit = _run(["git", "rev-parse", "HEAD"], cwd=path)
+    if commit is None:
+        return None
+    dirty = _run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=path)
+    return {
+        "commit": commit,
+        "dirty": bool(dirty),
+        "describe": _run(["git", "describe", "--always", "--dirty"], cwd=path),
+    }
+
+
+def packages() -> dict[str, str]:
+    return dict(
+        sorted(
+            (d.metadata["Name"], d.version)
+            for d in importlib.metadata.distributions()
+            if d.metadata["Name"]
+        )
+    )
+
+
+def backend_programs(backends: set[str]) -> dict[str, Any]:
+    """The external programs (path, version) the run's backends use, by name; `godot` is always
+    present (None when no backend of the run uses Godot), as provenance.json has always had it."""
+    from runner.backends import get_backend
+
+    out: dict[str, Any] = {"godot": None}
+    for name in sorted(backends):
+        try:
+            out.update(get_backend(name).versions())
+        except Exception as exc:  # provenance records what it can
+            out[name] = {"error": str(exc)}
+    return out
+
+
+def _determinism(backends: set[str]) -> dict[str, Any]:
+    """`rlcrate check-determinism` results recorded for this environment and these backends."""
+    try:
+        from runner.provenance.determinism import recorded
+
+        return recorded(backends)
+    except Exception as exc:  # provenance records what it can
+        return {"error": str(exc)}
+
+
+def collect(
+    argv: list[str], manifest_path: Path, backends: set[str], interpreters: dict[str, str]
+) -> dict[str, Any]:
+    """`interpreters`: variant -> the Python its units run with (as in resolved.yaml)."""
+    pkgs = packages()
+    return {
+        "rlcrate": __version__,
+        "argv": argv,
+        "cwd": os.getcwd(),
+        "manifest": str(manifest_path.resolve()),
+        "git": git_info(manifest_path.resolve().parent),
+        "rlcrate_source_git": git_info(Path(__file__).resolve().parents[1]),
+        "python": {
+            "version": sys.version,
+            "executable": sys.executable,
+            "implementation": platform.python_implementation(),
+        },
+        "unit_interpreters": interpreters,
+        "platform": {
+            "system": platform.system(),
+            "release": platform.release(),
+            "machine": platform.machine(),
+            "libc": "-".join(platform.libc_ver()),
+        },
+        "host": socket.gethostname(),
+        "cpu": cpu_info(),
+        "gpu": gpu_info(),
+        "torch": pkgs.get("torch"),
+        "cuda": _run([sys.executable, "-c", "import torch; print(torch.version.cuda)"], timeout=60)
+        if "torch" in pkgs and shutil.which("nvidia-smi")
+        else None,
+        **backend_programs(backends),
+        "image": {
+            "tag": os.environ.get("RLCRATE_IMAGE"),
+            "digest": os.environ.get("RLCRATE_IMAGE_DIGEST"),
+        },
+        "packages": pkgs,
+        "determinism": _determinism(backends),
+        "started": time.time(),
+        "started_iso": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "finished": None,
+        "units": {},
+    }

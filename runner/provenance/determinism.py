@@ -1,0 +1,98 @@
+"""How far a backend's results can be expected to repeat, and what `check-determinism` found.
+
+Two levels. `bitwise`: the same manifest and seed give identical eval returns, on the same CPU,
+image and package versions. `statistical`: only the distribution repeats (GPU kernels, wall-clock
+pacing, thread races), so `reproduce` compares with a statistical test instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+BITWISE, STATISTICAL = "bitwise", "statistical"
+
+# What each backend declares, on CPU with one torch thread. Godot is bitwise only unpaced: its
+# fixed timestep then does not depend on the wall clock.
+DECLARED = {
+    "gymnasium": BITWISE,
+    "envpool": BITWISE,
+    "godot": BITWISE,
+    "isaaclab": STATISTICAL,
+    "brax": STATISTICAL,
+}
+
+
+def declared(config: dict[str, Any]) -> tuple[str, str]:
+    """(level, why) for one variant's resolved config."""
+    env, algo = config["env"], config["algo"]
+    backend = env["backend"]
+    if DECLARED.get(backend, STATISTICAL) == STATISTICAL:
+        return STATISTICAL, f"{backend} runs on an accelerator"
+    if backend == "godot" and env.get("pacing") == "paced":
+        return STATISTICAL, "godot paced: game time follows the wall clock"
+    if algo.get("device", "cpu") != "cpu":
+        return STATISTICAL, f"algo.device {algo.get('device')}: GPU kernels need not repeat"
+    if algo.get("torch_threads", 1) != 1:
+        return STATISTICAL, f"algo.torch_threads {algo['torch_threads']}: sums in varying order"
+    return BITWISE, f"{backend} on CPU with one torch thread"
+
+
+def level(config: dict[str, Any], recorded: dict[str, Any] | None) -> tuple[str, str]:
+    """The declared level, overruled by a `check-determinism` result recorded for this backend
+    (in the archived run's provenance)."""
+    lvl, why = declared(config)
+    check = (recorded or {}).get(config["env"]["backend"])
+    if lvl == BITWISE and check and check.get("result") != BITWISE:
+        return STATISTICAL, f"check-determinism found {check.get('result')}"
+    if lvl == BITWISE and check:
+        return BITWISE, why + "; check-determinism: bitwise"
+    return lvl, why
+
+
+def cache_file() -> Path:
+    base = os.environ.get("RLCRATE_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "rlcrate"
+    )
+    return Path(base) / "determinism.json"
+
+
+def fingerprint() -> str:
+    """This environment, as far as determinism is concerned: CPU, Python, key packages, image."""
+    import hashlib
+    import sys
+
+    from runner import provenance
+    from runner.provenance.envdiff import KEY_PACKAGES
+
+    pkgs = {k.lower().replace("_", "-"): v for k, v in provenance.packages().items()}
+    text = json.dumps(
+        [
+            provenance.cpu_info()["model"],
+            sys.version,
+            {k: pkgs.get(k) for k in KEY_PACKAGES},
+            os.environ.get("RLCRATE_IMAGE_DIGEST"),
+        ],
+        sort_keys=True,
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def record(backend: str, result: dict[str, Any]) -> None:
+    """Remember a check's result for this environment; later runs put it in provenance."""
+    from runner.record.rundir import read_json, write_json_atomic
+
+    path = cache_file()
+    data = read_json(path) or {}
+    data.setdefault(fingerprint(), {})[backend] = result
+    write_json_atomic(path, data)
+
+
+def recorded(backends: set[str]) -> dict[str, Any]:
+    """The check results recorded for this environment, for the given backends."""
+    from runner.record.rundir import read_json
+
+    data = (read_json(cache_file()) or {}).get(fingerprint(), {})
+    return {b: data[b] for b in sorted(backends) if b in data}

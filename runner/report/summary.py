@@ -1,0 +1,173 @@
+"""summary.json: per variant, per-seed eval, across-seed statistics, timings, expectations."""
+
+from __future__ import annotations
+
+import operator
+import time
+from pathlib import Path
+from typing import Any
+
+from runner.record.rundir import UnitRef, read_json, read_status, write_json_atomic
+from runner.trainers.base import EVAL_FILE, TB_DIR
+
+# The metrics `expect:` claims may name (validate checks names against this one list).
+EXPECT_METRICS = {
+    "eval.mean_reward": "across-seed mean of the per-seed mean eval return",
+    "eval.std_reward": "across-seed standard deviation of the per-seed means",
+    "eval.iqm": "interquartile mean of the per-seed means",
+    "eval.iqm_ci_low": "lower end of the IQM's 95% bootstrap CI",
+    "eval.min_seed_reward": "the worst seed's mean eval return",
+    "train.steps_per_s": "mean training steps per second across seeds",
+    "train.wall_time_s": "mean training wall time across seeds",
+}
+OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt, "==": operator.eq}
+
+
+def _time_to_reward(unit_dir: Path, levels: list[float], started: float | None) -> dict[str, Any]:
+    from runner.report.tb import read_curve, time_to_reach
+
+    curve, problem = read_curve(unit_dir / TB_DIR, started)
+    if curve is None:
+        return {"error": problem}
+    return {str(level): (t[0] if (t := time_to_reach(curve, level)) else None) for level in levels}
+
+
+def train_origin(status: dict[str, Any]) -> float | None:
+    """When the unit's training started: the origin of every time-to-reach."""
+    started = status.get("train_started", status.get("started"))
+    return float(started) if isinstance(started, (int, float)) else None
+
+
+def metric_values(variant: dict[str, Any]) -> dict[str, float | None]:
+    """Each of EXPECT_METRICS for one variant of summary.json."""
+    ev = variant["eval"]
+    return {
+        "eval.mean_reward": ev.get("mean"),
+        "eval.std_reward": ev.get("std"),
+        "eval.iqm": ev.get("iqm"),
+        "eval.iqm_ci_low": (ev.get("iqm_ci95") or [None])[0],
+        "eval.min_seed_reward": min(ev["per_seed_mean"].values())
+        if ev.get("per_seed_mean")
+        else None,
+        "train.steps_per_s": variant["train_steps_per_s"].get("mean"),
+        "train.wall_time_s": variant["wall_time_s"].get("mean"),
+    }
+
+
+def check_expectations(
+    variant: dict[str, Any], expect: dict[str, dict[str, float]]
+) -> list[dict[str, Any]]:
+    values = metric_values(variant)
+    results = []
+    for metric, claims in expect.items():
+        for op, target in claims.items():
+            actual = values.get(metric)
+            met = actual is not None and bool(OPS[op](actual, target))
+            results.append(
+                {"metric": metric, "op": op, "value": target, "actual": actual, "met": met}
+            )
+    return results
+
+
+def _mean_std(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"mean": None, "std": None}
+    from runner.report import stats  # NumPy/SciPy: not needed by `validate` (EXPECT_METRICS)
+
+    m, s = stats.mean_std(values)
+    return {"mean": m, "std": s}
+
+
+def summarize_variant(
+    run_dir: Path,
+    name: str,
+    overrides: dict[str, Any],
+    seeds: list[int],
+    config: dict[str, Any],
+    expect: dict[str, Any],
+) -> dict[str, Any]:
+    units: dict[str, Any] = {}
+    per_seed: dict[str, float] = {}
+    walls, rates, ttr = [], [], {}
+    levels = config.get("eval", {}).get("reward_levels", [])
+    for seed in seeds:
+        unit_dir = UnitRef(name, seed).dir(run_dir)
+        status = read_status(unit_dir)
+        ev = read_json(unit_dir / EVAL_FILE)
+        units[str(seed)] = {
+            "state": status.get("state"),
+            "error": status.get("error"),
+            "eval_mean": ev["mean"] if ev else None,
+            "eval_std": ev["std"] if ev else None,
+            "wall_time_s": status.get("train_wall_time_s"),
+            "unit_wall_time_s": status.get("wall_time_s"),  # env start-up, eval: all segments
+            "train_steps_per_s": status.get("train_steps_per_s"),
+        }
+        if status.get("state") == "done" and ev:
+            per_seed[str(seed)] = ev["mean"]
+        if status.get("train_wall_time_s") is not None:
+            walls.append(status["train_wall_time_s"])
+            rates.append(status["train_steps_per_s"])
+        if levels and (unit_dir / TB_DIR).exists():
+            ttr[str(seed)] = _time_to_reward(unit_dir, levels, train_origin(status))
+    means = list(per_seed.values())
+    from runner.report import stats
+
+    m, s = stats.mean_std(means) if means else (None, None)
+    iqm, lo, hi = stats.iqm_ci(means) if means else (None, None, None)
+    variant = {
+        "overrides": overrides,
+        "units": units,
+        "eval": {
+            "per_seed_mean": per_seed,
+            "mean": m,
+            "std": s,
+            "iqm": iqm,
+            "iqm_ci95": [lo, hi] if means else None,
+            "n_seeds": len(means),
+        },
+        "wall_time_s": _mean_std(walls),
+        "train_steps_per_s": _mean_std(rates),
+        "time_to_reward": _time_to_reward_summary(ttr, levels),
+        "missing": [s for s in seeds if str(s) not in per_seed],
+    }
+    variant["expect"] = check_expectations(variant, expect) if expect else []
+    return variant
+
+
+def _time_to_reward_summary(ttr: dict[str, Any], levels: list[float]) -> dict[str, Any]:
+    out = {}
+    for level in levels:
+        per_seed = {s: v.get(str(level)) for s, v in ttr.items() if "error" not in v}
+        reached = [t for t in per_seed.values() if t is not None]
+        out[str(level)] = {
+            "per_seed": per_seed,
+            "mean_s": sum(reached) / len(reached) if reached else None,
+            "reached": len(reached),
+        }
+    return out
+
+
+def write_summary(run_dir: Path, resolved: dict[str, Any]) -> dict[str, Any]:
+    variants = {
+        name: summarize_variant(
+            run_dir,
+            name,
+            v["overrides"],
+            resolved["seeds"],
+            v["config"],
+            resolved.get("expect", {}),
+        )
+        for name, v in resolved["variants"].items()
+    }
+    summary = {
+        "name": resolved["name"],
+        "run_id": run_dir.name,
+        "seeds": resolved["seeds"],
+        "written": time.time(),
+        "variants": variants,
+        "expectations_met": all(c["met"] for v in variants.values() for c in v["expect"]),
+        "complete": not any(v["missing"] for v in variants.values()),
+    }
+    write_json_atomic(run_dir / "summary.json", summary)
+    return summary

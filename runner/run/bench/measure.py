@@ -1,0 +1,98 @@
+"""Measuring one bench point where its units run: here, through its trainer's `bench`, or in the
+backend's own interpreter (`python -m runner.run.bench.point IN OUT`); and the host measured on.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from typing import Any
+
+from runner.manifest.schema import Manifest
+from runner.run.bench.plan import Point
+
+
+def host_info() -> dict[str, Any]:
+    from runner.record.machine import cpu_info
+
+    cpu = cpu_info()
+    model = cpu["model"] or platform.machine()
+    usable = cpu["usable"] or os.cpu_count()
+    return {
+        "cpu_model": model,
+        "cpu_count": os.cpu_count(),
+        "cpu_usable": usable,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+    }
+
+
+def measure_here(cfg: Manifest) -> dict[str, Any]:
+    """Measure a point in this interpreter, with the trainer that trains its algorithm."""
+    from runner.record.seeding import derive, seed_everything
+    from runner.trainers import get_trainer, trainer_for
+
+    seeds = derive(cfg.seeds[0])
+    seed_everything(seeds, torch_threads=cfg.algo.torch_threads)
+    return get_trainer(trainer_for(cfg.algo.name)).bench(cfg, seeds)
+
+
+def run_point(point: Point) -> dict[str, Any]:
+    """Measure one point, in the interpreter its backend's units run in (Brax and Isaac Lab have
+    their own); a failure is recorded in the point, not raised."""
+    from runner.backends import unit_interpreter
+    from runner.trainers import trainer_for
+
+    cfg = point.config
+    python = unit_interpreter(cfg.env.backend) or sys.executable
+    out: dict[str, Any] = {
+        "label": point.label,
+        "variant": point.variant,
+        "x": point.x,
+        "overrides": point.overrides,
+        "error": None,
+        "backend": cfg.env.backend,
+        "env_id": cfg.env.id,
+        "envs": cfg.parallel.envs,
+        "workers": cfg.parallel.workers,
+        "mode": cfg.parallel.mode,
+        "algo": cfg.algo.name,
+        "trainer": trainer_for(cfg.algo.name),
+        "python": python,
+    }
+    try:
+        # the same bin folder is the same environment (venv Pythons link to one binary)
+        if os.path.dirname(os.path.abspath(python)) == os.path.dirname(sys.executable):
+            out.update(measure_here(cfg))
+        else:
+            out.update(measure_elsewhere(python, cfg))
+    except Exception as exc:  # noqa: BLE001 - one broken point must not lose the others
+        out["error"] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
+def measure_elsewhere(python: str, cfg: Manifest) -> dict[str, Any]:
+    """Measure a point in another interpreter: `python -m runner.run.bench.point IN OUT`, the
+    point's config in and its measurements out as JSON files; its stderr becomes the error."""
+    import json
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory(prefix="rlcrate-bench-") as tmp:
+        src, dst = Path(tmp) / "point.json", Path(tmp) / "result.json"
+        src.write_text(json.dumps(cfg.model_dump(mode="json")))
+        proc = subprocess.run(
+            [python, "-m", "runner.run.bench.point", str(src), str(dst)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+        if proc.returncode != 0 or not dst.is_file():
+            lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+            raise RuntimeError(
+                f"{python} exited with {proc.returncode}: {lines[-1] if lines else 'no output'}"
+            )
+        return dict(json.loads(dst.read_text()))

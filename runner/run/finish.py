@@ -1,0 +1,165 @@
+"""How a unit ended, always written down: by the unit itself when it can, else by the runner.
+
+A unit records done / failed / interrupted in its status.json. When it cannot (killed with
+SIGKILL, out of memory, the disk full, the runner itself killed), the runner records it from the
+exit status when the process ends, or on the next `--resume` for units a dead runner left
+`running`. Temporary files (`.name.xxxx` beside the file being written) are removed on every
+path, which on a full disk also frees the room the record needs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import signal
+import traceback
+from pathlib import Path
+from typing import Any
+
+from runner.record.rundir import UnitRef, read_json, write_status
+
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+
+
+def describe(exc: BaseException) -> str:
+    """One line for status.json; a full disk says so first."""
+    if isinstance(exc, OSError) and exc.errno in NO_SPACE:
+        where = f" writing {exc.filename}" if exc.filename else ""
+        return f"out of disk space{where} (OSError: {exc.strerror})"
+    return f"{type(exc).__name__}: {exc}".strip()
+
+
+def remove_debris(folder: Path) -> None:
+    """Delete the temporary files an interrupted write leaves (never a real file: ours start
+    with '.' and the lock is `.lock`)."""
+    for sub in (folder, folder / "checkpoints"):
+        with contextlib.suppress(OSError):
+            for p in sub.iterdir():
+                if p.name.startswith(".") and p.name != ".lock" and p.is_file():
+                    p.unlink(missing_ok=True)
+
+
+def record_failure(unit_dir: Path, exc: BaseException, fields: dict[str, Any], **more: Any) -> None:
+    """The unit failed: debris removed, traceback to error.log, reason to status.json. Each step
+    is best effort, so a full disk still gets as much written as fits."""
+    remove_debris(unit_dir)
+    log = unit_dir / "error.log"
+    try:
+        log.write_text(traceback.format_exc(), encoding="utf-8")
+    except OSError:
+        log.unlink(missing_ok=True)  # never an empty or cut-off log
+    with contextlib.suppress(OSError):
+        write_status_anyway(unit_dir, "failed", **fields, **more, error=describe(exc))
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def _wall(status: Any, until: float | None = None) -> float | None:
+    """Earlier segments plus this one (from its start to `until`, default now)."""
+    import time
+
+    if not isinstance(status, dict) or not isinstance(status.get("started"), (int, float)):
+        return None
+    end = until if isinstance(until, (int, float)) else time.time()
+    return float(status.get("wall_time_s") or 0.0) + max(0.0, end - status["started"])
+
+
+def settle(
+    run_dir: Path, units: list[UnitRef], results: dict[UnitRef, int | None], stopping: bool
+) -> None:
+    """After the executor returns (or is stopped): every unit it started that did not record
+    its own end gets one, from its exit status."""
+    import time
+
+    for unit in units:
+        unit_dir = unit.dir(run_dir)
+        status = read_json(unit_dir / "status.json")
+        state = status.get("state") if isinstance(status, dict) else None
+        if unit not in results and state != "running":
+            continue  # never started
+        remove_debris(unit_dir)
+        if state in ("done", "failed", "interrupted"):
+            continue
+        code = results.get(unit)
+        if stopping or code == 130:
+            new, why = "interrupted", "stopped with the runner before it could record it"
+        elif code is not None and code < 0:
+            new, why = "failed", f"killed by {_signal_name(code)} (out of memory, or killed)"
+        else:
+            new, why = "failed", f"exited with status {code} without recording why; see unit.log"
+        with contextlib.suppress(OSError):
+            write_status_anyway(
+                unit_dir, new, error=why, finished=time.time(), wall_time_s=_wall(status)
+            )
+
+
+def recover_stale(run_dir: Path, units: list[UnitRef]) -> list[str]:
+    """On resume (the run lock held, so no unit is really running): units left `running` by a
+    runner that died are marked interrupted; returns their keys."""
+    stale = []
+    for unit in units:
+        unit_dir = unit.dir(run_dir)
+        status = read_json(unit_dir / "status.json")
+        if isinstance(status, dict) and status.get("state") == "running":
+            write_status(
+                unit_dir,
+                "interrupted",
+                error="the runner stopped without recording it",
+                wall_time_s=_wall(status, status.get("updated")),
+            )
+            stale.append(unit.key)
+        remove_debris(unit_dir)
+    remove_debris(run_dir)
+    return stale
+
+
+def unreadable_status(run_dir: Path, units: list[UnitRef]) -> list[Path]:
+    """status.json files that exist but cannot be read (the unit then runs again)."""
+    bad = []
+    for unit in units:
+        path = unit.dir(run_dir) / "status.json"
+        if path.exists() and not isinstance(read_json(path), dict):
+            bad.append(path)
+    return bad
+
+
+def damaged_results(run_dir: Path, units: list[UnitRef], jobs: list[str]) -> list[Path]:
+    """Units recorded done whose results are unreadable (eval.json, model.zip): set back to
+    pending so they run again (a finished training is kept and only evaluated again)."""
+    bad = []
+    for unit in units:
+        unit_dir = unit.dir(run_dir)
+        status = read_json(unit_dir / "status.json")
+        if not isinstance(status, dict) or status.get("state") != "done":
+            continue
+        wanted = [unit_dir / "model.zip"] if "train" in jobs else []
+        wanted += [unit_dir / "eval.json"] if "eval" in jobs else []
+        for path in wanted:
+            if not path.is_file() or (path.suffix == ".json" and read_json(path) is None):
+                write_status(unit_dir, "pending", error=f"{path.name} was unreadable")
+                bad.append(path)
+                break
+    return bad
+
+
+def write_status_anyway(unit_dir: Path, state: str, **fields: Any) -> None:
+    """write_status; on a full disk, overwrite status.json in place instead (truncating it
+    frees the room its new text needs), so the reason is recorded even then."""
+    try:
+        write_status(unit_dir, state, **fields)
+    except OSError as exc:
+        if exc.errno not in NO_SPACE:
+            raise
+        import json
+        import time
+
+        old = read_json(unit_dir / "status.json")
+        record = {**(old if isinstance(old, dict) else {}), **fields}
+        record.update(state=state, updated=time.time())
+        with open(unit_dir / "status.json", "w", encoding="utf-8") as f:
+            f.write(json.dumps(record, default=str))

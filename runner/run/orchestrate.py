@@ -1,0 +1,298 @@
+"""`rlcrate run`: manifest -> run directory -> units via an executor -> summary, bench, report."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+from rich.live import Live
+from rich.markup import escape
+
+from runner import provenance
+from runner.backends import unit_interpreter
+from runner.checks.load import load_manifest
+from runner.errors import BackendUnavailable, UnitFailed, UserInputError
+from runner.manifest import Manifest, resolved
+from runner.manifest.parse import read_yaml
+from runner.record.lock import locked
+from runner.record.rundir import (
+    UnitRef,
+    new_run_dir,
+    read_json,
+    read_status,
+    write_json_atomic,
+    write_status,
+    write_text_atomic,
+)
+from runner.run.finish import damaged_results, recover_stale, settle, unreadable_status
+
+JOBS = ("train", "eval", "bench")
+
+
+@dataclass
+class RunOptions:
+    jobs: list[str] | None  # None: the jobs the manifest declares (manifest_jobs)
+    executor: str = "local"
+    out: Path = Path("runs")
+    resume: Path | None = None
+    ray_address: str | None = None
+    report: bool = True
+    cluster: Any = None  # runner.executors.slurm_profile.SlurmSettings for --executor slurm
+
+
+def parse_jobs(text: str) -> list[str]:
+    jobs = [j.strip() for j in text.split(",") if j.strip()]
+    bad = [j for j in jobs if j not in JOBS]
+    if bad or not jobs:
+        raise UserInputError(
+            f"--jobs: expected a comma-separated subset of {', '.join(JOBS)}, got {text!r}"
+        )
+    return jobs
+
+
+def manifest_jobs(manifest: Manifest) -> list[str]:
+    """What `rlcrate run` does without `--jobs`: train and eval every unit, and bench when the
+    manifest has a `bench:` section of its own (not just the defaults)."""
+    return ["train", "eval", *(["bench"] if "bench" in manifest.model_fields_set else [])]
+
+
+def prepare_run_dir(
+    manifest_path: Path, manifest: Manifest, opts: RunOptions
+) -> tuple[Path, dict[str, Any]]:
+    """A new run directory with manifest, resolved manifest and provenance; or the resumed one."""
+    if opts.resume is not None:
+        run_dir = opts.resume
+        old = run_dir / "resolved.yaml"
+        if not old.is_file():
+            raise UserInputError(f"--resume {run_dir}: not a run directory (no resolved.yaml)")
+        res, _ = read_yaml(old)
+        if not isinstance(res, dict) or not isinstance(res.get("variants"), dict):
+            raise UserInputError(f"{old}: damaged (no variants); the run cannot be resumed")
+        if _without_interpreters(res) != resolved(manifest):
+            raise UserInputError(
+                f"--resume {run_dir}: {manifest_path} resolves differently from the manifest that "
+                "run was started with; resume with the run's own manifest.yaml"
+            )
+        return run_dir, res
+    res = resolved(manifest)
+    for variant in res["variants"].values():  # null: the runner's own Python
+        variant["interpreter"] = unit_interpreter(variant["config"]["env"]["backend"])
+    try:
+        run_dir = new_run_dir(opts.out, manifest.name)
+    except (ValueError, OSError) as exc:
+        raise UserInputError(f"--out {opts.out}: cannot create the run directory ({exc})") from None
+    try:
+        shutil.copyfile(manifest_path, run_dir / "manifest.yaml")
+        write_text_atomic(run_dir / "resolved.yaml", yaml.safe_dump(res, sort_keys=False))
+        backends = {v["config"]["env"]["backend"] for v in res["variants"].values()}
+        prov = provenance.collect(sys.argv, manifest_path, backends, _pythons(res))
+        write_json_atomic(run_dir / "provenance.json", prov)
+    except BaseException:  # a full disk, a signal: no half-made run directory stays behind
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+    return run_dir, res
+
+
+def _without_interpreters(res: dict[str, Any]) -> dict[str, Any]:
+    """resolved.yaml as `resolved()` makes it: a resumed run keeps the interpreters it recorded."""
+    variants = {
+        name: {k: v for k, v in variant.items() if k != "interpreter"}
+        for name, variant in res.get("variants", {}).items()
+    }
+    return {**res, "variants": variants}
+
+
+def _pythons(res: dict[str, Any]) -> dict[str, str]:
+    """variant -> the interpreter its units run with (recorded, else the runner's own)."""
+    return {
+        name: variant.get("interpreter") or sys.executable
+        for name, variant in res["variants"].items()
+    }
+
+
+def parallelism(manifest: Manifest, res: dict[str, Any]) -> tuple[int, int]:
+    """(units at once, CPUs each unit needs): sized for the hungriest variant."""
+    from runner.executors.needs import cpus_of
+
+    per_unit = max(cpus_of(v["config"]) for v in res["variants"].values())
+    cpus = (
+        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    )
+    auto = max(1, cpus // per_unit)
+    return (manifest.parallel.units or auto), per_unit
+
+
+def _finish_provenance(run_dir: Path, units: list[UnitRef]) -> None:
+    import time
+
+    prov = read_json(run_dir / "provenance.json")
+    if not isinstance(prov, dict):  # damaged: keep what is there rather than replace it
+        return
+    prov["finished"] = time.time()
+    prov["units"] = {
+        u.key: {
+            "state": (s := read_status(u.dir(run_dir))).get("state"),
+            "seeds": s.get("seeds"),
+            "python": s.get("python"),
+        }
+        for u in units
+    }
+    write_json_atomic(run_dir / "provenance.json", prov)
+
+
+def run_units(
+    run_dir: Path, res: dict[str, Any], manifest: Manifest, opts: RunOptions, console: Console
+) -> dict[UnitRef, int]:
+    from runner.executors import launch
+    from runner.executors.needs import unit_needs
+    from runner.run.progress import ProgressView
+
+    unit_jobs = [j for j in opts.jobs or [] if j in ("train", "eval")]
+    if not unit_jobs:
+        return {}
+    units = [UnitRef(v, s) for v in res["variants"] for s in res["seeds"]]
+    for path in unreadable_status(run_dir, units) + damaged_results(run_dir, units, unit_jobs):
+        console.print(
+            f"[yellow]{escape(str(path))}: missing or unreadable; that unit runs again[/]"
+        )
+    todo = [u for u in units if read_status(u.dir(run_dir)).get("state") != "done"]
+    for u in todo:
+        if not (u.dir(run_dir) / "status.json").exists():
+            write_status(u.dir(run_dir), "pending", variant=u.variant, seed=u.seed)
+    if not todo:
+        return {}
+    at_once, _ = parallelism(manifest, res)
+    steps = {u: res["variants"][u.variant]["config"]["train"]["timesteps"] for u in units}
+    view = ProgressView(run_dir, units, steps)
+    results: dict[UnitRef, Any] = {}
+    stopping = True
+    with Live(view, console=console, auto_refresh=False, transient=True) as live:
+        try:
+            results = launch(
+                opts.executor,
+                run_dir,
+                todo,
+                unit_jobs,
+                pythons=_pythons(res),
+                max_parallel=at_once,
+                needs=unit_needs(res, todo),
+                on_tick=live.refresh,
+                address=opts.ray_address,
+                cluster=opts.cluster,
+            )
+            stopping = False
+            return results
+        finally:
+            settle(run_dir, todo, results, stopping)
+            _finish_provenance(run_dir, units)
+
+
+def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
+    """Run the manifest; returns the run directory. Raises UnitFailed if any unit failed.
+
+    The run directory is locked while this runner uses it (a second `--resume` is refused).
+    """
+    manifest = load_manifest(manifest_path)
+    if opts.jobs is None:
+        opts.jobs = manifest_jobs(manifest)
+    _check_installed(manifest)
+    signal.signal(signal.SIGTERM, _as_interrupt)  # SIGTERM stops as cleanly as Ctrl-C
+    with locked(opts.resume) if opts.resume is not None else contextlib.nullcontext():
+        resumed = prepare_run_dir(manifest_path, manifest, opts) if opts.resume else None
+        preflight(manifest_path, manifest, opts.executor, console)  # a resume checked first
+        run_dir, res = resumed or prepare_run_dir(manifest_path, manifest, opts)
+        with locked(run_dir):
+            return _run_locked(run_dir, res, manifest, opts, console)
+
+
+def preflight(manifest_path: Path, manifest: Manifest, executor: str, console: Console) -> None:
+    """Before any unit: warn about what the machine cannot give, then build every variant's env
+    and model once (ManifestError, one line per variant, if one cannot be built). On a cluster
+    (Ray, Slurm) the device is not checked here, where the units do not run."""
+    from runner.checks.dry import construct
+    from runner.run import resources
+
+    res = resolved(manifest)
+    for line in resources.warnings(res, parallelism(manifest, res)[0]):
+        console.print(f"[yellow]warning: {escape(line)}[/]")
+    pythons = {
+        name: unit_interpreter(variant["config"]["env"]["backend"])
+        for name, variant in res["variants"].items()
+    }
+    construct(manifest_path, check_device=executor == "local", pythons=pythons)
+
+
+def _run_locked(
+    run_dir: Path, res: dict[str, Any], manifest: Manifest, opts: RunOptions, console: Console
+) -> Path:
+    from runner.report.summary import write_summary
+    from runner.run.progress import print_failures, summary_table
+
+    console.print(f"run directory: [bold]{escape(str(run_dir))}[/]")
+    units = [UnitRef(v, s) for v in res["variants"] for s in res["seeds"]]
+    for key in recover_stale(run_dir, units):
+        console.print(f"[yellow]{escape(key)}: left running by a runner that stopped[/]")
+    try:
+        results = run_units(run_dir, res, manifest, opts, console)
+    except KeyboardInterrupt:
+        write_summary(run_dir, res)
+        resume_hint(console, run_dir)
+        raise
+    if getattr(opts.cluster, "detach", False):
+        console.print(f"submitted; follow with: rlcrate status {escape(str(run_dir))}")
+        return run_dir
+    jobs = opts.jobs or []
+    units_ran = any(j in jobs for j in ("train", "eval"))
+    summary = write_summary(run_dir, res) if units_ran else None
+    if "bench" in jobs:
+        from runner.run.bench.run import run_bench
+
+        run_bench(manifest, run_dir, console=console)
+    if summary is not None:  # a bench-only run has no per-seed results to summarise
+        console.print(summary_table(summary))
+        print_failures(console, summary)
+    if opts.report:
+        _report(run_dir, console)
+    failed = [u for u, rc in results.items() if rc != 0]
+    if failed:
+        raise UnitFailed(
+            f"{len(failed)} of {len(results)} units failed; see their status.json and unit.log"
+        )
+    return run_dir
+
+
+def resume_hint(console: Console, run_dir: Path) -> None:
+    """The command that continues the run, on a line of its own that is never wrapped, so it
+    pastes as it is from a terminal or a log file."""
+    command = f"rlcrate run {run_dir / 'manifest.yaml'} --resume {run_dir}"
+    console.print("[yellow]stopped; resume with:[/]")
+    console.print(escape(command), soft_wrap=True, highlight=False)
+
+
+def _check_installed(manifest: Manifest) -> None:
+    """Refuse before creating a run directory when this environment cannot run the units."""
+    from runner.checks.installed import local_run_problem
+    from runner.manifest import expand
+
+    problem = local_run_problem({v.config.env.backend for v in expand(manifest) if v.config})
+    if problem:
+        raise BackendUnavailable(problem)
+
+
+def _as_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def _report(run_dir: Path, console: Console) -> None:
+    from runner.report import write_report
+
+    path = write_report(run_dir)
+    console.print(f"report: {path}")

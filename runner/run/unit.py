@@ -1,0 +1,97 @@
+"""Run one unit (variant, seed) here: `python -m runner.run.unit RUN_DIR VARIANT SEED JOBS`.
+
+Executors start this as a child process so a crashing env or a segfault takes down one unit only.
+The unit's config comes from the run's resolved.yaml, the one source of truth for what ran.
+"""
+
+from __future__ import annotations
+
+import platform
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from runner.manifest.parse import read_yaml
+from runner.manifest.schema import Manifest
+from runner.record.rundir import UnitRef, read_status, write_status
+from runner.record.seeding import derive, seed_everything
+from runner.run.finish import record_failure, remove_debris
+from runner.trainers import get_trainer, trainer_for
+
+
+def unit_config(run_dir: Path, variant: str) -> Manifest:
+    data, _ = read_yaml(run_dir / "resolved.yaml")
+    return Manifest.model_validate(data["variants"][variant]["config"])
+
+
+def _sigterm(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
+def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
+    """Exit status: 0 done, 1 failed, 130 interrupted."""
+    unit = UnitRef(variant, seed)
+    unit_dir = unit.dir(run_dir)
+    unit_dir.mkdir(parents=True, exist_ok=True)
+    seeds = derive(seed)
+    started = time.time()
+    before = float(read_status(unit_dir).get("wall_time_s") or 0.0)  # earlier segments
+
+    def wall() -> float:
+        return before + time.time() - started
+
+    write_status(
+        unit_dir,
+        "running",
+        variant=variant,
+        seed=seed,
+        seeds=seeds,
+        jobs=jobs,
+        python={"executable": sys.executable, "version": platform.python_version()},
+        started=started,
+        error=None,
+        finished=None,
+    )
+    fields: dict[str, Any] = {}
+    try:
+        cfg = unit_config(run_dir, variant)
+        seed_everything(seeds, torch_threads=cfg.algo.torch_threads)
+        trainer = get_trainer(trainer_for(cfg.algo.name))
+        if "train" in jobs:
+            fields.update(trainer.train(cfg, unit_dir, seeds))  # keeps a finished training
+            write_status(unit_dir, "running", **fields)
+        if "eval" in jobs:
+            fields.update(trainer.evaluate(cfg, unit_dir, seeds))
+    except KeyboardInterrupt:
+        remove_debris(unit_dir)
+        write_status(
+            unit_dir,
+            "interrupted",
+            **fields,
+            finished=time.time(),
+            wall_time_s=wall(),
+            error="interrupted; `rlcrate run --resume` continues from the last checkpoint",
+        )
+        return 130
+    except Exception as exc:  # a unit's failure is recorded, never raised into the run
+        record_failure(unit_dir, exc, fields, finished=time.time(), wall_time_s=wall())
+        return 1
+    write_status(unit_dir, "done", **fields, finished=time.time(), wall_time_s=wall())
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    from runner.run.plainlog import plain_output
+
+    plain_output()
+    signal.signal(signal.SIGTERM, _sigterm)
+    run_dir, variant, seed, jobs = Path(argv[0]), argv[1], int(argv[2]), argv[3].split(",")
+    if read_status(UnitRef(variant, seed).dir(run_dir)).get("state") == "done" and "train" in jobs:
+        return 0
+    return run_unit(run_dir, variant, seed, jobs)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,250 @@
+"""Brax's own PPO (`brax.training.agents.ppo.train`), to the trainer contract in `base.py`.
+
+`algo.params` are `ppo.train`'s keyword arguments, plus `network` (keyword arguments of
+`make_ppo_networks`, e.g. hidden layer sizes). The runner supplies the env, `num_timesteps`
+(train.timesteps), `num_envs` (parallel.envs), `seed` (the unit's model seed), `episode_length`
+and `action_repeat` (env.kwargs.episode_length, env.action_repeat), and defaults `num_evals` to 0
+(Brax's in-loop evaluation is replaced by the eval job) and `log_training_metrics` to true, whose
+mean training-episode return goes to TensorBoard under REWARD_TAG as SB3's `ep_rew_mean` does.
+
+model.zip holds the trained parameters (params.pkl) and what rebuilds the policy (config.json).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import pickle
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from runner.manifest.schema import Manifest
+from runner.record.rundir import write_json_atomic
+from runner.trainers.base import MODEL_FILE, REWARD_TAG, TB_DIR, write_eval
+from runner.trainers.resume import latest_checkpoint
+
+RUNNER_SUPPLIED = (
+    "environment", "num_timesteps", "num_envs", "seed", "progress_fn", "policy_params_fn",
+    "network_factory", "eval_env", "save_checkpoint_path", "restore_checkpoint_path",
+    "restore_params", "wrap_env_fn", "randomization_fn",
+)  # fmt: skip
+EXTRA_PARAMS = ("network",)  # read by this trainer, not passed to ppo.train
+TAGS = {  # Brax's progress metric -> the TensorBoard tag SB3's trainer writes
+    "episode/sum_reward": REWARD_TAG,
+    "episode/length": "rollout/ep_len_mean",
+    "episode/sps": "time/fps",
+    "eval/episode_reward": "eval/mean_reward",
+}
+
+
+def _jax_platform(cfg: Manifest) -> None:
+    """Pin JAX to the manifest's device before JAX starts (cpu stays cpu on a GPU machine)."""
+    if cfg.algo.device == "cpu":
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+
+def ppo_kwargs(cfg: Manifest, seeds: dict[str, int]) -> tuple[dict[str, Any], dict[str, Any]]:
+    from runner.backends.brax import episode_length
+
+    params = dict(cfg.algo.params)
+    network = dict(params.pop("network", {}) or {})
+    kwargs: dict[str, Any] = {
+        "num_evals": 0,
+        "log_training_metrics": True,
+        "episode_length": episode_length(cfg.env),
+        "action_repeat": cfg.env.action_repeat,
+        **params,
+        "num_timesteps": cfg.train.timesteps,
+        "num_envs": cfg.parallel.envs,
+        "seed": seeds["model"],
+    }
+    return kwargs, network
+
+
+def _networks(config: dict[str, Any]) -> Any:
+    from brax.training.acme import running_statistics
+    from brax.training.agents.ppo import networks as ppo_networks
+
+    preprocess = (
+        running_statistics.normalize
+        if config["normalize_observations"]
+        else (lambda obs, _params: obs)
+    )
+    return ppo_networks.make_ppo_networks(
+        config["observation_size"],
+        config["action_size"],
+        preprocess_observations_fn=preprocess,
+        **_tuples(config["network"]),
+    )
+
+
+def save_params(path: Path, params: Any, config: dict[str, Any]) -> None:
+    import jax
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}.zip")
+    with zipfile.ZipFile(tmp, "w") as z:
+        z.writestr("params.pkl", pickle.dumps(jax.tree.map(np.asarray, params)))
+        z.writestr("config.json", json.dumps(config, indent=2))
+    os.replace(tmp, path)
+
+
+def load_params(path: Path) -> tuple[Any, dict[str, Any]]:
+    with zipfile.ZipFile(path) as z:
+        return pickle.loads(z.read("params.pkl")), json.loads(z.read("config.json"))
+
+
+class _Progress:
+    """progress_fn and policy_params_fn of ppo.train: TensorBoard, progress.json, checkpoints."""
+
+    def __init__(self, cfg: Manifest, unit_dir: Path, config: dict[str, Any], done_before: int):
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.cfg, self.unit_dir, self.config = cfg, unit_dir, config
+        self.writer = SummaryWriter(str(unit_dir / TB_DIR))
+        self.done_before, self.started, self.t0 = done_before, time.time(), time.perf_counter()
+        self.latest: tuple[int, Any] | None = None
+        every = cfg.train.checkpoint_every
+        self.next_ckpt = (done_before // every + 1) * every if every else None
+
+    def metrics(self, step: int, metrics: dict[str, Any]) -> None:
+        step += self.done_before
+        for name, tag in TAGS.items():
+            if name in metrics:
+                self.writer.add_scalar(tag, float(metrics[name]), step)
+        self.writer.flush()
+        rate = (step - self.done_before) / max(time.perf_counter() - self.t0, 1e-9)
+        write_json_atomic(
+            self.unit_dir / "progress.json",
+            {"steps": step, "total": self.cfg.train.timesteps, "steps_per_s": rate,
+             "started": self.started},
+            durable=False,
+        )  # fmt: skip
+
+    def params(self, step: int, make_policy: Any, params: Any) -> None:
+        self.latest = (step + self.done_before, params)
+        if self.next_ckpt is not None and self.latest[0] >= self.next_ckpt:
+            self.checkpoint()
+            self.next_ckpt += self.cfg.train.checkpoint_every
+
+    def checkpoint(self) -> None:
+        if self.latest is not None and self.latest[0] > self.done_before:
+            step, params = self.latest
+            save_params(self.unit_dir / "checkpoints" / f"step-{step}.zip", params, self.config)
+
+
+def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+    _jax_platform(cfg)
+    from brax.training.agents.ppo import train as ppo
+
+    from runner.backends.brax import make_brax_env
+
+    env = make_brax_env(cfg.env)
+    kwargs, network = ppo_kwargs(cfg, seeds)
+    config = {
+        "env": cfg.env.id, "observation_size": env.observation_size,
+        "action_size": env.action_size, "network": network,
+        "normalize_observations": bool(kwargs.get("normalize_observations", False)),
+    }  # fmt: skip
+    done_before, restore = 0, None
+    resume = latest_checkpoint(unit_dir)
+    if resume:
+        done_before, restore = resume[0], load_params(resume[1])[0]
+        kwargs["num_timesteps"] = max(cfg.train.timesteps - done_before, 1)
+    progress = _Progress(cfg, unit_dir, config, done_before)
+    t0 = time.perf_counter()
+    try:
+        _, params, _ = ppo.train(
+            environment=env,
+            network_factory=network_factory(network),
+            progress_fn=progress.metrics,
+            policy_params_fn=progress.params,
+            restore_params=restore,
+            **kwargs,
+        )
+    except KeyboardInterrupt:
+        progress.checkpoint()
+        raise
+    finally:
+        progress.writer.close()
+    wall = time.perf_counter() - t0
+    save_params(unit_dir / MODEL_FILE, params, config)
+    steps = progress.latest[0] if progress.latest else done_before + kwargs["num_timesteps"]
+    return {
+        "timesteps_done": steps,
+        "train_wall_time_s": wall,
+        "train_started": progress.started,
+        "train_steps_per_s": (steps - done_before) / wall if wall > 0 else 0.0,
+        "resumed_from": done_before or None,
+    }
+
+
+def network_factory(network: dict[str, Any]) -> Any:
+    """`ppo.train`'s network_factory for the manifest's `network` sizes."""
+    from brax.training.agents.ppo import networks as ppo_networks
+
+    return functools.partial(ppo_networks.make_ppo_networks, **_tuples(network))
+
+
+def _tuples(network: dict[str, Any]) -> dict[str, Any]:
+    """Layer sizes come from YAML as lists; Flax wants tuples."""
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in network.items()}
+
+
+def _episodes(cfg: Manifest, policy: Any, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Returns and lengths of `eval.episodes` independent episodes, each on one env with its own
+    key from `seed` (run side by side with vmap; each is the same as run alone)."""
+    import jax
+    import jax.numpy as jnp
+    from brax.envs.wrappers.training import EpisodeWrapper
+
+    from runner.backends.brax import episode_length, make_brax_env
+
+    repeat = cfg.env.action_repeat
+    env = EpisodeWrapper(make_brax_env(cfg.env), episode_length(cfg.env), repeat)
+    steps = -(-episode_length(cfg.env) // repeat)
+
+    def one(key: Any) -> tuple[Any, Any]:
+        key_reset, key_act = jax.random.split(key)
+
+        def body(carry: Any, _: Any) -> tuple[Any, None]:
+            state, key, ret, n, alive = carry
+            key, k = jax.random.split(key)
+            action, _ = policy(state.obs, k)
+            nxt = env.step(state, action)
+            return (nxt, key, ret + nxt.reward * alive, n + alive, alive * (1 - nxt.done)), None
+
+        init = (env.reset(key_reset), key_act, 0.0, 0.0, 1.0)
+        (_, _, ret, n, _), _ = jax.lax.scan(body, init, None, length=steps)
+        return ret, n
+
+    keys = jax.random.split(jax.random.PRNGKey(seed), cfg.eval.episodes)
+    returns, lengths = jax.jit(jax.vmap(one))(keys)
+    return np.asarray(returns, dtype=np.float64), np.asarray(jnp.round(lengths), dtype=np.int64)
+
+
+def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+    _jax_platform(cfg)
+    from brax.training.agents.ppo import networks as ppo_networks
+
+    model_path = unit_dir / MODEL_FILE
+    if not model_path.exists():
+        raise FileNotFoundError(f"{model_path} is missing; run the train job first")
+    params, config = load_params(model_path)
+    make_policy = ppo_networks.make_inference_fn(_networks(config))
+    policy = make_policy(params, deterministic=cfg.eval.deterministic)
+    returns, lengths = _episodes(cfg, policy, seeds["eval_env"])
+    return write_eval(unit_dir, cfg, seeds["eval_env"], returns, lengths)
+
+
+def bench(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
+    """Env-only and training steps/s of Brax's own loop (see `brax_bench`)."""
+    _jax_platform(cfg)
+    from runner.trainers.brax_ppo.benchmark import bench as measure
+
+    return measure(cfg, seeds)

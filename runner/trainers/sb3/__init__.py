@@ -1,0 +1,149 @@
+"""The Stable-Baselines3 trainer (every SB3 / sb3-contrib algorithm), to the contract in `base.py`.
+
+`train` learns for `train.timesteps` with TensorBoard per unit, checkpoints and a final
+model.zip; interrupted (Ctrl-C, SIGTERM), it saves a checkpoint and the next `--resume`
+continues from the newest one. `evaluate` runs the fixed evaluation protocol.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from runner.manifest.schema import Manifest, ParallelSpec
+from runner.record.rundir import read_status, write_json_atomic
+from runner.trainers.base import MODEL_FILE, TB_DIR, write_eval
+from runner.trainers.resume import (
+    Start,
+    newest_readable,
+    save_atomic,
+    save_checkpoint,
+    totals,
+    train_once,
+)
+from runner.trainers.sb3.common import load_model, make_env, make_model
+
+
+def _callback(cfg: Manifest, unit_dir: Path, started: float, start: Start):
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    total = cfg.train.timesteps
+    every = cfg.train.checkpoint_every
+
+    class Progress(BaseCallback):
+        """Writes progress.json about once a second and checkpoints every `checkpoint_every`."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.last_write = 0.0
+            self.next_ckpt = (start.steps_done // every + 1) * every if every else None
+            self.t0 = time.perf_counter()
+
+        def train_wall_s(self) -> float:
+            return start.wall_before_s + time.perf_counter() - self.t0
+
+        def _on_step(self) -> bool:
+            steps = self.model.num_timesteps
+            if self.next_ckpt is not None and steps >= self.next_ckpt:
+                save_checkpoint(self.model, unit_dir, self.train_wall_s())
+                self.next_ckpt += every
+            now = time.perf_counter()
+            if now - self.last_write >= 1.0:
+                self.last_write = now
+                rate = (steps - start.steps_done) / max(now - self.t0, 1e-9)
+                write_json_atomic(
+                    unit_dir / "progress.json",
+                    {"steps": steps, "total": total, "steps_per_s": rate, "started": started},
+                    durable=False,
+                )
+            return True
+
+    return Progress()
+
+
+def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+    """Train one unit; returns fields for its status.json. Raises KeyboardInterrupt if stopped.
+
+    A unit whose training already finished keeps its final model (runner.trainers.resume); one that
+    was stopped continues from its newest readable checkpoint.
+    """
+    return train_once(
+        unit_dir,
+        lambda: _train(cfg, unit_dir, seeds),
+        lambda path: load_model(cfg, path, None),
+    )
+
+
+def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+    venv = make_env(cfg, seed=seeds["env"], log_dir=unit_dir)
+    try:
+        start = newest_readable(unit_dir, lambda path: load_model(cfg, path, venv))
+        if start is not None:
+            from stable_baselines3.common.logger import configure
+
+            # one folder per segment: the report joins them at the step this one resumed from
+            segment_dir = unit_dir / TB_DIR / f"resumed-{start.steps_done}"
+            start.model.set_logger(configure(str(segment_dir), ["tensorboard"]))
+        else:
+            start = Start(make_model(cfg, venv, seed=seeds["model"], tb_dir=unit_dir / TB_DIR))
+        model = start.model
+        started = time.time()
+        callback = _callback(cfg, unit_dir, started, start)
+        try:
+            model.learn(
+                total_timesteps=cfg.train.timesteps - start.steps_done,
+                callback=callback,
+                log_interval=cfg.train.log_interval,
+                reset_num_timesteps=not start.steps_done,
+                progress_bar=False,
+            )
+        except KeyboardInterrupt:
+            save_checkpoint(model, unit_dir, callback.train_wall_s())
+            raise
+        segment = time.perf_counter() - callback.t0
+        save_atomic(model, unit_dir / MODEL_FILE)
+        fields = totals(model.num_timesteps, start.steps_done, start.wall_before_s, segment)
+        final = {"steps": model.num_timesteps, "total": cfg.train.timesteps, "finished": True}
+        write_json_atomic(  # the last word, not the last one-second tick
+            unit_dir / "progress.json",
+            {**final, "steps_per_s": fields["train_steps_per_s"], "started": started},
+        )
+        # every checkpoint step this unit was continued from, oldest first
+        resumes = read_status(unit_dir).get("resumes", [])
+        resumes += [start.steps_done] if start.steps_done else []
+        return {**fields, "train_started": started, "resumes": resumes}
+    finally:
+        venv.close()
+
+
+def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+    """A fixed protocol on a fresh env: `eval.episodes` episodes, one env, its own seed."""
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    model_path = unit_dir / MODEL_FILE
+    if not model_path.exists():
+        raise FileNotFoundError(f"{model_path} is missing; run the train job first")
+    one = ParallelSpec(envs=1, workers=1, mode="dummy")
+    venv = make_env(cfg, seed=seeds["eval_env"], parallel=one, log_dir=unit_dir / "eval-logs")
+    try:
+        model = load_model(cfg, model_path, venv)
+        returns, lengths = evaluate_policy(
+            model,
+            venv,
+            n_eval_episodes=cfg.eval.episodes,
+            deterministic=cfg.eval.deterministic,
+            return_episode_rewards=True,
+            warn=False,
+        )
+    finally:
+        venv.close()
+    assert isinstance(returns, list) and isinstance(lengths, list)  # return_episode_rewards=True
+    returns = [float(r) for r in returns]
+    return write_eval(unit_dir, cfg, seeds["eval_env"], returns, lengths)
+
+
+def bench(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
+    from runner.trainers.sb3.benchmark import measure_sb3
+
+    return measure_sb3(cfg, seeds)

@@ -1,0 +1,50 @@
+"""What train, eval and bench share: making the vector env and the algorithm."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+from runner.backends import get_backend
+from runner.manifest.schema import Manifest, ParallelSpec
+from runner.trainers.sb3.algos import ALGOS
+
+
+def algo_class(name: str) -> Any:
+    module, cls, _ = ALGOS[name]
+    return getattr(importlib.import_module(module), cls)
+
+
+def make_env(
+    cfg: Manifest,
+    *,
+    seed: int,
+    log_dir: Path | None = None,
+    parallel: ParallelSpec | None = None,
+    monitor: bool = True,
+) -> Any:
+    """The manifest's VecEnv (wrapped in VecMonitor for episode statistics); `parallel`
+    overrides the manifest's (evaluation runs one in-process env)."""
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    backend = get_backend(cfg.env.backend)
+    venv = backend.make_vec_env(cfg.env, parallel or cfg.parallel, seed=seed, log_dir=log_dir)
+    return VecMonitor(venv) if monitor else venv
+
+
+def make_model(cfg: Manifest, venv: Any, *, seed: int, tb_dir: Path | None) -> Any:
+    """The manifest's algorithm on `venv`, logging to TensorBoard in `tb_dir` (None: no logging)."""
+    from stable_baselines3.common.logger import configure
+
+    cls = algo_class(cfg.algo.name)
+    model = cls(
+        cfg.algo.policy, venv, seed=seed, device=cfg.algo.device, verbose=0, **cfg.algo.params
+    )
+    formats = ["tensorboard"] if tb_dir is not None else []
+    model.set_logger(configure(str(tb_dir) if tb_dir else None, formats))
+    return model
+
+
+def load_model(cfg: Manifest, path: Path, venv: Any) -> Any:
+    return algo_class(cfg.algo.name).load(str(path), env=venv, device=cfg.algo.device)
