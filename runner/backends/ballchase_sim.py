@@ -1,0 +1,326 @@
+"""BallChase surrogate: the bundled Godot game (runner/games/ballchase/arena.gd) in NumPy.
+
+Every instance is stepped in one array operation. With `physics: faithful` it repeats the game's
+arithmetic in the game's own precision (Godot 3's Vector2 is float32, its script floats are
+float64) and its random stream (Godot's PCG32, each instance seeded `hash([env_seed, i])` as
+sync.gd does), so it tracks the game step by step (tests/test_ballchase_sim.py). `physics: alt`
+changes drag and speeds, as another engine would, but keeps the game's observation scaling, so
+a policy sees the same spaces with other dynamics. docs/ballchase-surrogate.md lists every
+difference from the game.
+
+Registered with Gymnasium as `rlcrate/BallChaseSim-v0` on import (no torch, no SB3 here);
+`_ballchase_vec.py` wraps the vector in a Stable-Baselines3 VecEnv.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from runner.errors import FieldError
+
+ENV_ID = "rlcrate/BallChaseSim-v0"
+f32 = np.float32
+
+# The game's constants (arena.gd).
+W = H = 400.0
+AGENT_R = BALL_R = 15.0
+DT = 1.0 / 60.0
+CATCH_REWARD = 1.0
+SHAPING = 0.5
+WALL_PENALTY = 0.01
+OBS_SIZE = 10
+N_ACTIONS = 9
+# Observation scales stay the game's in every variant: a policy meets the same numbers for the
+# same state, and a faster variant shows up as observations beyond them (what calibration sees).
+OBS_SPEED = 300.0
+OBS_BALL_SPEED = 120.0
+_D = 0.70710678
+DIRS = np.array(
+    [[0, 0], [0, -1], [_D, -_D], [1, 0], [_D, _D], [0, 1], [-_D, _D], [-1, 0], [-_D, -_D]],
+    dtype=f32,
+)
+
+
+@dataclass(frozen=True)
+class Physics:
+    max_speed: float = 300.0
+    accel: float = 1500.0
+    drag: float = 2.0
+    ball_max_speed: float = 120.0
+
+
+PHYSICS = {
+    "faithful": Physics(),
+    # Lighter drag, a faster agent and ball: other motion, same spaces and rewards.
+    "alt": Physics(max_speed=420.0, accel=2400.0, drag=0.6, ball_max_speed=180.0),
+}
+KWARGS = {
+    "action_space": "discrete (9 compass moves, default) or continuous (2D force), as the game",
+    "episode_steps": "agent steps per episode (default 500), as the game",
+    "action_repeat": "physics ticks per agent step (default 1; the backend passes "
+    "env.action_repeat)",
+    "physics": "faithful (the game's constants, default) or alt (other drag and speeds)",
+    **{k: f"override one physics constant (float), e.g. {k}: 2.0" for k in vars(Physics())},
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    continuous: bool = False
+    episode_steps: int = 500
+    action_repeat: int = 1
+    physics: Physics = Physics()
+
+
+def config(kwargs: dict[str, Any]) -> Config:
+    """The env kwargs as a Config; FieldError (("env", "kwargs", key), one sentence) if bad."""
+    for key in kwargs:
+        if key not in KWARGS:
+            raise _bad(key, "is not an argument of " + ENV_ID, known=True)
+    kind = kwargs.get("action_space", "discrete")
+    if kind not in ("discrete", "continuous"):
+        raise _bad("action_space", f"expected 'discrete' or 'continuous', got {kind!r}")
+    name = kwargs.get("physics", "faithful")
+    if name not in PHYSICS:
+        raise _bad("physics", f"expected one of {', '.join(PHYSICS)}, got {name!r}")
+    physics = PHYSICS[name]
+    for key in vars(physics):
+        if key in kwargs:
+            value = kwargs[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise _bad(key, f"expected a positive number, got {value!r}")
+            physics = replace(physics, **{key: float(value)})
+    ints = {}
+    for key, default in (("episode_steps", 500), ("action_repeat", 1)):
+        value = kwargs.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise _bad(key, f"expected a positive integer, got {value!r}")
+        ints[key] = value
+    return Config(continuous=kind == "continuous", physics=physics, **ints)
+
+
+def _bad(key: str, msg: str, known: bool = False) -> FieldError:
+    if known:
+        msg = f"'{key}' {msg}; known: " + "; ".join(f"{k}: {v}" for k, v in KWARGS.items())
+    return FieldError(("env", "kwargs", key), msg)
+
+
+def spaces(continuous: bool) -> tuple[Any, Any]:
+    """The game's spaces, exactly as the godot backend declares them."""
+    gs = gym.spaces
+    obs = gs.Box(-1.0, 1.0, shape=(OBS_SIZE,), dtype=np.float32)
+    act = gs.Box(-1.0, 1.0, shape=(2,), dtype=np.float32) if continuous else gs.Discrete(9)
+    return obs, act
+
+
+# -- Godot's random numbers ------------------------------------------------------------------
+_MUL = np.uint64(6364136223846793005)
+_INC = np.uint64((1442695040888963407 << 1 | 1) & (2**64 - 1))  # PCG_DEFAULT_INC_64
+
+
+def _pcg_next(state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """pcg32_random_r over an array of states: (new states, uint32 outputs)."""
+    new = state * _MUL + _INC
+    xorshifted = (((state >> np.uint64(18)) ^ state) >> np.uint64(27)).astype(np.uint32)
+    rot = (state >> np.uint64(59)).astype(np.uint32)
+    out = (xorshifted >> rot) | (xorshifted << ((np.uint32(32) - rot) & np.uint32(31)))
+    return new, out
+
+
+def pcg_seed(seeds: np.ndarray) -> np.ndarray:
+    """pcg32_srandom_r(seed, DEFAULT_INC) for each seed: RandomNumberGenerator.seed = s."""
+    state, _ = _pcg_next(np.zeros(len(seeds), dtype=np.uint64))
+    state, _ = _pcg_next(state + np.asarray(seeds, dtype=np.uint64))
+    return state
+
+
+def arena_seeds(seed: int, n: int) -> np.ndarray:
+    """The seeds sync.gd gives n instances of one Godot process launched for run seed `seed`
+    by the godot backend: env_seed from SeedSequence (launch_argvs), then hash([env_seed, i])
+    (Godot 3's Array.hash: djb2 over the elements' hashes; an int hashes to its low 32 bits)."""
+    env_seed = int(np.random.SeedSequence(seed).generate_state(1)[0]) & 0x7FFFFFFF
+    h = (5381 * 33) & 0xFFFFFFFF  # hash_djb2_one_32(0)
+    h = (h * 33 + env_seed) & 0xFFFFFFFF
+    return np.array([(h * 33 + i) & 0xFFFFFFFF for i in range(n)], dtype=np.uint64)
+
+
+def _randf(state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """RandomPCG::randf of Godot 3.2+: one draw sets the exponent (its leading zeros), a second
+    the significand: ldexpf((float)(r2 | 0x80000001), -32 - clz(r1)); 0 if r1 == 0 (one draw)."""
+    after1, r1 = _pcg_next(state)
+    after2, r2 = _pcg_next(after1)
+    bits = np.frexp(r1.astype(np.float64))[1]  # bit length of r1 = 32 - clz(r1)
+    value = np.ldexp((r2 | np.uint32(0x80000001)).astype(f32), bits - 64).astype(f32)
+    zero = r1 == 0
+    return np.where(zero, after1, after2), np.where(zero, f32(0.0), value)
+
+
+def _dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Vector2::distance_to in float32: sqrt(dx * dx + dy * dy)."""
+    dx, dy = a[:, 0] - b[:, 0], a[:, 1] - b[:, 1]
+    return np.sqrt(dx * dx + dy * dy)
+
+
+class BallChase:
+    """n BallChase arenas as arrays, stepped together; Godot's arena.gd + sync.gd step cycle.
+
+    `reset()` and `step(actions)` return float32 observations; `step` also returns float64
+    rewards, bool dones and the finished episodes' last observations (a finished episode restarts
+    at once, as in the game). The state fields are public so a test can set any state.
+    """
+
+    def __init__(self, n: int, cfg: Config, seed: int = 0):
+        self.n, self.cfg = n, cfg
+        ph = cfg.physics
+        # Script constants are float64, cast to float32 where they meet a Vector2, as in Godot.
+        self._keep = f32(1.0 - ph.drag * DT)
+        self._push = f32(ph.accel * DT)
+        self._max2 = ph.max_speed * ph.max_speed
+        self._max = f32(ph.max_speed)
+        self._dirs = DIRS * self._push
+        z = np.zeros((n, 2), dtype=f32)
+        self.agent_pos, self.agent_vel, self.ball_pos, self.ball_vel = z, z.copy(), z.copy(), z.copy()
+        self.move = z.copy()
+        self.prev_dist = np.zeros(n)  # a script float (float64) holding a float32 distance
+        self.steps = np.zeros(n, dtype=np.int64)
+        self.catches = np.zeros(n, dtype=np.int64)
+        self.rng = np.zeros(n, dtype=np.uint64)
+        self.seed(seed)
+
+    def seed(self, seed: int) -> None:
+        """As a Godot process launched with this run seed: instance setup (one episode start)."""
+        self.rng = pcg_seed(arena_seeds(seed, self.n))
+        self._reset_episode(np.ones(self.n, dtype=bool))
+
+    def reset(self) -> np.ndarray:
+        """The protocol's reset message: every arena starts a new episode."""
+        self._reset_episode(np.ones(self.n, dtype=bool))
+        return self.observe()
+
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        self._set_action(np.asarray(actions))
+        reward = np.zeros(self.n)
+        for _ in range(self.cfg.action_repeat):
+            reward = self._tick(reward)
+        self.steps += 1
+        done = self.steps >= self.cfg.episode_steps
+        final = self.observe()
+        if done.any():
+            self._reset_episode(done)
+            return self.observe(), reward, done, final
+        return final, reward, done, final
+
+    def _set_action(self, a: np.ndarray) -> None:
+        if not self.cfg.continuous:
+            self.move = self._dirs[np.clip(a.reshape(self.n).astype(np.int64), 0, N_ACTIONS - 1)]
+            return
+        m = a.reshape(self.n, 2).astype(f32)
+        l2 = m[:, 0] * m[:, 0] + m[:, 1] * m[:, 1]
+        over = l2 > 1.0
+        m[over] /= np.sqrt(l2[over])[:, None]
+        self.move = m * self._push
+
+    def _tick(self, reward: np.ndarray) -> np.ndarray:
+        v = self.agent_vel * self._keep + self.move
+        l2 = v[:, 0] * v[:, 0] + v[:, 1] * v[:, 1]
+        fast = l2.astype(np.float64) > self._max2
+        if fast.any():
+            v[fast] = v[fast] / np.sqrt(l2[fast])[:, None] * self._max
+        p = self.agent_pos + v * f32(DT)
+        hit = np.zeros(self.n, dtype=bool)
+        for k in (0, 1):
+            out = (p[:, k] < AGENT_R) | (p[:, k] > W - AGENT_R)
+            p[out, k] = np.clip(p[out, k], AGENT_R, W - AGENT_R)
+            v[out, k] = 0.0
+            hit |= out
+        self.agent_vel, self.agent_pos = v, p
+        b = self.ball_pos + self.ball_vel * f32(DT)
+        for k in (0, 1):
+            out = (b[:, k] < BALL_R) | (b[:, k] > W - BALL_R)
+            self.ball_vel[out, k] = -self.ball_vel[out, k]
+            b[out, k] = np.clip(b[out, k], BALL_R, W - BALL_R)
+        self.ball_pos = b
+        d = _dist(p, b).astype(np.float64)
+        caught = d < AGENT_R + BALL_R
+        reward = reward + np.where(caught, CATCH_REWARD, SHAPING * (self.prev_dist - d) / W)
+        self.prev_dist = np.where(caught, self.prev_dist, d)
+        if caught.any():
+            self.catches += caught
+            self._spawn_ball(caught)
+        return reward - np.where(hit, WALL_PENALTY, 0.0)
+
+    def _reset_episode(self, mask: np.ndarray) -> None:
+        self.agent_pos[mask] = (W * 0.5, H * 0.5)
+        self.agent_vel[mask] = 0.0
+        self.move[mask] = 0.0
+        self.steps[mask] = 0
+        self.catches[mask] = 0
+        self._spawn_ball(mask)
+
+    def _spawn_ball(self, mask: np.ndarray) -> None:
+        # Up to 8 draws away from the agent, as the game (which keeps the last draw regardless).
+        todo = np.flatnonzero(mask)
+        for _ in range(8):
+            if not todo.size:
+                break
+            self.rng[todo], x = _randf(self.rng[todo])
+            self.rng[todo], y = _randf(self.rng[todo])
+            span = f32(W - 2 * BALL_R)
+            self.ball_pos[todo] = np.stack([x * span + f32(BALL_R), y * span + f32(BALL_R)], 1)
+            far = _dist(self.ball_pos[todo], self.agent_pos[todo]) > 3.0 * (AGENT_R + BALL_R)
+            todo = todo[~far]
+        idx = np.flatnonzero(mask)
+        self.rng[idx], r = _randf(self.rng[idx])
+        angle = r.astype(np.float64) * (2 * np.pi)
+        unit = np.stack([np.cos(angle), np.sin(angle)], 1).astype(f32)
+        self.rng[idx], r = _randf(self.rng[idx])
+        self.ball_vel[idx] = unit * r[:, None] * f32(self.cfg.physics.ball_max_speed)
+        self.prev_dist[idx] = _dist(self.agent_pos[idx], self.ball_pos[idx])
+
+    def observe(self) -> np.ndarray:
+        """arena.gd's observe(): ball offset and relative velocity, own velocity, wall distances."""
+        rel = (self.ball_pos - self.agent_pos) * f32(1.0 / W)
+        rel_v = (self.ball_vel - self.agent_vel) * f32(1.0 / (OBS_SPEED + OBS_BALL_SPEED))
+        vel = self.agent_vel * f32(1.0 / OBS_SPEED)
+        wall = (self.agent_pos - f32(AGENT_R)) * f32(1.0 / (W - 2.0 * AGENT_R))
+        far = 1.0 - wall.astype(np.float64)
+        cols = [rel[:, 0], rel[:, 1], rel_v[:, 0], rel_v[:, 1], vel[:, 0], vel[:, 1]]
+        cols += [wall[:, 0], far[:, 0], wall[:, 1], far[:, 1]]
+        return np.stack(cols, 1).astype(f32)
+
+
+class BallChaseSimEnv(gym.Env):
+    """One arena as a Gymnasium env (gym.make, `rlcrate envs`, spaces); training uses the
+    vectorized `_ballchase_vec.BallChaseVecEnv`. The episode ends by truncation only, as the
+    game's (no terminal state)."""
+
+    metadata: dict[str, Any] = {"render_modes": []}
+
+    def __init__(self, **kwargs: Any):
+        self.cfg = config(kwargs)
+        self.observation_space, self.action_space = spaces(self.cfg.continuous)
+        self.sim = BallChase(1, self.cfg, seed=0)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if seed is not None:
+            self.sim.seed(seed)
+        return self.sim.reset()[0], {}
+
+    def step(self, action: Any):
+        obs, reward, done, final = self.sim.step(np.asarray(action).reshape(1, -1))
+        return final[0], float(reward[0]), False, bool(done[0]), {}
+
+    def close(self) -> None:
+        pass
+
+
+def _register() -> None:
+    if ENV_ID not in gym.registry:
+        gym.register(ENV_ID, entry_point=f"{__name__}:BallChaseSimEnv", disable_env_checker=True)
+
+
+_register()
