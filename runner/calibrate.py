@@ -3,11 +3,13 @@
 A policy trained on one env (a surrogate) and run in another (the game) sees each observation
 dimension through the scale it learned. `compare` takes two observation arrays (random
 rollouts of each env, `rollout`) and names every dimension whose spread (std, or the 1st..99th
-percentile range: min and max hang on single samples) differs by more than `factor`, or whose mean moved by more than `factor - 1` of the larger
-spread; `warning` turns that into text. Usable from a warm start (two arrays or two env specs)
-and from the shell:
+percentile range: min and max hang on single samples) differs by more than `factor`, or whose
+mean moved by more than `factor - 1` of the larger spread; `warning` turns that into text.
+`compare_envs` does it all for two env specs (a warm start has those); from the shell:
 
-    python -m runner.calibrate A.yaml B.yaml [--steps 2000] [--factor 1.5]
+    python -m runner.calibrate A.yaml B.yaml [--steps 300] [--factor 1.5]
+
+exits 0 when the scales agree, 1 (printing the warning) when they do not, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -117,7 +119,8 @@ def compare_envs(
 ) -> tuple[list[Mismatch], str | None]:
     """Random rollouts of both envs compared; (mismatches, warning text or None). The defaults
     (32 envs x 300 steps) keep sampling noise under 1.25x on BallChase, well inside 1.5x."""
-    found = compare(rollout(a, steps=steps, seed=seed), rollout(b, steps=steps, seed=seed), factor=factor)
+    obs_a, obs_b = rollout(a, steps=steps, seed=seed), rollout(b, steps=steps, seed=seed)
+    found = compare(obs_a, obs_b, factor=factor)
     return found, warning(found, (f"{a.backend}:{a.id}", f"{b.backend}:{b.id}"), factor)
 
 
@@ -125,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     from runner.errors import RunnerError
     from runner.manifest.load import load_manifest
 
-    p = argparse.ArgumentParser(prog="python -m runner.calibrate", description=__doc__.split("\n")[0])
+    first_line = (__doc__ or "").split("\n")[0]
+    p = argparse.ArgumentParser(prog="python -m runner.calibrate", description=first_line)
     p.add_argument("manifests", nargs=2, help="two manifests; their env sections are compared")
     p.add_argument("--steps", type=int, default=300, help="random steps per env (32 envs)")
     p.add_argument("--factor", type=float, default=DEFAULT_FACTOR)

@@ -98,9 +98,7 @@ def _chase(obs: np.ndarray, continuous: bool) -> np.ndarray:
 @needs_godot
 @pytest.mark.slow
 @pytest.mark.godot
-@pytest.mark.parametrize(
-    "kind, repeat, steps", [("discrete", 1, 1000), ("continuous", 3, 400)]
-)
+@pytest.mark.parametrize("kind, repeat, steps", [("discrete", 1, 1000), ("continuous", 3, 400)])
 def test_tracks_godot_step_by_step(kind, repeat, steps):
     n, seed, kwargs = 4, 11, {"action_space": kind, "episode_steps": 300}
     spec = EnvSpec(backend="godot", id="ballchase", kwargs=kwargs, action_repeat=repeat)
@@ -177,7 +175,10 @@ def test_ppo_trains_on_the_surrogate(tmp_path):
         "name": "sim",
         "env": {"backend": "gymnasium", "id": SIM},
         "parallel": {"envs": 16},
-        "algo": {"name": "PPO", "params": {"n_steps": 64, "batch_size": 256, "learning_rate": 0.001}},
+        "algo": {
+            "name": "PPO",
+            "params": {"n_steps": 64, "batch_size": 256, "learning_rate": 1e-3},
+        },
         "train": {"timesteps": 40000},
         "eval": {"episodes": 16, "deterministic": True},
         "seeds": [0],

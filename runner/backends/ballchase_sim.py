@@ -183,8 +183,8 @@ class BallChase:
         self._max = f32(ph.max_speed)
         self._dirs = DIRS * self._push
         z = np.zeros((n, 2), dtype=f32)
-        self.agent_pos, self.agent_vel, self.ball_pos, self.ball_vel = z, z.copy(), z.copy(), z.copy()
-        self.move = z.copy()
+        self.agent_pos, self.agent_vel, self.move = z, z.copy(), z.copy()
+        self.ball_pos, self.ball_vel = z.copy(), z.copy()
         self.prev_dist = np.zeros(n)  # a script float (float64) holding a float32 distance
         self.steps = np.zeros(n, dtype=np.int64)
         self.catches = np.zeros(n, dtype=np.int64)
