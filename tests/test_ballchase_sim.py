@@ -18,14 +18,15 @@ import numpy as np
 import pytest
 import yaml
 
-from runner import calibrate
-from runner.backends import ballchase_sim, godot, gymnasium
-from runner.backends._ballchase_vec import BallChaseVecEnv
+from runner.backends import godot, gymnasium
+from runner.backends.gymnasium.ballchase import ENV_ID
+from runner.backends.gymnasium.ballchase_vec import BallChaseVecEnv
+from runner.checks import calibrate
 from runner.errors import FieldError
 from runner.manifest.schema import EnvSpec, ParallelSpec
 from tests.helpers import rlcrate, run_dir_of
 
-SIM = ballchase_sim.ENV_ID
+SIM = ENV_ID
 TOL = 2e-6  # Godot's wire: 1e-6 truncation (steps) or rounding (reset/final), plus float32
 needs_godot = pytest.mark.skipif(godot.available() is not None, reason=f"{godot.available()}")
 
@@ -146,7 +147,7 @@ def test_calibration_command_line(tmp_path, capsys):
         env = {"backend": "gymnasium", "id": SIM, "kwargs": kwargs}
         files.append(tmp_path / f"{name}.yaml")
         files[-1].write_text(yaml.safe_dump({"rlcrate": 1, "name": name, "env": env}))
-    run = [sys.executable, "-m", "runner.calibrate", "--steps", "300", *map(str, files)]
+    run = [sys.executable, "-m", "runner.checks.calibrate", "--steps", "300", *map(str, files)]
     out = subprocess.run(run, capture_output=True, text=True, timeout=300)
     assert out.returncode == 1, out.stdout + out.stderr
     assert "observation scales of gymnasium:rlcrate/BallChaseSim-v0 and " in out.stdout

@@ -9,7 +9,7 @@ a policy sees the same spaces with other dynamics. docs/ballchase-surrogate.md l
 difference from the game.
 
 Registered with Gymnasium as `rlcrate/BallChaseSim-v0` on import (no torch, no SB3 here);
-`_ballchase_vec.py` wraps the vector in a Stable-Baselines3 VecEnv.
+`ballchase_vec.py` wraps the vector in a Stable-Baselines3 VecEnv.
 """
 
 from __future__ import annotations
@@ -295,7 +295,7 @@ class BallChase:
 
 class BallChaseSimEnv(gym.Env):
     """One arena as a Gymnasium env (gym.make, `rlcrate envs`, spaces); training uses the
-    vectorized `_ballchase_vec.BallChaseVecEnv`. The episode ends by truncation only, as the
+    vectorized `ballchase_vec.BallChaseVecEnv`. The episode ends by truncation only, as the
     game's (no terminal state)."""
 
     metadata: dict[str, Any] = {"render_modes": []}

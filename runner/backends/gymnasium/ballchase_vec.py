@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 
-from runner.backends.ballchase_sim import BallChase, Config, spaces
+from runner.backends.gymnasium.ballchase import BallChase, Config, spaces
 
 
 class BallChaseVecEnv(VecEnv):  # type: ignore[misc]

@@ -7,7 +7,7 @@ percentile range: min and max hang on single samples) differs by more than `fact
 mean moved by more than `factor - 1` of the larger spread; `warning` turns that into text.
 `compare_envs` does it all for two env specs (a warm start has those); from the shell:
 
-    python -m runner.calibrate A.yaml B.yaml [--steps 300] [--factor 1.5]
+    python -m runner.checks.calibrate A.yaml B.yaml [--steps 300] [--factor 1.5]
 
 exits 0 when the scales agree, 1 (printing the warning) when they do not, 2 on bad input.
 """
@@ -125,11 +125,11 @@ def compare_envs(
 
 
 def main(argv: list[str] | None = None) -> int:
+    from runner.checks.load import load_manifest
     from runner.errors import RunnerError
-    from runner.manifest.load import load_manifest
 
     first_line = (__doc__ or "").split("\n")[0]
-    p = argparse.ArgumentParser(prog="python -m runner.calibrate", description=first_line)
+    p = argparse.ArgumentParser(prog="python -m runner.checks.calibrate", description=first_line)
     p.add_argument("manifests", nargs=2, help="two manifests; their env sections are compared")
     p.add_argument("--steps", type=int, default=300, help="random steps per env (32 envs)")
     p.add_argument("--factor", type=float, default=DEFAULT_FACTOR)

@@ -17,7 +17,7 @@ from runner.manifest.schema import EnvSpec, ParallelSpec
 
 # Modules that register extra ids with Gymnasium when imported, by id namespace. Imported only
 # when an id needs them (ale_py alone costs seconds).
-PLUGINS = {"ALE": "ale_py", "rlcrate": "runner.backends.ballchase_sim"}
+PLUGINS = {"ALE": "ale_py", "rlcrate": "runner.backends.gymnasium.ballchase"}
 SURROGATE = "rlcrate/BallChaseSim-v0"
 
 
@@ -57,9 +57,9 @@ def check_env(env: EnvSpec) -> None:
         registry = _registry()  # every plugin, so the error lists the same ids every time
         raise unknown_id("gymnasium", env.id, registry)
     if env.id == SURROGATE:
-        from runner.backends import ballchase_sim
+        from runner.backends.gymnasium import ballchase
 
-        ballchase_sim.config(_sim_kwargs(env))
+        ballchase.config(_sim_kwargs(env))
 
 
 def _sim_kwargs(env: EnvSpec) -> dict[str, Any]:
@@ -130,10 +130,10 @@ def make_vec_env(env: EnvSpec, parallel: ParallelSpec, *, seed: int, log_dir: Pa
 
     check_env(env)
     if env.id == SURROGATE:
-        from runner.backends import _ballchase_vec, ballchase_sim
+        from runner.backends.gymnasium import ballchase, ballchase_vec
 
-        cfg = ballchase_sim.config(_sim_kwargs(env))
-        return _ballchase_vec.BallChaseVecEnv(cfg, n_envs=parallel.envs, seed=seed)
+        cfg = ballchase.config(_sim_kwargs(env))
+        return ballchase_vec.BallChaseVecEnv(cfg, n_envs=parallel.envs, seed=seed)
     mode = parallel.mode
     kwargs = atari.gym_kwargs(env)
     fns = [_maker(env.id, kwargs, seed + i, env.atari) for i in range(parallel.envs)]
