@@ -39,6 +39,7 @@ N_ACTIONS = 9
 OBS_SPEED = 300.0
 OBS_BALL_SPEED = 120.0
 _D = 0.70710678
+_DT32, _LO, _HI = f32(DT), f32(AGENT_R), f32(W - AGENT_R)  # AGENT_R == BALL_R
 DIRS = np.array(
     [[0, 0], [0, -1], [_D, -_D], [1, 0], [_D, _D], [0, 1], [-_D, _D], [-1, 0], [-_D, -_D]],
     dtype=f32,
@@ -179,7 +180,10 @@ class BallChase:
         # Script constants are float64, cast to float32 where they meet a Vector2, as in Godot.
         self._keep = f32(1.0 - ph.drag * DT)
         self._push = f32(ph.accel * DT)
-        self._max2 = ph.max_speed * ph.max_speed
+        # Godot compares the float32 speed squared with a float64 limit; the largest float32
+        # at or below that limit gives the same answer in float32 (one cast less per tick).
+        limit = ph.max_speed * ph.max_speed
+        self._max2 = f32(limit) if f32(limit) <= limit else np.nextafter(f32(limit), f32(0))
         self._max = f32(ph.max_speed)
         self._dirs = DIRS * self._push
         z = np.zeros((n, 2), dtype=f32)
@@ -216,7 +220,8 @@ class BallChase:
 
     def _set_action(self, a: np.ndarray) -> None:
         if not self.cfg.continuous:
-            self.move = self._dirs[np.clip(a.reshape(self.n).astype(np.int64), 0, N_ACTIONS - 1)]
+            idx = a.reshape(self.n).astype(np.int64)
+            self.move = self._dirs[np.minimum(np.maximum(idx, 0), N_ACTIONS - 1)]
             return
         m = a.reshape(self.n, 2).astype(f32)
         l2 = m[:, 0] * m[:, 0] + m[:, 1] * m[:, 1]
@@ -225,33 +230,38 @@ class BallChase:
         self.move = m * self._push
 
     def _tick(self, reward: np.ndarray) -> np.ndarray:
+        # Few whole-array operations, with the rare cases (top speed, a wall, a catch) behind
+        # one any() each: at tens of envs the cost is per NumPy call, not per env.
         v = self.agent_vel * self._keep + self.move
-        l2 = v[:, 0] * v[:, 0] + v[:, 1] * v[:, 1]
-        fast = l2.astype(np.float64) > self._max2
+        l2 = (v * v).sum(1)  # x * x + y * y in float32, as Vector2.length_squared
+        fast = l2 > self._max2
         if fast.any():
-            v[fast] = v[fast] / np.sqrt(l2[fast])[:, None] * self._max
-        p = self.agent_pos + v * f32(DT)
-        hit = np.zeros(self.n, dtype=bool)
-        for k in (0, 1):
-            out = (p[:, k] < AGENT_R) | (p[:, k] > W - AGENT_R)
-            p[out, k] = np.clip(p[out, k], AGENT_R, W - AGENT_R)
-            v[out, k] = 0.0
-            hit |= out
+            v = np.where(fast[:, None], v / np.sqrt(l2)[:, None] * self._max, v)
+        p = self.agent_pos + v * _DT32
+        out = (p < _LO) | (p > _HI)
+        wall = out.any()
+        if wall:
+            p = np.minimum(np.maximum(p, _LO), _HI)
+            v = np.where(out, f32(0.0), v)
         self.agent_vel, self.agent_pos = v, p
-        b = self.ball_pos + self.ball_vel * f32(DT)
-        for k in (0, 1):
-            out = (b[:, k] < BALL_R) | (b[:, k] > W - BALL_R)
-            self.ball_vel[out, k] = -self.ball_vel[out, k]
-            b[out, k] = np.clip(b[out, k], BALL_R, W - BALL_R)
+        b = self.ball_pos + self.ball_vel * _DT32
+        out_b = (b < _LO) | (b > _HI)
+        if out_b.any():
+            self.ball_vel = np.where(out_b, -self.ball_vel, self.ball_vel)
+            b = np.minimum(np.maximum(b, _LO), _HI)
         self.ball_pos = b
-        d = _dist(p, b).astype(np.float64)
+        diff = p - b
+        d = np.sqrt((diff * diff).sum(1)).astype(np.float64)
         caught = d < AGENT_R + BALL_R
-        reward = reward + np.where(caught, CATCH_REWARD, SHAPING * (self.prev_dist - d) / W)
-        self.prev_dist = np.where(caught, self.prev_dist, d)
         if caught.any():
+            reward = reward + np.where(caught, CATCH_REWARD, SHAPING * (self.prev_dist - d) / W)
+            self.prev_dist = np.where(caught, self.prev_dist, d)
             self.catches += caught
             self._spawn_ball(caught)
-        return reward - np.where(hit, WALL_PENALTY, 0.0)
+        else:
+            reward = reward + SHAPING * (self.prev_dist - d) / W
+            self.prev_dist = d
+        return reward - WALL_PENALTY * out.any(1) if wall else reward
 
     def _reset_episode(self, mask: np.ndarray) -> None:
         self.agent_pos[mask] = (W * 0.5, H * 0.5)
@@ -283,14 +293,14 @@ class BallChase:
 
     def observe(self) -> np.ndarray:
         """arena.gd's observe(): ball offset and relative velocity, own velocity, wall distances."""
-        rel = (self.ball_pos - self.agent_pos) * f32(1.0 / W)
-        rel_v = (self.ball_vel - self.agent_vel) * f32(1.0 / (OBS_SPEED + OBS_BALL_SPEED))
-        vel = self.agent_vel * f32(1.0 / OBS_SPEED)
+        obs = np.empty((self.n, OBS_SIZE), dtype=f32)
+        obs[:, 0:2] = (self.ball_pos - self.agent_pos) * f32(1.0 / W)
+        obs[:, 2:4] = (self.ball_vel - self.agent_vel) * f32(1.0 / (OBS_SPEED + OBS_BALL_SPEED))
+        obs[:, 4:6] = self.agent_vel * f32(1.0 / OBS_SPEED)
         wall = (self.agent_pos - f32(AGENT_R)) * f32(1.0 / (W - 2.0 * AGENT_R))
-        far = 1.0 - wall.astype(np.float64)
-        cols = [rel[:, 0], rel[:, 1], rel_v[:, 0], rel_v[:, 1], vel[:, 0], vel[:, 1]]
-        cols += [wall[:, 0], far[:, 0], wall[:, 1], far[:, 1]]
-        return np.stack(cols, 1).astype(f32)
+        obs[:, 6::2] = wall
+        obs[:, 7::2] = 1.0 - wall.astype(np.float64)  # `scale - wall.x`: a float64 in Godot
+        return obs
 
 
 class BallChaseSimEnv(gym.Env):
