@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from runner.backends import godot, gymnasium
+from runner.backends.gymnasium import godot_random
 from runner.backends.gymnasium.ballchase import ENV_ID
 from runner.backends.gymnasium.ballchase_vec import BallChaseVecEnv
 from runner.checks import calibrate
@@ -85,6 +86,18 @@ def test_episodes_restart_and_seeds_decide():
     assert np.allclose(obs[:, 4:], [0, 0, 0.5, 0.5, 0.5, 0.5])  # the new episode's start
     a.seed(7)
     assert np.array_equal(a.reset(), oa)
+
+
+def test_godot_random_numbers():
+    """Values printed by godot3-server 3.2.3 (RandomNumberGenerator, seed = 42): randi() twice,
+    then, reseeded, randf() twice (each randf takes two draws)."""
+    state, first = godot_random._pcg_next(godot_random.pcg_seed(np.array([42], dtype=np.uint64)))
+    assert [int(first[0]), int(godot_random._pcg_next(state)[1][0])] == [492690617, 1919685028]
+    state, a = godot_random.randf(godot_random.pcg_seed(np.array([42], dtype=np.uint64)))
+    assert [f"{a[0]:.12f}", f"{godot_random.randf(state)[1][0]:.12f}"] == [
+        "0.118370190263",
+        "0.659032404423",
+    ]
 
 
 def _chase(obs: np.ndarray, continuous: bool) -> np.ndarray:

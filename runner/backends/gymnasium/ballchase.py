@@ -20,6 +20,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from runner.backends.gymnasium.godot_random import arena_seeds, pcg_seed, randf
 from runner.errors import FieldError
 
 ENV_ID = "rlcrate/BallChaseSim-v0"
@@ -116,48 +117,6 @@ def spaces(continuous: bool) -> tuple[Any, Any]:
     obs = gs.Box(-1.0, 1.0, shape=(OBS_SIZE,), dtype=np.float32)
     act = gs.Box(-1.0, 1.0, shape=(2,), dtype=np.float32) if continuous else gs.Discrete(9)
     return obs, act
-
-
-# -- Godot's random numbers ------------------------------------------------------------------
-_MUL = np.uint64(6364136223846793005)
-_INC = np.uint64((1442695040888963407 << 1 | 1) & (2**64 - 1))  # PCG_DEFAULT_INC_64
-
-
-def _pcg_next(state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """pcg32_random_r over an array of states: (new states, uint32 outputs)."""
-    new = state * _MUL + _INC
-    xorshifted = (((state >> np.uint64(18)) ^ state) >> np.uint64(27)).astype(np.uint32)
-    rot = (state >> np.uint64(59)).astype(np.uint32)
-    out = (xorshifted >> rot) | (xorshifted << ((np.uint32(32) - rot) & np.uint32(31)))
-    return new, out
-
-
-def pcg_seed(seeds: np.ndarray) -> np.ndarray:
-    """pcg32_srandom_r(seed, DEFAULT_INC) for each seed: RandomNumberGenerator.seed = s."""
-    state, _ = _pcg_next(np.zeros(len(seeds), dtype=np.uint64))
-    state, _ = _pcg_next(state + np.asarray(seeds, dtype=np.uint64))
-    return state
-
-
-def arena_seeds(seed: int, n: int) -> np.ndarray:
-    """The seeds sync.gd gives n instances of one Godot process launched for run seed `seed`
-    by the godot backend: env_seed from SeedSequence (launch_argvs), then hash([env_seed, i])
-    (Godot 3's Array.hash: djb2 over the elements' hashes; an int hashes to its low 32 bits)."""
-    env_seed = int(np.random.SeedSequence(seed).generate_state(1)[0]) & 0x7FFFFFFF
-    h = (5381 * 33) & 0xFFFFFFFF  # hash_djb2_one_32(0)
-    h = (h * 33 + env_seed) & 0xFFFFFFFF
-    return np.array([(h * 33 + i) & 0xFFFFFFFF for i in range(n)], dtype=np.uint64)
-
-
-def _randf(state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """RandomPCG::randf of Godot 3.2+: one draw sets the exponent (its leading zeros), a second
-    the significand: ldexpf((float)(r2 | 0x80000001), -32 - clz(r1)); 0 if r1 == 0 (one draw)."""
-    after1, r1 = _pcg_next(state)
-    after2, r2 = _pcg_next(after1)
-    bits = np.frexp(r1.astype(np.float64))[1]  # bit length of r1 = 32 - clz(r1)
-    value = np.ldexp((r2 | np.uint32(0x80000001)).astype(f32), bits - 64).astype(f32)
-    zero = r1 == 0
-    return np.where(zero, after1, after2), np.where(zero, f32(0.0), value)
 
 
 def _dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -277,17 +236,17 @@ class BallChase:
         for _ in range(8):
             if not todo.size:
                 break
-            self.rng[todo], x = _randf(self.rng[todo])
-            self.rng[todo], y = _randf(self.rng[todo])
+            self.rng[todo], x = randf(self.rng[todo])
+            self.rng[todo], y = randf(self.rng[todo])
             span = f32(W - 2 * BALL_R)
             self.ball_pos[todo] = np.stack([x * span + f32(BALL_R), y * span + f32(BALL_R)], 1)
             far = _dist(self.ball_pos[todo], self.agent_pos[todo]) > 3.0 * (AGENT_R + BALL_R)
             todo = todo[~far]
         idx = np.flatnonzero(mask)
-        self.rng[idx], r = _randf(self.rng[idx])
+        self.rng[idx], r = randf(self.rng[idx])
         angle = r.astype(np.float64) * (2 * np.pi)
         unit = np.stack([np.cos(angle), np.sin(angle)], 1).astype(f32)
-        self.rng[idx], r = _randf(self.rng[idx])
+        self.rng[idx], r = randf(self.rng[idx])
         self.ball_vel[idx] = unit * r[:, None] * f32(self.cfg.physics.ball_max_speed)
         self.prev_dist[idx] = _dist(self.agent_pos[idx], self.ball_pos[idx])
 
