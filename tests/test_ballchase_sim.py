@@ -70,6 +70,15 @@ def test_bad_kwargs_name_the_field(kwargs, field, words):
     assert err.value.path == ("env", "kwargs", field) and words in str(err.value)
 
 
+def test_validate_points_at_the_kwarg(tmp_path):
+    env = {"backend": "gymnasium", "id": SIM, "kwargs": {"physics": "bullet"}}
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump({"rlcrate": 1, "name": "bad", "env": env, "seeds": [0]}))
+    out = rlcrate("validate", str(path))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "env.kwargs.physics: expected one of faithful, alt, got 'bullet'" in out.stderr
+
+
 def test_episodes_restart_and_seeds_decide():
     a, b, c = sim_venv(3, 7, episode_steps=5), sim_venv(3, 7, episode_steps=5), sim_venv(3, 8)
     oa, ob, oc = a.reset(), b.reset(), c.reset()
