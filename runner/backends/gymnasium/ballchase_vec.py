@@ -35,9 +35,10 @@ class BallChaseVecEnv(VecEnv):  # type: ignore[misc]
     def step_wait(self):
         obs, rewards, dones, final = self.sim.step(self._actions)
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
-        for i in np.flatnonzero(dones):
-            infos[i]["terminal_observation"] = final[i]
-            infos[i]["TimeLimit.truncated"] = True
+        if dones.any():
+            for i in np.flatnonzero(dones):
+                infos[i]["terminal_observation"] = final[i]
+                infos[i]["TimeLimit.truncated"] = True
         return obs, rewards.astype(np.float32), dones, infos
 
     def close(self) -> None:
