@@ -1,4 +1,4 @@
-"""SB3 hyperparameters written as YAML: schedules and `policy_kwargs` by name, checked without torch.
+"""SB3 hyperparameters written as YAML: schedules, `policy_kwargs` by name; checked without torch.
 
 A schedule is `lin_<value>` (rl-baselines3-zoo's spelling: the value falls linearly to 0 over
 training) or `{schedule: linear, start: A, end: B}`; both resolve to the mapping form, which is
@@ -16,7 +16,9 @@ from typing import Any
 # SB3 arguments that accept a schedule (a function of the remaining progress); the zoo's list.
 SCHEDULE_KEYS = ("learning_rate", "clip_range", "clip_range_vf", "delta_std")
 SCHEDULE_FIELDS = ("schedule", "start", "end")
-SCHEDULE_HELP = "expected a number, lin_<number> or {schedule: linear, start: <number>, end: <number>}"
+SCHEDULE_HELP = (
+    "expected a number, lin_<number> or {schedule: linear, start: <number>, end: <number>}"
+)
 _LIN = re.compile(r"^lin_(.+)$")
 
 # torch.nn activation modules, by the name `policy_kwargs.activation_fn` takes.
@@ -76,7 +78,11 @@ def parse_schedule(value: Any) -> dict[str, Any] | None:
             raise ValueError(f"unknown schedule {value['schedule']!r}; {SCHEDULE_HELP}")
         if not _number(value.get("start")) or not _number(value.get("end", 0.0)):
             raise ValueError(f"start and end must be numbers; {SCHEDULE_HELP}")
-        return {"schedule": "linear", "start": float(value["start"]), "end": float(value.get("end", 0.0))}
+        return {
+            "schedule": "linear",
+            "start": float(value["start"]),
+            "end": float(value.get("end", 0.0)),
+        }
     return None
 
 
@@ -103,7 +109,9 @@ def schedule_issues(params: dict[str, Any]) -> list[Issue]:
         if not looks:
             continue
         if key not in SCHEDULE_KEYS:
-            out.append(((key,), f"'{key}' takes no schedule (these do: {', '.join(SCHEDULE_KEYS)})"))
+            out.append(
+                ((key,), f"'{key}' takes no schedule (these do: {', '.join(SCHEDULE_KEYS)})")
+            )
             continue
         try:
             parse_schedule(value)
@@ -113,15 +121,17 @@ def schedule_issues(params: dict[str, Any]) -> list[Issue]:
 
 
 def _int_list(x: Any) -> bool:
-    return isinstance(x, list) and all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in x)
+    return isinstance(x, list) and all(
+        isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in x
+    )
 
 
 def net_arch_issue(value: Any) -> str | None:
     if _int_list(value):
         return None
-    if isinstance(value, dict) and any(set(value) == set(keys) for keys in NET_ARCH_KEYS):
-        if all(_int_list(v) for v in value.values()):
-            return None
+    pairs = isinstance(value, dict) and any(set(value) == set(k) for k in NET_ARCH_KEYS)
+    if pairs and all(_int_list(v) for v in value.values()):
+        return None
     return (
         f"expected a list of layer sizes (e.g. [64, 64]) or {{pi: [...], vf: [...]}} / "
         f"{{pi: [...], qf: [...]}}, got {value!r}"
@@ -140,8 +150,17 @@ def _name_issue(value: Any, known: tuple[str, ...], what: str) -> str | None:
 
 
 # policy_kwargs whose values have a fixed shape, whatever the policy class.
-_BOOL_KWARGS = ("ortho_init", "use_sde", "use_expln", "squash_output", "full_std",
-                "share_features_extractor", "normalize_images", "shared_lstm", "enable_critic_lstm")
+_BOOL_KWARGS = (
+    "ortho_init",
+    "use_sde",
+    "use_expln",
+    "squash_output",
+    "full_std",
+    "share_features_extractor",
+    "normalize_images",
+    "shared_lstm",
+    "enable_critic_lstm",
+)
 _INT_KWARGS = ("n_critics", "n_quantiles", "lstm_hidden_size", "n_lstm_layers")
 _NUMBER_KWARGS = ("log_std_init", "clip_mean", "dropout_rate")
 _DICT_KWARGS = ("optimizer_kwargs", "features_extractor_kwargs", "lstm_kwargs")

@@ -37,7 +37,7 @@ def policy_issue(name: str, policy: str) -> tuple[str | None, tuple[str, str] | 
 
 def _param_issues(name: str, params: dict[str, Any]) -> list[Issue]:
     module, cls, _ = ALGOS[name]
-    anns = sb3_source.annotations(module, cls)
+    anns = sb3_source.init_annotations(module, cls)
     out: list[Issue] = []
     bad_schedules = {loc[0] for loc, _ in hyper.schedule_issues(params)}
     for loc, msg in hyper.schedule_issues(params):
@@ -82,6 +82,6 @@ def deep_only(name: str, policy: str, params: dict[str, Any]) -> list[str]:
         out.append(f"algo.policy '{policy}'")
     elif "policy_kwargs" in params and sb3_source.policy_args(*where) is None:
         out.append("algo.params.policy_kwargs names")
-    if not sb3_source.annotations(module, cls):
+    if not sb3_source.init_annotations(module, cls):
         out.append("algo.params types")
     return out

@@ -42,7 +42,7 @@ def _init(cls: ast.ClassDef | None) -> ast.FunctionDef | None:
 
 
 @cache
-def annotations(module: str, cls: str) -> dict[str, ast.expr]:
+def init_annotations(module: str, cls: str) -> dict[str, ast.expr]:
     """Constructor argument -> its annotation (arguments without one are left out)."""
     init = _init(_class(module_source(module), cls))
     if init is None:
@@ -53,7 +53,9 @@ def annotations(module: str, cls: str) -> dict[str, ast.expr]:
 
 def _imported_from(tree: ast.Module, name: str, module: str) -> str | None:
     for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and any((a.asname or a.name) == name for a in node.names):
+        if isinstance(node, ast.ImportFrom) and any(
+            (a.asname or a.name) == name for a in node.names
+        ):
             if node.level:  # relative import
                 base = module.rsplit(".", node.level)[0]
                 return f"{base}.{node.module}" if node.module else base
@@ -69,11 +71,15 @@ def policy_aliases(module: str, cls: str) -> dict[str, tuple[str, str]] | None:
     if tree is None or node is None:
         return None
     for item in node.body:
-        target = item.target if isinstance(item, ast.AnnAssign) else None
+        target: ast.expr | None = item.target if isinstance(item, ast.AnnAssign) else None
         if isinstance(item, ast.Assign) and len(item.targets) == 1:
             target = item.targets[0]
         value = getattr(item, "value", None)
-        if isinstance(target, ast.Name) and target.id == "policy_aliases" and isinstance(value, ast.Dict):
+        if (
+            isinstance(target, ast.Name)
+            and target.id == "policy_aliases"
+            and isinstance(value, ast.Dict)
+        ):
             out = {}
             for k, v in zip(value.keys, value.values, strict=True):
                 if isinstance(k, ast.Constant) and isinstance(v, ast.Name):

@@ -104,7 +104,8 @@ class NormalizeSpec(_Strict):
 
     obs: bool = Field(True, description="Normalize observations (running mean and std).")
     reward: bool = Field(
-        True, description="Scale rewards by the running std of the discounted return (training only)."
+        True,
+        description="Scale rewards by the running std of the discounted return (training only).",
     )
     clip_obs: float = Field(10.0, gt=0, description="Normalized observations clipped to +-this.")
     clip_reward: float = Field(10.0, gt=0, description="Normalized rewards clipped to +-this.")

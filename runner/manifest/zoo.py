@@ -186,13 +186,17 @@ def apply(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     value the zoo supplied. ZooError when the zoo cannot supply them."""
     import copy
 
-    algo = data.get("algo") if isinstance(data.get("algo"), dict) else {}
-    env = data.get("env") if isinstance(data.get("env"), dict) else {}
+    algo: dict[str, Any] = data["algo"] if isinstance(data.get("algo"), dict) else {}
+    env: dict[str, Any] = data["env"] if isinstance(data.get("env"), dict) else {}
     name, backend, env_id = algo.get("name", "PPO"), env.get("backend"), env.get("id")
     if version() is None:
-        raise ZooError("needs the rl-zoo3 package, which is not installed (pip install 'rlcrate[zoo]')")
+        raise ZooError(
+            "needs the rl-zoo3 package, which is not installed (pip install 'rlcrate[zoo]')"
+        )
     if name not in FILES:
-        raise ZooError(f"rl-zoo3 publishes no hyperparameters for {name} (it has: {', '.join(FILES)})")
+        raise ZooError(
+            f"rl-zoo3 publishes no hyperparameters for {name} (it has: {', '.join(FILES)})"
+        )
     if backend not in ("gymnasium", "envpool") or not isinstance(env_id, str):
         raise ZooError(f"applies to gymnasium and envpool env ids, not the {backend} backend")
     key = entry_key(name, backend, env_id)

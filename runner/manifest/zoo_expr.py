@@ -28,7 +28,9 @@ def _dotted(node: ast.expr) -> str | None:
 
 
 def _walk(node: ast.expr) -> Any:
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, str, bool, type(None))):
+    if isinstance(node, ast.Constant) and isinstance(
+        node.value, (int, float, str, bool, type(None))
+    ):
         return node.value
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         value = _walk(node.operand)
@@ -41,8 +43,9 @@ def _walk(node: ast.expr) -> Any:
         if all(isinstance(k, str) for k in keys):
             return dict(zip(keys, [_walk(v) for v in node.values], strict=True))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
-        if not node.args and all(k.arg for k in node.keywords):
-            return {str(k.arg): _walk(k.value) for k in node.keywords}
+        call: ast.Call = node
+        if not call.args and all(k.arg for k in call.keywords):
+            return {str(k.arg): _walk(k.value) for k in call.keywords}
     name = _dotted(node)
     if name is not None:
         module, _, leaf = name.rpartition(".")

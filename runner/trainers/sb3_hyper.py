@@ -43,7 +43,9 @@ def _policy_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
         out["activation_fn"] = getattr(torch.nn, out["activation_fn"])
     name = out.get("optimizer_class")
     if isinstance(name, str):
-        module = importlib.import_module(SB3_OPTIMIZERS[name]) if name in SB3_OPTIMIZERS else torch.optim
+        module = (
+            importlib.import_module(SB3_OPTIMIZERS[name]) if name in SB3_OPTIMIZERS else torch.optim
+        )
         out["optimizer_class"] = getattr(module, name)
     return out
 
@@ -83,7 +85,9 @@ def normalize_env(venv: Any, cfg: Manifest, *, stats: Path | None, training: boo
 
     if not training:
         if stats is None or not stats.is_file():
-            raise FileNotFoundError(f"{stats} is missing: the normalization statistics of the model")
+            raise FileNotFoundError(
+                f"{stats} is missing: the normalization statistics of the model"
+            )
         env = VecNormalize.load(str(stats), venv)
         env.training, env.norm_reward = False, False
         return env
