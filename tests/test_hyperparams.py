@@ -199,6 +199,7 @@ def test_normalized_run_saves_statistics_and_evaluates_frozen(write_manifest, tm
     algo = res["variants"]["default"]["config"]["algo"]
     assert algo["params"]["learning_rate"] == {"schedule": "linear", "start": 0.001, "end": 0.0}
     assert res["sources"]["algo.normalize"] == "manifest"
+    assert "- VecNormalize (obs and reward; clip_obs 5.0" in (run / "report.md").read_text()
     # the archive carries the statistics (and --no-models leaves them out with the model)
     for flags, present in (([], True), (["--no-models"], False)):
         tar = tmp_path / f"a{len(flags)}.tar.gz"
