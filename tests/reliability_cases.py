@@ -91,8 +91,12 @@ MANIFESTS: dict[str, Any] = {
     "zoo_unsupported_wrapper": tiny_manifest(
         algo__defaults="zoo", env__id="MiniGrid-DoorKey-5x5-v0"
     ),
-    "zoo_action_noise": tiny_manifest(
-        algo__defaults="zoo", algo__name="TD3", env__id="Pendulum-v1", algo__params={}
+    "zoo_replay_buffer_class": tiny_manifest(
+        algo__defaults="zoo", algo__name="SAC", env__id="FetchReach-v1", algo__params={}
+    ),
+    "zoo_on_godot": tiny_manifest(algo__defaults="zoo", env__backend="godot", env__id="ballchase"),
+    "action_noise_shape": tiny_manifest(
+        algo__name="TD3", env__id="Pendulum-v1", algo__params={"action_noise": {"type": "pink"}}
     ),
 }
 

@@ -120,6 +120,24 @@ def schedule_issues(params: dict[str, Any]) -> list[Issue]:
     return out
 
 
+NOISE_TYPES = ("normal", "ornstein-uhlenbeck")
+
+
+def action_noise_issue(value: Any) -> str | None:
+    """`action_noise: {type: normal | ornstein-uhlenbeck, std: <number>}` (rl-zoo3's noise_type
+    and noise_std): the trainer sizes it to the env's action space."""
+    ok = (
+        isinstance(value, dict)
+        and set(value) == {"type", "std"}
+        and value["type"] in NOISE_TYPES
+        and _number(value["std"])
+        and value["std"] >= 0
+    )
+    if ok or value is None:
+        return None
+    return f"expected {{type: normal | ornstein-uhlenbeck, std: <number >= 0>}}, got {value!r}"
+
+
 def _int_list(x: Any) -> bool:
     return isinstance(x, list) and all(
         isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in x

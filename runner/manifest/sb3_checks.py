@@ -64,6 +64,10 @@ def sb3_issues(name: str, policy: str, params: dict[str, Any], device: str) -> l
     if problem:
         out.append((("policy",), problem))
     out += _param_issues(name, params)
+    if "action_noise" in params:
+        problem = hyper.action_noise_issue(params["action_noise"])
+        if problem:
+            out.append((("params", "action_noise"), problem))
     if "policy_kwargs" in params:
         allowed = sb3_source.policy_args(*where) if where else None
         for loc, msg in hyper.policy_kwargs_issues(params["policy_kwargs"], allowed, policy):

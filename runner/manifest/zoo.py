@@ -8,7 +8,7 @@ Atari id (gymnasium `ALE/...`, EnvPool `...-v5` that the zoo does not list) take
 
 What applies: n_envs -> parallel.envs, n_timesteps -> train.timesteps, policy, normalize,
 policy_kwargs, env_kwargs -> env.kwargs, the AtariWrapper (+ frame_stack) -> env.atari, and
-every other key -> algo.params. Anything else the zoo names (another env wrapper, action noise,
+noise_type/noise_std -> algo.params.action_noise, every other key -> algo.params. Anything else the zoo names (another env wrapper, action noise,
 callbacks) is refused in one line: silently dropping it would be a different experiment.
 """
 
@@ -55,8 +55,6 @@ NORMALIZE_KWARGS = {
     "epsilon": "epsilon",
 }
 UNSUPPORTED = {
-    "noise_type": "action noise",
-    "noise_std": "action noise",
     "callback": "a training callback",
     "vec_env_wrapper": "a VecEnv wrapper",
     "monitor_kwargs": "Monitor keywords",
@@ -148,6 +146,10 @@ def translate(entry: dict[str, Any]) -> dict[Path_, Any]:
         elif key == "frame_stack":
             if "env_wrapper" not in entry:
                 raise ZooError("frame_stack without the AtariWrapper, which rlcrate does not apply")
+        elif key in ("noise_type", "noise_std"):
+            if entry.get("noise_type") is not None:
+                noise = {"type": str(entry["noise_type"]).strip(), "std": entry.get("noise_std")}
+                out[("algo", "params", "action_noise")] = noise
         elif key == "n_envs":
             out[("parallel", "envs")] = int(value)
         elif key == "n_timesteps":

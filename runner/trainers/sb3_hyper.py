@@ -50,10 +50,25 @@ def _policy_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def model_kwargs(algo: AlgoSpec) -> dict[str, Any]:
+def _action_noise(spec: dict[str, Any], action_space: Any) -> Any:
+    """rl-zoo3's noise_type/noise_std: zero mean, `std` on every action dimension."""
+    import numpy as np
+    from stable_baselines3.common import noise
+
+    n = int(np.prod(action_space.shape))
+    cls = (
+        noise.NormalActionNoise if spec["type"] == "normal" else noise.OrnsteinUhlenbeckActionNoise
+    )
+    return cls(mean=np.zeros(n), sigma=float(spec["std"]) * np.ones(n))
+
+
+def model_kwargs(algo: AlgoSpec, action_space: Any = None) -> dict[str, Any]:
     """The algorithm's constructor keywords: schedule mappings as callables, names as classes,
-    YAML lists as the tuples SB3 expects (train_freq: [1, episode])."""
+    YAML lists as the tuples SB3 expects (train_freq: [1, episode]), action noise sized to
+    `action_space`."""
     out = dict(algo.params)
+    if isinstance(out.get("action_noise"), dict):
+        out["action_noise"] = _action_noise(out["action_noise"], action_space)
     for key in SCHEDULE_KEYS:
         value = out.get(key)
         if isinstance(value, dict) and value.get("schedule") == "linear":

@@ -50,7 +50,7 @@ def make_model(cfg: Manifest, venv: Any, *, seed: int, tb_dir: Path | None) -> A
     from runner.trainers.sb3_hyper import model_kwargs
 
     cls = algo_class(cfg.algo.name)
-    kwargs = model_kwargs(cfg.algo)
+    kwargs = model_kwargs(cfg.algo, venv.action_space)
     model = cls(cfg.algo.policy, venv, seed=seed, device=cfg.algo.device, verbose=0, **kwargs)
     formats = ["tensorboard"] if tb_dir is not None else []
     model.set_logger(configure(str(tb_dir) if tb_dir else None, formats))
