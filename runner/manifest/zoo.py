@@ -7,9 +7,10 @@ Atari id (gymnasium `ALE/...`, EnvPool `...-v5` that the zoo does not list) take
 `atari` entry. The zoo's `default` entry is never a silent fallback: an id it lacks is an error.
 
 What applies: n_envs -> parallel.envs, n_timesteps -> train.timesteps, policy, normalize,
-policy_kwargs, env_kwargs -> env.kwargs, the AtariWrapper (+ frame_stack) -> env.atari, and
-noise_type/noise_std -> algo.params.action_noise, every other key -> algo.params. Anything else the zoo names (another env wrapper, action noise,
-callbacks) is refused in one line: silently dropping it would be a different experiment.
+policy_kwargs, env_kwargs -> env.kwargs, the AtariWrapper (+ frame_stack) -> env.atari,
+noise_type/noise_std -> algo.params.action_noise, and every other key -> algo.params. Anything
+else the zoo names (another env wrapper, a replay buffer class, callbacks) is refused in one
+line: silently dropping it would be a different experiment.
 """
 
 from __future__ import annotations
