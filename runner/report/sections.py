@@ -226,8 +226,8 @@ def hyperparameters_section(run: Run) -> list[str]:
     """Where the algorithm's values came from (rl-zoo3's defaults) and whether VecNormalize ran:
     a reader comparing with another paper needs both. Empty when neither applies."""
     res = run.manifest if isinstance(run.manifest, dict) else {}
-    algo = res.get("algo") if isinstance(res.get("algo"), dict) else {}
-    sources = res.get("sources") if isinstance(res.get("sources"), dict) else {}
+    algo: dict[str, Any] = res["algo"] if isinstance(res.get("algo"), dict) else {}
+    sources: dict[str, Any] = res["sources"] if isinstance(res.get("sources"), dict) else {}
     zoo = sorted({s for s in sources.values() if isinstance(s, str) and s.startswith("rl-zoo3")})
     norm = algo.get("normalize")
     if not zoo and not norm:
