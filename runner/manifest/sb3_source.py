@@ -85,6 +85,10 @@ def policy_aliases(module: str, cls: str) -> dict[str, tuple[str, str]] | None:
                 if isinstance(k, ast.Constant) and isinstance(v, ast.Name):
                     out[str(k.value)] = (_imported_from(tree, v.id, module) or module, v.id)
             return out
+    for base in node.bases:  # DDPG(TD3): the registry is inherited
+        source = _imported_from(tree, base.id, module) if isinstance(base, ast.Name) else None
+        if source and isinstance(base, ast.Name):
+            return policy_aliases(source, base.id)
     return None
 
 
