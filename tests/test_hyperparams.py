@@ -138,7 +138,7 @@ def test_plain_validate_says_what_needs_deep_and_imports_no_torch(write_manifest
     assert out.returncode == 0, out.stderr
     assert "needs `rlcrate validate --deep`" in out.stdout
     probe = (
-        "import sys; from runner.manifest import load_manifest; "
+        "import sys; from runner.checks.load import load_manifest; "
         f"load_manifest({str(path)!r}); print('torch' in sys.modules)"
     )
     import subprocess
@@ -231,7 +231,7 @@ def test_normalized_run_saves_statistics_and_evaluates_frozen(write_manifest, tm
 def test_resumed_normalized_unit_continues_its_statistics(write_manifest, tmp_path):
     """A unit stopped after its step-256 checkpoint continues that checkpoint's statistics
     (a fresh VecNormalize would forget 256 steps of them)."""
-    from runner.rundir import write_status
+    from runner.record.rundir import write_status
 
     path = write_manifest(_normalized(train__checkpoint_every=256))
     out = rlcrate("run", str(path), "--out", str(tmp_path / "runs"))

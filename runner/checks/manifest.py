@@ -25,9 +25,9 @@ from runner.manifest.matrix import (
     path_problem,
 )
 from runner.manifest.problems import Lines, Loc, Problem, at, validation_problems
-from runner.manifest.sb3_checks import sb3_issues
 from runner.manifest.schema import Manifest
 from runner.trainers.sb3 import algos
+from runner.trainers.sb3.checks import sb3_issues
 
 
 def _variant_configs(m: Manifest, source: str, lines: Lines, out: list[Problem]) -> list[Manifest]:

@@ -148,7 +148,7 @@ class AlgoSpec(_Strict):
     @field_validator("params")
     @classmethod
     def _schedules(cls, params: dict[str, Any]) -> dict[str, Any]:
-        from runner.manifest.hyper import canonical_params
+        from runner.manifest.schedules import canonical_params
 
         return canonical_params(params)
 

@@ -39,7 +39,7 @@ def save_atomic(model: Any, path: Path) -> None:
 
 def save_checkpoint(model: Any, unit_dir: Path, train_wall_s: float) -> None:
     """step-N.zip, then step-N.json with the training time it took to get there."""
-    from runner.trainers.sb3_hyper import checkpoint_stats, save_stats
+    from runner.trainers.sb3.hyperparams import checkpoint_stats, save_stats
 
     steps = model.num_timesteps
     path = unit_dir / "checkpoints" / f"step-{steps}.zip"

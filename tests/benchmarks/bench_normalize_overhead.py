@@ -15,9 +15,9 @@ import statistics
 import time
 from pathlib import Path
 
-from runner.jobs.common import make_env, make_model
 from runner.manifest.schema import Manifest
-from runner.seeding import derive, seed_everything
+from runner.record.seeding import derive, seed_everything
+from runner.trainers.sb3.common import make_env, make_model
 
 
 def steps_per_s(env_id: str, envs: int, steps: int, normalize: bool, seed: int) -> float:

@@ -116,8 +116,8 @@ def run_zoo(zoo_python: str, algo: str, env_id: str, steps: int, seed: int, tmp:
 
 def evaluate_zoo_model(rl: dict, zoo: dict, env_id: str, seed: int) -> dict:
     """The zoo's model under rlcrate's evaluation: the same config and eval seed as rlcrate's."""
-    from runner.jobs.unit import unit_config
-    from runner.seeding import derive
+    from runner.record.seeding import derive
+    from runner.run.unit import unit_config
     from runner.trainers.sb3 import evaluate
 
     cfg = unit_config(Path(rl["run"]), "default")

@@ -31,7 +31,7 @@ def make_env(
     in-process env). `stats`: normalization statistics to start from (evaluation: to freeze)."""
     from stable_baselines3.common.vec_env import VecMonitor
 
-    from runner.trainers.sb3_hyper import normalize_env
+    from runner.trainers.sb3.hyperparams import normalize_env
 
     backend = get_backend(cfg.env.backend)
     venv = backend.make_vec_env(cfg.env, parallel or cfg.parallel, seed=seed, log_dir=log_dir)
@@ -47,7 +47,7 @@ def make_model(cfg: Manifest, venv: Any, *, seed: int, tb_dir: Path | None) -> A
     """The manifest's algorithm on `venv`, logging to TensorBoard in `tb_dir` (None: no logging)."""
     from stable_baselines3.common.logger import configure
 
-    from runner.trainers.sb3_hyper import model_kwargs
+    from runner.trainers.sb3.hyperparams import model_kwargs
 
     cls = algo_class(cfg.algo.name)
     kwargs = model_kwargs(cfg.algo, venv.action_space)

@@ -22,7 +22,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from runner.manifest.zoo_expr import literal
+from runner.trainers.sb3.zoo_expr import literal
 
 FILES = {
     "PPO": "ppo",

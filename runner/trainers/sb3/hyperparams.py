@@ -15,8 +15,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from runner.manifest.hyper import SB3_OPTIMIZERS, SCHEDULE_KEYS
+from runner.manifest.schedules import SCHEDULE_KEYS
 from runner.manifest.schema import AlgoSpec, Manifest
+from runner.trainers.sb3.hyper import SB3_OPTIMIZERS
 
 STATS_FILE = "vecnormalize.pkl"
 
@@ -84,7 +85,7 @@ def gamma(cfg: Manifest) -> float:
     """The discount VecNormalize uses for its return statistics: the algorithm's own."""
     if "gamma" in cfg.algo.params:
         return float(cfg.algo.params["gamma"])
-    from runner.jobs.common import algo_class
+    from runner.trainers.sb3.common import algo_class
 
     default = inspect.signature(algo_class(cfg.algo.name)).parameters.get("gamma")
     return float(default.default) if default is not None else 0.99

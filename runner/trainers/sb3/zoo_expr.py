@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from runner.manifest.hyper import ACTIVATIONS, OPTIMIZERS, SB3_OPTIMIZERS
+from runner.trainers.sb3.hyper import ACTIVATIONS, OPTIMIZERS, SB3_OPTIMIZERS
 
 CLASS_NAMES = ACTIVATIONS + OPTIMIZERS + tuple(SB3_OPTIMIZERS)
 _MODULES = ("nn", "th.nn", "torch.nn", "optim", "th.optim", "torch.optim")

@@ -1,25 +1,14 @@
-"""SB3 hyperparameters written as YAML: schedules, `policy_kwargs` by name; checked without torch.
-
-A schedule is `lin_<value>` (rl-baselines3-zoo's spelling: the value falls linearly to 0 over
-training) or `{schedule: linear, start: A, end: B}`; both resolve to the mapping form, which is
-what resolved.yaml shows. `policy_kwargs` names classes by their name (`activation_fn: ReLU`,
-`optimizer_class: Adam`); the SB3 trainer turns names into classes where the unit runs
-(runner/trainers/sb3_hyper.py).
+"""SB3 hyperparameters written as YAML, checked without torch: `policy_kwargs` names classes by
+their name (`activation_fn: ReLU`, `optimizer_class: Adam`), and `action_noise` is a mapping; the
+SB3 trainer turns them into objects where the unit runs (runner/trainers/sb3/hyperparams.py).
+Schedules: runner/manifest/schedules.py.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from typing import Any
 
-# SB3 arguments that accept a schedule (a function of the remaining progress); the zoo's list.
-SCHEDULE_KEYS = ("learning_rate", "clip_range", "clip_range_vf", "delta_std")
-SCHEDULE_FIELDS = ("schedule", "start", "end")
-SCHEDULE_HELP = (
-    "expected a number, lin_<number> or {schedule: linear, start: <number>, end: <number>}"
-)
-_LIN = re.compile(r"^lin_(.+)$")
+from runner.manifest.schedules import Issue, number
 
 # torch.nn activation modules, by the name `policy_kwargs.activation_fn` takes.
 ACTIVATIONS = (
@@ -50,75 +39,6 @@ OPTIMIZERS = ("Adam", "AdamW", "Adamax", "NAdam", "RAdam", "RMSprop", "SGD", "Ad
 SB3_OPTIMIZERS = {"RMSpropTFLike": "stable_baselines3.common.sb2_compat.rmsprop_tf_like"}
 NET_ARCH_KEYS = (("pi", "vf"), ("pi", "qf"))
 
-Issue = tuple[tuple[str, ...], str]  # (field path under algo.params, message)
-
-
-def _number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def parse_schedule(value: Any) -> dict[str, Any] | None:
-    """The mapping form of a schedule, None for a plain value; ValueError for a malformed one."""
-    if isinstance(value, str):
-        m = _LIN.match(value)
-        if m is None:
-            return None  # not a schedule at all: the signature check says what was expected
-        try:
-            start = float(m.group(1))
-        except ValueError:
-            raise ValueError(f"{value!r} is not a schedule; {SCHEDULE_HELP}") from None
-        if not math.isfinite(start):
-            raise ValueError(f"{value!r} is not a schedule; {SCHEDULE_HELP}")
-        return {"schedule": "linear", "start": start, "end": 0.0}
-    if isinstance(value, dict) and "schedule" in value:
-        unknown = sorted(set(value) - set(SCHEDULE_FIELDS))
-        if unknown:
-            raise ValueError(f"unknown schedule key(s) {unknown}; {SCHEDULE_HELP}")
-        if value["schedule"] != "linear":
-            raise ValueError(f"unknown schedule {value['schedule']!r}; {SCHEDULE_HELP}")
-        if not _number(value.get("start")) or not _number(value.get("end", 0.0)):
-            raise ValueError(f"start and end must be numbers; {SCHEDULE_HELP}")
-        return {
-            "schedule": "linear",
-            "start": float(value["start"]),
-            "end": float(value.get("end", 0.0)),
-        }
-    return None
-
-
-def canonical_params(params: dict[str, Any]) -> dict[str, Any]:
-    """`params` with every well-formed schedule in its mapping form (malformed ones left for
-    the checks to name)."""
-    out = dict(params)
-    for key in SCHEDULE_KEYS:
-        try:
-            found = parse_schedule(out.get(key))
-        except ValueError:
-            continue
-        if found is not None:
-            out[key] = found
-    return out
-
-
-def schedule_issues(params: dict[str, Any]) -> list[Issue]:
-    out: list[Issue] = []
-    for key, value in params.items():
-        looks = (isinstance(value, str) and value.startswith("lin_")) or (
-            isinstance(value, dict) and "schedule" in value
-        )
-        if not looks:
-            continue
-        if key not in SCHEDULE_KEYS:
-            out.append(
-                ((key,), f"'{key}' takes no schedule (these do: {', '.join(SCHEDULE_KEYS)})")
-            )
-            continue
-        try:
-            parse_schedule(value)
-        except ValueError as exc:
-            out.append(((key,), str(exc)))
-    return out
-
 
 NOISE_TYPES = ("normal", "ornstein-uhlenbeck")
 
@@ -130,7 +50,7 @@ def action_noise_issue(value: Any) -> str | None:
         isinstance(value, dict)
         and set(value) == {"type", "std"}
         and value["type"] in NOISE_TYPES
-        and _number(value["std"])
+        and number(value["std"])
         and value["std"] >= 0
     )
     if ok or value is None:
@@ -195,7 +115,7 @@ def _value_issue(key: str, value: Any) -> str | None:
         return f"expected true or false, got {value!r}"
     if key in _INT_KWARGS and (isinstance(value, bool) or not isinstance(value, int)):
         return f"expected an integer, got {value!r}"
-    if key in _NUMBER_KWARGS and not _number(value):
+    if key in _NUMBER_KWARGS and not number(value):
         return f"expected a number, got {value!r}"
     if key in _DICT_KWARGS and not isinstance(value, dict):
         return f"expected a mapping, got {value!r}"

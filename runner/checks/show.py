@@ -11,7 +11,7 @@ from runner.manifest.schema import Manifest
 
 def deep_note(m: Manifest) -> str:
     """One line: what plain validate did not check (names and types it did, from SB3's source)."""
-    from runner.manifest.sb3_checks import deep_only
+    from runner.trainers.sb3.checks import deep_only
 
     extra = deep_only(m.algo.name, m.algo.policy, m.algo.params)
     also = f", and here {', '.join(extra)}" if extra else ""

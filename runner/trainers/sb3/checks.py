@@ -9,8 +9,10 @@ import difflib
 import re
 from typing import Any
 
-from runner.manifest import hyper, sb3_source
-from runner.manifest.algos import ALGOS, RUNNER_ARGS
+from runner.manifest import schedules
+from runner.trainers.sb3 import hyper
+from runner.trainers.sb3 import source as sb3_source
+from runner.trainers.sb3.algos import ALGOS, RUNNER_ARGS
 
 Issue = tuple[tuple[str, ...], str]  # (field path under algo, message)
 DEVICE = re.compile(r"^(cpu|auto|cuda(:\d+)?)$")
@@ -39,10 +41,10 @@ def _param_issues(name: str, params: dict[str, Any]) -> list[Issue]:
     module, cls, _ = ALGOS[name]
     anns = sb3_source.init_annotations(module, cls)
     out: list[Issue] = []
-    bad_schedules = {loc[0] for loc, _ in hyper.schedule_issues(params)}
-    for loc, msg in hyper.schedule_issues(params):
+    bad_schedules = {loc[0] for loc, _ in schedules.schedule_issues(params)}
+    for loc, msg in schedules.schedule_issues(params):
         out.append((("params", *loc), msg))
-    canon = hyper.canonical_params(params)
+    canon = schedules.canonical_params(params)
     for key, value in canon.items():
         if key in RUNNER_ARGS or key in bad_schedules or key == "policy_kwargs" or key not in anns:
             continue  # RUNNER_ARGS and unknown names: algos.check names them

@@ -11,7 +11,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from runner.manifest.hyper import SCHEDULE_FIELDS
+from runner.manifest.schedules import SCHEDULE_FIELDS
 
 
 def module_source(module: str) -> ast.Module | None:
