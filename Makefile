@@ -21,6 +21,8 @@ $(STAMP): pyproject.toml images/cpu/requirements.lock
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q $(TORCH)
 	$(BIN)/pip install -q -c $(CONSTRAINTS) -e '.[all,dev]' $(TORCH)
+	# rl-zoo3 for `algo.defaults: zoo`: only its hyperparams/*.yml are read (see the zoo extra)
+	$(BIN)/pip install -q --no-deps -c $(CONSTRAINTS) rl-zoo3
 	touch $@
 
 venv: $(STAMP)

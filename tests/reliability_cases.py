@@ -67,19 +67,43 @@ MANIFESTS: dict[str, Any] = {
     "unknown_algo": tiny_manifest(algo__name="PPOO"),
     "unknown_metric": tiny_manifest(expect={"eval.mean_rewrd": {">=": 1}}),
     "name_escape": tiny_manifest(name="../../etc"),
-}
-
-# refused by building each variant's env and model (validate --deep, and run before any unit)
-DEEP: dict[str, dict[str, Any]] = {
+    # caught from SB3's source (signature, policy registry) without building anything
     "learning_rate_word": tiny_manifest(algo__params={"n_steps": 64, "learning_rate": "fast"}),
     "net_arch_string": tiny_manifest(
         algo__params={"n_steps": 64, "policy_kwargs": {"net_arch": "64,64"}}
     ),
     "policy_kwargs_string": tiny_manifest(algo__params={"n_steps": 64, "policy_kwargs": "big"}),
-    "negative_n_steps": tiny_manifest(algo__params={"n_steps": -5}),
-    "cnn_on_vectors": tiny_manifest(algo__policy="CnnPolicy"),
     "misspelled_policy": tiny_manifest(algo__policy="MlpPolicyy"),
     "device_potato": tiny_manifest(algo__device="potato"),
+    "unknown_activation": tiny_manifest(
+        algo__params={"n_steps": 64, "policy_kwargs": {"activation_fn": "Relu"}}
+    ),
+    "unknown_policy_kwarg": tiny_manifest(
+        algo__params={"n_steps": 64, "policy_kwargs": {"net_archs": [64]}}
+    ),
+    "malformed_schedule": tiny_manifest(algo__params={"n_steps": 64, "learning_rate": "lin_3e-"}),
+    "schedule_mapping_typo": tiny_manifest(
+        algo__params={"n_steps": 64, "clip_range": {"schedule": "linear", "strat": 0.2}}
+    ),
+    "normalize_unknown_key": tiny_manifest(algo__normalize={"obs": True, "rewards": False}),
+    "zoo_unknown_id": tiny_manifest(algo__defaults="zoo", env__id="CartPol-v1"),
+    "zoo_unknown_algo": tiny_manifest(algo__defaults="zoo", algo__name="MaskablePPO"),
+    "zoo_unsupported_wrapper": tiny_manifest(
+        algo__defaults="zoo", env__id="MiniGrid-DoorKey-5x5-v0"
+    ),
+    "zoo_replay_buffer_class": tiny_manifest(
+        algo__defaults="zoo", algo__name="SAC", env__id="FetchReach-v1", algo__params={}
+    ),
+    "zoo_on_godot": tiny_manifest(algo__defaults="zoo", env__backend="godot", env__id="ballchase"),
+    "action_noise_shape": tiny_manifest(
+        algo__name="TD3", env__id="Pendulum-v1", algo__params={"action_noise": {"type": "pink"}}
+    ),
+}
+
+# refused by building each variant's env and model (validate --deep, and run before any unit)
+DEEP: dict[str, dict[str, Any]] = {
+    "negative_n_steps": tiny_manifest(algo__params={"n_steps": -5}),
+    "cnn_on_vectors": tiny_manifest(algo__policy="CnnPolicy"),
     "device_cuda_7": tiny_manifest(algo__device="cuda:7"),
     "torch_threads_100000": tiny_manifest(algo__torch_threads=100_000),
 }

@@ -13,7 +13,8 @@ SUMS = "SHA256SUMS"
 ARCHIVE_FORMAT = 1  # bumped when a reader of the previous format could misread the new one
 MANIFEST_FORMAT = 1  # the newest manifest format (`rlcrate: N`) this rlcrate runs
 
-MODEL_PARTS = ("model.zip", "checkpoints")  # left out by --no-models
+# left out by --no-models (vecnormalize.pkl: the model's observation normalization statistics)
+MODEL_PARTS = ("model.zip", "vecnormalize.pkl", "checkpoints")
 TB_PARTS = ("tb",)  # left out by --no-tensorboard
 SKIPPED_NAMES = ("progress.json",)  # advisory, rewritten every second while a unit trains
 

@@ -192,7 +192,27 @@ def verify(path: Path) -> Verified:
         raise _refuse(path, f"the stream is {what} or not an rlcrate archive ({exc})") from None
     verified = state.finish()
     _check_formats(verified)
+    _check_statistics(verified)
     return verified
+
+
+def _check_statistics(v: Verified) -> None:
+    """A normalized variant's model is unusable without its VecNormalize statistics: an archive
+    with the model but not them is refused (the rerun could not evaluate it the same way)."""
+    try:
+        variants = (v.yaml("resolved.yaml") or {}).get("variants") or {}
+        normalized = {
+            name for name, spec in variants.items() if spec["config"]["algo"].get("normalize")
+        }
+    except (AttributeError, KeyError, TypeError):
+        return  # a damaged resolved.yaml is refused where it is read
+    for rel in v.sums:
+        parts = rel.split("/")
+        if parts[-1] == "model.zip" and len(parts) == 4 and parts[1] in normalized:
+            stats = "/".join(parts[:-1] + ["vecnormalize.pkl"])
+            if stats not in v.sums:
+                why = f"{stats} is missing: {rel} was trained with algo.normalize"
+                raise _refuse(v.path, why)
 
 
 def _check_formats(v: Verified) -> None:

@@ -9,6 +9,7 @@ from runner.checks.manifest import check_manifest
 from runner.errors import ManifestError
 from runner.manifest.load import read_manifest
 from runner.manifest.schema import Manifest
+from runner.trainers.sb3 import zoo
 
 
 def load_manifest(path: str | Path, *, check: bool = True) -> Manifest:
@@ -18,7 +19,7 @@ def load_manifest(path: str | Path, *, check: bool = True) -> Manifest:
     of the rejected values), so one `validate` shows every problem at once.
     """
     path = Path(path)
-    manifest, problems, lines = read_manifest(path)
+    manifest, problems, lines = read_manifest(path, zoo.apply)
     if check:
         found = check_manifest(manifest, str(path), lines)
         problems += [p for p in found if p not in problems]

@@ -27,6 +27,7 @@ from runner.manifest.matrix import (
 from runner.manifest.problems import Lines, Loc, Problem, at, validation_problems
 from runner.manifest.schema import Manifest
 from runner.trainers.sb3 import algos
+from runner.trainers.sb3.checks import sb3_issues
 
 
 def _variant_configs(m: Manifest, source: str, lines: Lines, out: list[Problem]) -> list[Manifest]:
@@ -114,6 +115,11 @@ def _check_algo(
     if problem:
         field, msg = problem
         out.append(at(source, lines, ("algo", *field.split(".")), msg))
+    for loc, msg in sb3_issues(cfg.algo.name, cfg.algo.policy, cfg.algo.params, cfg.algo.device):
+        out.append(at(source, lines, ("algo", *loc), msg))
+    if cfg.algo.normalize is not None and cfg.algo.name not in algos.ALGOS:
+        msg = f"normalize applies to Stable-Baselines3 algorithms; {cfg.algo.name} has its own loop"
+        out.append(at(source, lines, ("algo", "normalize"), msg))
     if cfg.algo.device.startswith("cuda") and not _gpu_present():
         msg = (
             f"'{cfg.algo.device}' needs an NVIDIA GPU, and this machine has none (nvidia-smi "

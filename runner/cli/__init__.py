@@ -167,10 +167,19 @@ def validate_cmd(
             "before any unit starts (no training).",
         ),
     ] = False,
+    show: Annotated[
+        bool,
+        typer.Option(
+            "--show",
+            help="Also print the resolved algorithm block, each value with its source "
+            "(manifest, rlcrate default, or the rl-zoo3 file and entry).",
+        ),
+    ] = False,
 ) -> None:
     """Check a manifest; every problem names the file, line and field."""
     from runner.checks.installed import not_checked_here
     from runner.checks.load import load_manifest
+    from runner.checks.show import deep_note, show_lines
     from runner.manifest import expand, resolved
     from runner.run import resources
     from runner.run.orchestrate import parallelism
@@ -194,6 +203,11 @@ def validate_cmd(
     note = not_checked_here({v.config.env.backend for v in variants if v.config})
     if note:
         typer.echo(f"note: {note}")
+    if not deep:
+        typer.echo(f"note: {deep_note(m)}")
+    if show:
+        for line in show_lines(res):
+            typer.echo(line)
 
 
 @app.command("schema")

@@ -7,6 +7,7 @@ message); the CLI prints them one per line as `FILE:LINE: dotted.path: message`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from pydantic import ValidationError
 
 from runner.errors import ManifestError
 from runner.manifest.parse import parse_yaml, read_text  # the parse stage: bounded YAML
-from runner.manifest.problems import Lines, Loc, Problem, validation_problems
+from runner.manifest.problems import Lines, Loc, Problem, at, validation_problems
 from runner.manifest.schema import Manifest
 
 # ---------------------------------------------------------------- validate (pydantic -> problems)
@@ -72,15 +73,54 @@ def _anchor_paths(manifest: Manifest, base: Path) -> Manifest:
     return manifest
 
 
-def read_manifest(path: Path) -> tuple[Manifest, list[Problem], Lines]:
+# Fills in `algo.defaults` (rl-zoo3's values) under the parsed manifest: (data, path -> source)
+# of the values it supplied; ValueError (one line) when it cannot. The SB3 trainer owns it
+# (runner.trainers.sb3.zoo); the layers above pass it in.
+Defaults = Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, str]]]
+
+
+def _wants_defaults(data: Any) -> bool:
+    algo = data.get("algo") if isinstance(data, dict) else None
+    return isinstance(algo, dict) and algo.get("defaults") is not None
+
+
+def _given(data: Any, path: tuple[str, ...]) -> bool:
+    for part in path:
+        if not isinstance(data, dict) or part not in data:
+            return False
+        data = data[part]
+    return True
+
+
+def value_sources(m: Manifest, given: Any, supplied: dict[str, str]) -> dict[str, str]:
+    """Where each algo value (and each value the defaults supplied) came from."""
+    paths: list[tuple[str, ...]] = [("algo", k) for k in m.algo.model_dump() if k != "params"]
+    paths += [("algo", "params", k) for k in m.algo.params]
+    paths += [tuple(p.split(".")) for p in supplied if not p.startswith("algo.")]
+    out = {}
+    for p in paths:
+        key = ".".join(p)
+        out[key] = supplied.get(key) or ("manifest" if _given(given, p) else "rlcrate default")
+    return out
+
+
+def read_manifest(
+    path: Path, defaults: Defaults | None = None
+) -> tuple[Manifest, list[Problem], Lines]:
     """Parse and validate a manifest: the manifest, the schema's problems and each field's line.
 
     When the schema rejects some fields, the manifest comes back with defaults in place of the
     rejected values, so the checks (`runner.checks.load`) can still run on the rest and one
-    `validate` shows every problem at once.
+    `validate` shows every problem at once. `defaults` fills in `algo.defaults: zoo` first.
     """
     source = str(path)
     data, lines = parse_yaml(read_text(path), source)
+    given, supplied = data, dict[str, str]()
+    if _wants_defaults(data) and defaults is not None:
+        try:
+            data, supplied = defaults(data)
+        except ValueError as exc:
+            raise ManifestError([at(source, lines, ("algo", "defaults"), str(exc))]) from None
     try:
         manifest = validate_data(data, source, lines)
         problems: list[Problem] = []
@@ -90,13 +130,15 @@ def read_manifest(path: Path) -> tuple[Manifest, list[Problem], Lines]:
             manifest = Manifest.model_validate(_without(data, exc.locs))
         except (ValidationError, TypeError):
             raise exc from None
-    return _anchor_paths(manifest, path.resolve().parent), problems, lines
+    manifest = _anchor_paths(manifest, path.resolve().parent)
+    manifest._sources = value_sources(manifest, given, supplied)
+    return manifest, problems, lines
 
 
-def load_unchecked(path: str | Path) -> Manifest:
+def load_unchecked(path: str | Path, defaults: Defaults | None = None) -> Manifest:
     """Parse and validate a manifest without the checks that consult backends and trainers (for
     the layers below them); raise ManifestError listing every schema problem."""
-    manifest, problems, _ = read_manifest(Path(path))
+    manifest, problems, _ = read_manifest(Path(path), defaults)
     if problems:
         raise ManifestError(sorted(problems, key=lambda p: p.line))
     return manifest

@@ -7,7 +7,7 @@ Also the helpers that make them: a key path's line, and pydantic's errors as pro
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 # Problem lives with the errors (ManifestError holds them); re-exported for the manifest stages.
 from runner.errors import Loc as Loc
@@ -47,11 +47,12 @@ def _model_at(loc: Loc) -> type[BaseModel] | None:
     model: Any = Manifest
     for key in loc[:-1]:
         field = model.model_fields.get(key) if isinstance(key, str) else None
-        if field is None or not (
-            isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)
-        ):
+        # `X | None` fields (algo.normalize): the model inside
+        kinds = get_args(field.annotation) or (field.annotation,) if field is not None else ()
+        inner = [k for k in kinds if isinstance(k, type) and issubclass(k, BaseModel)]
+        if not inner:
             return None
-        model = field.annotation
+        model = inner[0]
     return model
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 # The one list of backend names: the registry (`runner.backends`) maps each to its module.
 BackendName = Literal["godot", "envpool", "gymnasium", "isaaclab", "brax"]
@@ -103,16 +103,59 @@ class ParallelSpec(_Strict):
         return self
 
 
+class NormalizeSpec(_Strict):
+    """SB3's VecNormalize: running mean/std of observations and of the discounted return
+    (gamma is the algorithm's); saved beside the model, frozen for evaluation."""
+
+    obs: bool = Field(True, description="Normalize observations (running mean and std).")
+    reward: bool = Field(
+        True,
+        description="Scale rewards by the running std of the discounted return (training only).",
+    )
+    clip_obs: float = Field(10.0, gt=0, description="Normalized observations clipped to +-this.")
+    clip_reward: float = Field(10.0, gt=0, description="Normalized rewards clipped to +-this.")
+    epsilon: float = Field(1e-8, gt=0, description="Added to the variance before dividing.")
+
+
 class AlgoSpec(_Strict):
     name: str = Field("PPO", description="A Stable-Baselines3 or sb3-contrib algorithm class.")
+    defaults: Literal["zoo"] | None = Field(
+        None,
+        description="zoo: start from the hyperparameters the installed rl-zoo3 package publishes "
+        "for this algorithm and env id (n_envs, n_timesteps, normalize, policy, policy_kwargs, "
+        "schedules, the Atari wrapper); anything the manifest sets overrides them.",
+    )
     policy: str = Field("MlpPolicy", description="Policy name, e.g. MlpPolicy or CnnPolicy.")
     params: dict[str, Any] = Field(
-        default_factory=dict, description="Keyword arguments of the algorithm's constructor."
+        default_factory=dict,
+        description="Keyword arguments of the algorithm's constructor. Schedules (learning_rate, "
+        "clip_range, clip_range_vf, delta_std): lin_<value> or {schedule: linear, start, end}. "
+        "policy_kwargs: activation_fn and optimizer_class by name (ReLU, Tanh, Adam ...), "
+        "net_arch as a list or {pi: [...], vf: [...]} / {pi: [...], qf: [...]}.",
+    )
+    normalize: NormalizeSpec | None = Field(
+        None,
+        description="VecNormalize: true (observations and rewards), false/null (off), or a "
+        "mapping {obs, reward, clip_obs, clip_reward, epsilon}.",
     )
     device: str = Field("cpu", description="torch device: cpu, cuda, cuda:N or auto.")
     torch_threads: int = Field(
         1, ge=1, description="torch intra-op threads per unit (1 keeps CPU runs bit-exact)."
     )
+
+    @field_validator("normalize", mode="before")
+    @classmethod
+    def _normalize_flag(cls, value: Any) -> Any:
+        if value is True:
+            return {}
+        return None if value is False else value
+
+    @field_validator("params")
+    @classmethod
+    def _schedules(cls, params: dict[str, Any]) -> dict[str, Any]:
+        from runner.manifest.schedules import canonical_params
+
+        return canonical_params(params)
 
 
 class TrainSpec(_Strict):
@@ -179,6 +222,9 @@ class Manifest(_Strict):
         default_factory=dict,
         description="Claims on summary metrics, e.g. {eval.mean_reward: {'>=': 80}}.",
     )
+    # dotted path -> where its value came from (`manifest`, `rlcrate default`, `rl-zoo3 ...`);
+    # set by load_manifest, written to resolved.yaml as `sources`
+    _sources: dict[str, str] = PrivateAttr(default_factory=dict)
 
     @field_validator("seeds")
     @classmethod

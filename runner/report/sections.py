@@ -220,3 +220,29 @@ def bench_section(run: Run) -> list[str]:
     if not scaling.is_file():
         plots.scaling(run.bench, scaling)
     return bench_lines(run.bench, rel_path(scaling, run.path) if scaling.is_file() else None)
+
+
+def hyperparameters_section(run: Run) -> list[str]:
+    """Where the algorithm's values came from (rl-zoo3's defaults) and whether VecNormalize ran:
+    a reader comparing with another paper needs both. Empty when neither applies."""
+    res = run.manifest if isinstance(run.manifest, dict) else {}
+    algo: dict[str, Any] = res["algo"] if isinstance(res.get("algo"), dict) else {}
+    sources: dict[str, Any] = res["sources"] if isinstance(res.get("sources"), dict) else {}
+    zoo = sorted({s for s in sources.values() if isinstance(s, str) and s.startswith("rl-zoo3")})
+    norm = algo.get("normalize")
+    if not zoo and not norm:
+        return []
+    out = ["## Hyperparameters", ""]
+    if zoo:
+        out.append(
+            f"- Defaults from {', '.join(zoo)} under the manifest's own values (each value's "
+            "source: `sources` in resolved.yaml)."
+        )
+    if isinstance(norm, dict):
+        what = " and ".join(k for k in ("obs", "reward") if norm.get(k)) or "nothing"
+        out.append(
+            f"- VecNormalize ({what}; clip_obs {norm.get('clip_obs')}, clip_reward "
+            f"{norm.get('clip_reward')}): statistics in each unit's `vecnormalize.pkl`; "
+            "evaluation used them frozen, with the env's own rewards."
+        )
+    return out + [""]

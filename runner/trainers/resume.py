@@ -39,8 +39,12 @@ def save_atomic(model: Any, path: Path) -> None:
 
 def save_checkpoint(model: Any, unit_dir: Path, train_wall_s: float) -> None:
     """step-N.zip, then step-N.json with the training time it took to get there."""
+    from runner.trainers.sb3.hyperparams import checkpoint_stats, save_stats
+
     steps = model.num_timesteps
-    save_atomic(model, unit_dir / "checkpoints" / f"step-{steps}.zip")
+    path = unit_dir / "checkpoints" / f"step-{steps}.zip"
+    save_stats(model, checkpoint_stats(path))  # first: a checkpoint on disk has its statistics
+    save_atomic(model, path)
     meta = {"timesteps": steps, "train_wall_time_s": train_wall_s}
     write_json_atomic(unit_dir / "checkpoints" / f"step-{steps}.json", meta)
 

@@ -23,6 +23,12 @@ from runner.trainers.resume import (
     train_once,
 )
 from runner.trainers.sb3.common import load_model, make_env, make_model
+from runner.trainers.sb3.hyperparams import (
+    STATS_FILE,
+    checkpoint_stats,
+    restore_stats,
+    save_stats,
+)
 
 
 def _callback(cfg: Manifest, unit_dir: Path, started: float, start: Start):
@@ -68,17 +74,28 @@ def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any
     A unit whose training already finished keeps its final model (runner.trainers.resume); one that
     was stopped continues from its newest readable checkpoint.
     """
-    return train_once(
-        unit_dir,
-        lambda: _train(cfg, unit_dir, seeds),
-        lambda path: load_model(cfg, path, None),
-    )
+
+    def final_ok(path: Path) -> Any:
+        if cfg.algo.normalize is not None and not (unit_dir / STATS_FILE).is_file():
+            raise FileNotFoundError(f"{STATS_FILE} (the model's normalization statistics)")
+        return load_model(cfg, path, None)
+
+    return train_once(unit_dir, lambda: _train(cfg, unit_dir, seeds), final_ok)
+
+
+def _resume_from(cfg: Manifest, path: Path, venv: Any) -> Any:
+    """A checkpoint and, when normalizing, the statistics saved with it (either unreadable:
+    the checkpoint is, and an older one is tried)."""
+    model = load_model(cfg, path, venv)
+    if cfg.algo.normalize is not None:
+        restore_stats(venv, checkpoint_stats(path))
+    return model
 
 
 def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
     venv = make_env(cfg, seed=seeds["env"], log_dir=unit_dir)
     try:
-        start = newest_readable(unit_dir, lambda path: load_model(cfg, path, venv))
+        start = newest_readable(unit_dir, lambda path: _resume_from(cfg, path, venv))
         if start is not None:
             from stable_baselines3.common.logger import configure
 
@@ -102,6 +119,7 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
             save_checkpoint(model, unit_dir, callback.train_wall_s())
             raise
         segment = time.perf_counter() - callback.t0
+        save_stats(model, unit_dir / STATS_FILE)  # first: a model on disk has its statistics
         save_atomic(model, unit_dir / MODEL_FILE)
         fields = totals(model.num_timesteps, start.steps_done, start.wall_before_s, segment)
         final = {"steps": model.num_timesteps, "total": cfg.train.timesteps, "finished": True}
@@ -125,7 +143,15 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
     if not model_path.exists():
         raise FileNotFoundError(f"{model_path} is missing; run the train job first")
     one = ParallelSpec(envs=1, workers=1, mode="dummy")
-    venv = make_env(cfg, seed=seeds["eval_env"], parallel=one, log_dir=unit_dir / "eval-logs")
+    # normalized: the training statistics, frozen, rewards as the env gives them (enjoy.py)
+    venv = make_env(
+        cfg,
+        seed=seeds["eval_env"],
+        parallel=one,
+        log_dir=unit_dir / "eval-logs",
+        stats=unit_dir / STATS_FILE,
+        training=False,
+    )
     try:
         model = load_model(cfg, model_path, venv)
         returns, lengths = evaluate_policy(

@@ -23,24 +23,35 @@ def make_env(
     log_dir: Path | None = None,
     parallel: ParallelSpec | None = None,
     monitor: bool = True,
+    stats: Path | None = None,
+    training: bool = True,
 ) -> Any:
-    """The manifest's VecEnv (wrapped in VecMonitor for episode statistics); `parallel`
-    overrides the manifest's (evaluation runs one in-process env)."""
+    """The manifest's VecEnv (wrapped in VecMonitor for episode statistics, then VecNormalize
+    when `algo.normalize` asks); `parallel` overrides the manifest's (evaluation runs one
+    in-process env). `stats`: normalization statistics to start from (evaluation: to freeze)."""
     from stable_baselines3.common.vec_env import VecMonitor
+
+    from runner.trainers.sb3.hyperparams import normalize_env
 
     backend = get_backend(cfg.env.backend)
     venv = backend.make_vec_env(cfg.env, parallel or cfg.parallel, seed=seed, log_dir=log_dir)
-    return VecMonitor(venv) if monitor else venv
+    venv = VecMonitor(venv) if monitor else venv
+    try:
+        return normalize_env(venv, cfg, stats=stats, training=training)
+    except BaseException:
+        venv.close()
+        raise
 
 
 def make_model(cfg: Manifest, venv: Any, *, seed: int, tb_dir: Path | None) -> Any:
     """The manifest's algorithm on `venv`, logging to TensorBoard in `tb_dir` (None: no logging)."""
     from stable_baselines3.common.logger import configure
 
+    from runner.trainers.sb3.hyperparams import model_kwargs
+
     cls = algo_class(cfg.algo.name)
-    model = cls(
-        cfg.algo.policy, venv, seed=seed, device=cfg.algo.device, verbose=0, **cfg.algo.params
-    )
+    kwargs = model_kwargs(cfg.algo, venv.action_space)
+    model = cls(cfg.algo.policy, venv, seed=seed, device=cfg.algo.device, verbose=0, **kwargs)
     formats = ["tensorboard"] if tb_dir is not None else []
     model.set_logger(configure(str(tb_dir) if tb_dir else None, formats))
     return model

@@ -93,11 +93,12 @@ def problems(
     from runner.manifest.load import load_unchecked
     from runner.manifest.parse import read_yaml
     from runner.manifest.problems import line_of
+    from runner.trainers.sb3 import zoo
 
     _, lines = read_yaml(path)
     out: list[list[Any]] = []
     seen: dict[str, tuple[tuple[str, ...], str] | None] = {}
-    for variant in expand(load_unchecked(path)):
+    for variant in expand(load_unchecked(path, zoo.apply)):
         if variant.config is None or (only is not None and variant.name not in only):
             continue
         cfg = variant.config.model_dump_json(exclude={"matrix", "expect", "bench", "seeds"})
