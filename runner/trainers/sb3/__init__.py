@@ -70,6 +70,7 @@ def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any
     """
     return train_once(
         unit_dir,
+        cfg.train.timesteps,
         lambda: _train(cfg, unit_dir, seeds),
         lambda path: load_model(cfg, path, None),
     )
@@ -78,7 +79,9 @@ def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any
 def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
     venv = make_env(cfg, seed=seeds["env"], log_dir=unit_dir)
     try:
-        start = newest_readable(unit_dir, lambda path: load_model(cfg, path, venv))
+        start = newest_readable(
+            unit_dir, lambda path: load_model(cfg, path, venv), cfg.train.timesteps
+        )
         if start is not None:
             from stable_baselines3.common.logger import configure
 
