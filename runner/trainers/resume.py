@@ -127,8 +127,9 @@ def _rebuilt(unit_dir: Path, steps: int) -> dict[str, Any]:
     other files training left: the final progress.json (steps/s over all segments, the start
     of the last one) and status.json (earlier segments); figures it cannot find are None."""
     last = read_json(unit_dir / "progress.json")
-    final = isinstance(last, dict) and last.get("finished") and last.get("steps") == steps
-    prog: dict[str, Any] = last if final else {}
+    prog: dict[str, Any] = last if isinstance(last, dict) else {}
+    if not (prog.get("finished") and prog.get("steps") == steps):
+        prog = {}  # not this model's last word
     old = read_json(unit_dir / "status.json")
     status: dict[str, Any] = old if isinstance(old, dict) else {}
     rate = prog.get("steps_per_s")
