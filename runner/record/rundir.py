@@ -96,7 +96,8 @@ class UnitRef:
 
 def write_status(unit_dir: Path, state: str, **fields: Any) -> None:
     assert state in STATES, state
-    old = read_json(unit_dir / "status.json") or {}
+    found = read_json(unit_dir / "status.json")
+    old: dict[str, Any] = found if isinstance(found, dict) else {}  # damaged: start afresh
     old.update(fields)
     old["state"] = state
     old["updated"] = time.time()
@@ -104,4 +105,6 @@ def write_status(unit_dir: Path, state: str, **fields: Any) -> None:
 
 
 def read_status(unit_dir: Path) -> dict[str, Any]:
-    return read_json(unit_dir / "status.json") or {"state": "pending"}
+    """The unit's status; a missing or damaged one (not a JSON object) reads as pending."""
+    found = read_json(unit_dir / "status.json")
+    return found if isinstance(found, dict) else {"state": "pending"}
