@@ -74,7 +74,7 @@ def _copy(run: Path, tmp_path: Path) -> Path:
     return dest
 
 
-@pytest.mark.parametrize("damaged", ["status+train", "train-while-interrupted"])
+@pytest.mark.parametrize("damaged", ["status+train", "status-a-list", "train-while-interrupted"])
 def test_finished_unit_is_recovered_not_retrained(damaged, finished, tmp_path):
     """model.zip and eval.json whole: whatever status.json and train.json say, the unit is
     finished; its record is rebuilt from the files, nothing trains again."""
@@ -84,6 +84,8 @@ def test_finished_unit_is_recovered_not_retrained(damaged, finished, tmp_path):
     (unit / "train.json").write_bytes(b"\x00{{ damaged")
     if damaged == "status+train":
         (unit / "status.json").write_bytes(b"\x00{{ damaged")
+    elif damaged == "status-a-list":  # JSON, but not a status
+        (unit / "status.json").write_text("[1, 2]")
     else:  # stopped during a re-evaluation, say
         (unit / "status.json").write_text(json.dumps({"state": "interrupted"}))
     res = _resume(run)
@@ -95,7 +97,7 @@ def test_finished_unit_is_recovered_not_retrained(damaged, finished, tmp_path):
     record = json.loads((unit / "train.json").read_text())
     assert record["timesteps_done"] == saved_steps(unit / "model.zip") >= BUDGET
     assert "rebuilt" in record["recovered"]
-    if damaged == "status+train":  # not even evaluated again: recovered from the files
+    if damaged != "train-while-interrupted":  # not even evaluated again: recovered from files
         assert (unit / "eval.json").read_bytes() == ev
         assert "recovered" in res.stdout and "status.json was unreadable" in status["recovered"]
     summary = json.loads((run / "summary.json").read_text())
