@@ -21,6 +21,24 @@ def write_manifest(tmp_path):
     return write
 
 
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 600 KiB tmpfs (the tests run as root): room for a run directory, not for its training."""
+    import subprocess
+
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    res = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mnt)],
+        capture_output=True,
+        text=True,
+    )
+    if res.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {res.stderr.strip()}")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
 @pytest.fixture(scope="module")
 def ray_cluster(tmp_path_factory):
     """A one-node Ray cluster on ports of its own, stopped by killing exactly its processes

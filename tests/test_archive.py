@@ -102,6 +102,55 @@ def test_archive_refuses_unfinished_and_marks_incomplete(run, tmp_path):
     assert index["run"]["not_done"] == {"default/seed-1": "failed"}
 
 
+def _tree(run) -> dict[str, bytes]:
+    return {str(p.relative_to(run)): p.read_bytes() for p in sorted(run.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    "target", ["summary.json", "units/default/seed-0/model.zip", "units/new.tar.gz"]
+)
+def test_archive_output_inside_the_run_is_refused(run, tmp_path, target):
+    import shutil
+
+    copy = tmp_path / "runs" / run.name
+    shutil.copytree(run, copy)
+    (copy / ".lock").unlink(missing_ok=True)
+    before = _tree(copy)
+    out = rlcrate("archive", str(copy), "-o", str(copy / target))
+    assert out.returncode == 2, out.stdout + out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "inside the run directory" in lines[0], out.stderr
+    assert _tree(copy) == before  # nothing of the run touched, nothing added
+    # the same folder reached through a link is the same run directory
+    (tmp_path / "alias").symlink_to(copy)
+    out = rlcrate("archive", str(copy), "-o", str(tmp_path / "alias" / "summary.json"))
+    assert out.returncode == 2 and "inside the run directory" in out.stderr, out.stderr
+    assert _tree(copy) == before
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_archive_refuses_a_file_it_cannot_include(run, tmp_path, kind):
+    import os
+    import shutil
+
+    copy = tmp_path / "runs" / run.name
+    shutil.copytree(run, copy)
+    (copy / ".lock").unlink(missing_ok=True)
+    ev = copy / "units/default/seed-0/eval.json"
+    if kind == "symlink":  # the file kept elsewhere, linked into the run
+        kept = tmp_path / "eval-kept.json"
+        shutil.move(ev, kept)
+        ev.symlink_to(kept)
+    else:
+        os.mkfifo(copy / "units/default/seed-0/pipe")
+    out = rlcrate("archive", str(copy), "-o", str(tmp_path / "a.tar.gz"))
+    assert out.returncode == 2, out.stdout + out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "refused" in lines[0] and "seed-0/" in lines[0], out.stderr
+    assert ("symbolic link" if kind == "symlink" else "not a regular file") in lines[0]
+    assert not list(tmp_path.glob("*.tar.gz")) and not list(tmp_path.glob(".*tmp"))
+
+
 def _flip_digit(data: bytes) -> bytes:
     """The same bytes with their last digit changed: same size, different content."""
     i = max(data.rfind(d) for d in b"0123456789")
@@ -149,6 +198,19 @@ def _raw_entry(kind: str):
 
 
 EVAL = "units/default/seed-0/eval.json"
+
+
+def _raise_summary(files):
+    """Every per-seed mean and the across-seed mean raised by 100, as a forger would."""
+    summary = json.loads(files["summary.json"])
+    ev = summary["variants"]["default"]["eval"]
+    ev["per_seed_mean"] = {k: v + 100 for k, v in ev["per_seed_mean"].items()}
+    ev["mean"] += 100
+    for unit in summary["variants"]["default"]["units"].values():
+        unit["eval_mean"] += 100
+    files["summary.json"] = json.dumps(summary).encode()
+
+
 ALTERED = {
     # name: (edit, recompute the checksums like a forger, expected words in the refusal)
     "eval-altered": (
@@ -197,6 +259,12 @@ ALTERED = {
         "manifest is in format rlcrate: 2",
     ),
     "newer-archive": (_json_edit(INDEX, lambda i: {**i, "format": 2}), True, "archive format 2"),
+    "summary-raised-resummed": (_raise_summary, True, "summary.json disagrees with its eval"),
+    "eval-mean-raised-resummed": (
+        _json_edit(EVAL, lambda e: {**e, "mean": e["mean"] + 100}),
+        True,
+        "its mean disagrees with its own episodes",
+    ),
 }
 
 

@@ -199,21 +199,6 @@ def test_two_resumes_at_once_run_each_unit_once(finished, tmp_path):
     assert sum("run directory:" in p.stdout.read() for p in (a, b)) == 1  # one runner ran
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    mnt = tmp_path / "disk"
-    mnt.mkdir()
-    res = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mnt)],
-        capture_output=True,
-        text=True,
-    )
-    if res.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here: {res.stderr.strip()}")
-    yield mnt
-    subprocess.run(["umount", "-l", str(mnt)], check=False)
-
-
 def test_full_disk_is_recorded_and_resumable(small_disk, write_manifest, tmp_path):
     path = write_manifest(_manifest(train__timesteps=4096, train__checkpoint_every=128))
     res = rlcrate("run", str(path), "--out", str(small_disk))
@@ -226,3 +211,83 @@ def test_full_disk_is_recorded_and_resumable(small_disk, write_manifest, tmp_pat
     res = _resume(run)
     assert res.returncode == 0, res.stderr
     assert _status(run)["state"] == "done"
+
+
+def _direct_children(pid: int) -> list[int]:
+    kids = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                if int((p / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    kids.append(int(p.name))
+            except (OSError, IndexError, ValueError):
+                continue
+    return sorted(kids)
+
+
+def _env_workers(unit_pid: int) -> list[int]:
+    """SubprocVecEnv's workers of a unit: the children of its multiprocessing forkserver."""
+    for kid in _direct_children(unit_pid):
+        try:
+            if b"multiprocessing.forkserver" in Path(f"/proc/{kid}/cmdline").read_bytes():
+                return _direct_children(kid)
+        except OSError:
+            continue
+    return []
+
+
+def test_last_env_worker_killed_fails_the_unit_promptly(write_manifest, tmp_path):
+    """SIGKILL to the last SubprocVecEnv worker: the unit fails within seconds, saying so
+    (SB3's own close() then waited for good on the workers that had already answered)."""
+    subproc = {"envs": 2, "workers": 2, "mode": "subproc"}
+    path = write_manifest(_manifest(train__timesteps=200_000, parallel=subproc))
+    proc = start_run(path, tmp_path / "runs")
+    wait_for(lambda: list((tmp_path / "runs").glob(f"tiny/*/{UNIT}/progress.json")), 300, "train")
+    unit_pid = unit_processes(proc.pid)[0]
+    wait_for(lambda: len(_env_workers(unit_pid)) == 2, 60, "both env workers")
+    kids = children_of(proc.pid)
+    os.kill(_env_workers(unit_pid)[-1], signal.SIGKILL)
+    t0 = time.monotonic()
+    proc.wait(timeout=120)
+    assert time.monotonic() - t0 < 60, "the unit hung on its dead worker"
+    assert proc.returncode == 1, proc.stderr.read()
+    status = _status(run_dir_of(tmp_path / "runs", "tiny"))
+    assert status["state"] == "failed", status
+    assert "env worker 2 of 2 died (killed by SIGKILL)" in status["error"], status
+    wait_for(lambda: not [k for k in kids if Path(f"/proc/{k}").exists()], 30, "no child left")
+
+
+def test_hung_unit_interpreter_cannot_hang_the_run(write_manifest, tmp_path):
+    """A unit Python that never runs the unit (here: sleeps) is ended and failed after
+    RLCRATE_UNIT_START_TIMEOUT_S; the run ends with exit 1 and leaves no process."""
+    import sys
+
+    marker = f"rlcrate-hang-{os.getpid()}"
+    python = tmp_path / "python"
+    python.write_text(
+        "#!/bin/sh\n"
+        f'case "$*" in *runner.run.unit*) exec {sys.executable} -c '
+        f"'import time; time.sleep(600)' {marker};; esac\n"
+        f'exec {sys.executable} "$@"\n'
+    )
+    python.chmod(0o755)
+    env = {"RLCRATE_PYTHON_GYMNASIUM": str(python), "RLCRATE_UNIT_START_TIMEOUT_S": "5"}
+    res = rlcrate(
+        "run", str(write_manifest(_manifest())), "--out", str(tmp_path / "runs"),
+        env_extra=env, timeout=300,
+    )  # fmt: skip
+    assert res.returncode == 1, res.stdout + res.stderr
+    status = _status(run_dir_of(tmp_path / "runs", "tiny"))
+    assert status["state"] == "failed" and "did not start the unit within 5 s" in status["error"]
+
+    def hung() -> list[Path]:
+        found = []
+        for p in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                if marker.encode() in p.read_bytes():
+                    found.append(p)
+            except OSError:
+                continue
+        return found
+
+    wait_for(lambda: not hung(), 30, "the hung interpreter to be ended")

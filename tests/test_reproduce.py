@@ -54,14 +54,22 @@ def test_identical_sample_by_seed(bundle, tmp_path):
 
 
 def _shift(delta: float, episodes: int | None = None):
-    """Archived eval returns moved by `delta` (all episodes, or the first few), sums redone."""
+    """Archived eval returns moved by `delta` (all episodes, or the first few), and every figure
+    made from them (eval.json's mean and std, summary.json's), as a careful forger would."""
+    import numpy as np
 
     def edit(files):
         ev = json.loads(files[EVAL0])
         for e in ev["episodes"][:episodes]:
             e["return"] += delta
-        ev["mean"] = sum(e["return"] for e in ev["episodes"]) / len(ev["episodes"])
+        returns = [e["return"] for e in ev["episodes"]]
+        ev["mean"], ev["std"] = float(np.mean(returns)), float(np.std(returns))
         files[EVAL0] = json.dumps(ev).encode()
+        summary = json.loads(files["summary.json"])
+        var = summary["variants"]["default"]
+        var["units"]["0"]["eval_mean"] = var["eval"]["per_seed_mean"]["0"] = ev["mean"]
+        var["eval"]["mean"] = float(np.mean(list(var["eval"]["per_seed_mean"].values())))
+        files["summary.json"] = json.dumps(summary).encode()
 
     return edit
 
@@ -142,3 +150,17 @@ def test_ctrl_c_leaves_nothing_half_written(bundle, tmp_path):
     assert json.loads((run / "units/default/seed-0/status.json").read_text())["state"] == (
         "interrupted"
     )
+
+
+def test_rerun_that_could_not_run_gives_no_verdict(bundle, small_disk):
+    """A full disk under --out: the rerun's unit fails; that is no difference, and no verdict."""
+    # room for the rerun's run directory, not for its model (~140 KB)
+    subprocess.run(["mount", "-o", "remount,size=100k", str(small_disk)], check=True)
+    res = rlcrate("reproduce", str(bundle), "--seeds", "0", "--out", str(small_disk))
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr and "verdict: different" not in res.stdout
+    errors = res.stderr.strip().splitlines()
+    assert len(errors) == 1 and errors[0].startswith("error: no verdict: the rerun could not"), (
+        res.stderr
+    )
+    assert "out of disk space" in errors[0]

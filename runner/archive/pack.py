@@ -48,20 +48,30 @@ def sha256_file(path: Path) -> str:
 
 
 def run_files(run_dir: Path, opts: ArchiveOptions) -> list[str]:
-    """The run's regular files to archive, as sorted POSIX paths relative to the run directory."""
+    """The run's regular files to archive, as sorted POSIX paths relative to the run directory.
+
+    A file of the run that is not a regular file (a symbolic link, a FIFO, a device) is refused
+    with its name: an archive that left it out would still say it holds the whole run."""
     out = []
     for path in run_dir.rglob("*"):
         rel = path.relative_to(run_dir)
         parts = rel.parts
-        if path.is_symlink() or not path.is_file() or any(p.startswith(".") for p in parts):
-            continue  # temporary files of atomic writes, links: never archived
+        if any(p.startswith(".") for p in parts):
+            continue  # temporary files of atomic writes, the lock: never archived
         if rel.name in SKIPPED_NAMES and parts[0] == "units":
             continue
         if (not opts.models and any(p in MODEL_PARTS for p in parts)) or (
             not opts.tensorboard and any(p in TB_PARTS for p in parts)
         ):
             continue
-        out.append(rel.as_posix())
+        if path.is_symlink() or not (path.is_file() or path.is_dir()):
+            kind = "a symbolic link" if path.is_symlink() else "not a regular file"
+            raise UserInputError(
+                f"{path}: refused, it is {kind}; an archive holds the run's own regular files "
+                "only (replace it with the file itself, then archive again)"
+            )
+        if path.is_file():
+            out.append(rel.as_posix())
     return sorted(out)
 
 
@@ -189,11 +199,25 @@ def _index(
     }
 
 
+def check_output(run_dir: Path, output: Path) -> None:
+    """Refuse an output inside the run directory: the archive would replace one of the run's own
+    files (its summary.json, a model.zip) or be archived into itself. Where the file lands is
+    its resolved folder plus its name (a link at `output` itself is replaced, not followed)."""
+    lands = output.parent.resolve() / output.name
+    run = run_dir.resolve()
+    if lands == run or run in lands.parents:
+        raise UserInputError(
+            f"-o {output}: refused, it is inside the run directory {run_dir} (the archive "
+            "would replace or join the run's own files); write it elsewhere"
+        )
+
+
 def archive(run_dir: Path, output: Path, opts: ArchiveOptions) -> dict[str, Any]:
     """Write the archive atomically; returns its index. Refuses a run that is not finished."""
     res_path = run_dir / "resolved.yaml"
     if not res_path.is_file():
         raise UserInputError(f"{run_dir}: not a run directory (no resolved.yaml)")
+    check_output(run_dir, output)
     res, _ = read_yaml(res_path)
     prov = read_json(run_dir / "provenance.json") or {}
     states = unit_states(run_dir, res)

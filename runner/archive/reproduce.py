@@ -8,6 +8,7 @@ temporary folder removed on exit (Ctrl-C included), and the rerun's own run dire
 
 from __future__ import annotations
 
+import contextlib
 import math
 import tempfile
 from dataclasses import dataclass
@@ -19,6 +20,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from runner.archive.results import (
+    RerunFailed,
+    archived_eval,
+    check_archived_results,
+    rerun_problem,
+)
 from runner.archive.verdict import (
     IDENTICAL,
     TEST_NAME,
@@ -33,6 +40,7 @@ from runner.errors import UnitFailed, UserInputError
 from runner.manifest.parse import parse_yaml
 from runner.provenance import envdiff
 from runner.record.rundir import read_json, write_json_atomic
+from runner.trainers.base import read_eval
 
 
 @dataclass
@@ -113,8 +121,7 @@ def _rerun(manifest: Path, name: str, opts: ReproduceOptions, console: Console) 
                 RunOptions(["train", "eval"], opts.executor, opts.out, report=False),
                 console,
             )
-        except UnitFailed as exc:  # compared below: its units have no eval result
-            console.print(f"[red]{escape(str(exc))}[/]")
+        except UnitFailed:  # said once, by the RerunFailed that follows
             return _newest(opts.out / name, before)
     from runner.images.run import run_in_image
 
@@ -154,7 +161,8 @@ def compare(
         new_eps: list[float] = []
         for seed in seeds:
             key = f"units/{name}/seed-{seed}"
-            old, new = v.json(f"{key}/eval.json"), read_json(run_dir / key / "eval.json")
+            old = archived_eval(v, f"{name}/seed-{seed}")
+            new = read_eval(run_dir / key / "eval.json")  # the episodes, never a bare mean
             vr.units.append(unit_result(f"{name}/seed-{seed}", seed, old, new))
             old_eps += [e["return"] for e in (old or {}).get("episodes", [])]
             new_eps += [e["return"] for e in (new or {}).get("episodes", [])]
@@ -227,12 +235,30 @@ def _environment(v: Verified, res: dict[str, Any], run_dir: Path) -> list[envdif
     )
 
 
+def _check_rerun(
+    archive_file: Path, v: Verified, res: dict[str, Any], seeds: list[int], run_dir: Path
+) -> None:
+    """A rerun that did not finish gives no verdict: say why, in reproduce.json if it fits."""
+    problem = rerun_problem(run_dir, res, seeds)
+    if problem is None:
+        return
+    line = f"no verdict: the rerun could not run to the end ({problem}); nothing was compared"
+    with contextlib.suppress(OSError):  # the disk may be what is full
+        write_json_atomic(
+            run_dir / "reproduce.json",
+            {"archive": str(archive_file.resolve()), "archived_run": v.top, "seeds": seeds,
+             "verdict": None, "holds": False, "line": line},
+        )  # fmt: skip
+    raise RerunFailed(line)
+
+
 def reproduce(archive_file: Path, opts: ReproduceOptions, console: Console) -> bool:
     """Verify, rerun, compare; print the tables and one verdict line; True when it holds."""
     v = verify(archive_file)
     res = v.yaml("resolved.yaml")
     if not isinstance(res, dict) or "variants" not in res:
         raise UserInputError(f"{archive_file}: the archive holds no resolved.yaml")
+    check_archived_results(v, res)
     seeds = pick_seeds(v, res, opts)
     console.print(
         f"verified: {archive_file} ({len(v.sums) + 1} files, SHA-256 all match; "
@@ -242,6 +268,7 @@ def reproduce(archive_file: Path, opts: ReproduceOptions, console: Console) -> b
         _check_manifest(v, res, Path(tmp))
         manifest = _derived_manifest(v, seeds, Path(tmp), res["name"])
         run_dir = _rerun(manifest, res["name"], opts, console)
+    _check_rerun(archive_file, v, res, seeds, run_dir)
     rows = _environment(v, res, run_dir)
     print_env(console, rows)
     same_env = envdiff.same_platform(rows)

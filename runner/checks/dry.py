@@ -58,7 +58,13 @@ def _construct_with(
         )
         try:
             log, _ = proc.communicate(timeout=TIMEOUT_S)
-        except BaseException:  # Ctrl-C, SIGTERM, the timeout: nothing of it stays behind
+        except subprocess.TimeoutExpired:  # a hung interpreter or env: one line, not a hang
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            why = f"building the envs and models with {python} did not end within {TIMEOUT_S:.0f} s"
+            return [Problem(str(manifest_path), 0, (), f"{why} (hung?); ended it")]
+        except BaseException:  # Ctrl-C, SIGTERM: nothing of it stays behind
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()

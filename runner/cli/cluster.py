@@ -75,29 +75,40 @@ def cluster_settings(
 
 
 def status(run_dir: Path) -> int:
-    """Print each unit's state (and its Slurm job's); write the summary once all have ended."""
+    """Print each unit's state (and its Slurm job's); the summary once all have ended. Only
+    looks: no unit's state is written, and summary.json only when the run has none yet (a
+    detached Slurm run's first), never rewritten."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from runner.manifest.parse import read_yaml
     from runner.run.status import collect
 
     console = Console(highlight=False)
-    rows, finished, failed = collect(run_dir)
+    state = collect(run_dir)
+    if state.bench_only:
+        console.print(f"{escape(str(run_dir))}: a bench run (no units); results in bench.json")
+        return 0
     table = Table(title=str(run_dir))
     for col in ("unit", "state", "slurm job", "steps", "error"):
         table.add_column(col)
-    for row in rows:
+    for row in state.rows:
         table.add_row(*row)
     console.print(table)
-    if finished:
-        from runner.report.summary import write_summary
+    for note in state.notes:
+        console.print(f"[yellow]{escape(note)}[/]")
+    if state.ended:
+        from runner.report.summary import summarize, write_summary
         from runner.run.progress import print_failures, summary_table
 
         res, _ = read_yaml(run_dir / "resolved.yaml")
-        summary = write_summary(run_dir, res)
+        if (run_dir / "summary.json").exists():
+            summary = summarize(run_dir, res)
+        else:
+            summary = write_summary(run_dir, res)
         console.print(summary_table(summary))
         print_failures(console, summary)
     else:
         console.print("still running; run `rlcrate status` again later")
-    return 1 if failed else 0
+    return 1 if state.failed else 0

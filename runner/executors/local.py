@@ -1,5 +1,7 @@
 """Local executor: each unit in its own child process (own session), at most N at once.
 
+A unit whose Python has not recorded the unit's start within START_TIMEOUT_S (an interpreter
+that hangs) is ended and marked failed, so no wait of the runner is unbounded.
 Stopping (Ctrl-C/SIGTERM reaching the runner) sends SIGTERM to every running unit, which saves a
 checkpoint and marks itself interrupted; a unit that does not stop within the grace period is
 killed with its whole process group, so nothing is left behind.
@@ -16,9 +18,39 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from runner.executors import Tick, unit_command
-from runner.record.rundir import UnitRef
+from runner.record.rundir import UnitRef, read_status, write_status
 
 GRACE_S = 60.0
+# A unit records `running` within seconds of its Python starting; one that has not after this
+# long (an interpreter that hangs before running any of rlcrate) is ended and failed.
+START_TIMEOUT_S = 120.0
+
+
+def start_timeout() -> float:
+    try:
+        return float(os.environ.get("RLCRATE_UNIT_START_TIMEOUT_S", START_TIMEOUT_S))
+    except ValueError:
+        return START_TIMEOUT_S
+
+
+def _silent(run_dir: Path, unit: UnitRef, since: float) -> bool:
+    """The unit has not recorded its start since `since` (epoch seconds)."""
+    started = read_status(unit.dir(run_dir)).get("started")
+    return not (isinstance(started, (int, float)) and started >= since - 1.0)
+
+
+def _fail_silent(
+    run_dir: Path, unit: UnitRef, p: subprocess.Popen[bytes], bound: float, python: str
+) -> None:
+    _kill_group(p)
+    p.wait()
+    write_status(
+        unit.dir(run_dir),
+        "failed",
+        error=f"its Python ({python}) did not start the unit within {bound:.0f} s (hung?); "
+        "ended it",
+        finished=time.time(),
+    )
 
 
 def _die_with_parent() -> None:
@@ -80,16 +112,28 @@ def launch(
 ) -> dict[UnitRef, int]:
     pending = list(units)
     running: dict[UnitRef, subprocess.Popen[bytes]] = {}
+    since: dict[UnitRef, float] = {}  # when each unit that has not yet said it started was
     results: dict[UnitRef, int] = {}
+    bound = start_timeout()
     try:
         while pending or running:
             while pending and len(running) < max(1, max_parallel):
                 unit = pending.pop(0)
+                since[unit] = time.time()
                 running[unit] = _start(run_dir, unit, jobs, pythons)
             for unit, p in list(running.items()):
                 if p.poll() is not None:
                     results[unit] = p.returncode
                     _kill_group(p)  # stragglers of a finished unit
+                    del running[unit]
+                elif (
+                    unit in since
+                    and time.time() - since[unit] > bound
+                    and _silent(run_dir, unit, since.pop(unit))
+                ):
+                    python = unit_command(run_dir, unit, jobs, pythons)[0]
+                    _fail_silent(run_dir, unit, p, bound, python)
+                    results[unit] = 1
                     del running[unit]
             on_tick()
             time.sleep(0.5)  # the runner idles beside the units it waits for

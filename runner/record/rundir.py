@@ -1,11 +1,14 @@
 """The run directory: layout, atomic writes, unit status.
 
 Every file a reader may look at is written to a temporary name and renamed into place, so a
-crash never leaves half a file; a unit's `status.json` is written last.
+crash never leaves half a file; a unit's `status.json` is written last. Each gets the mode open()
+would give it (0666 less the umask), not the temporary file's private 0600.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import secrets
@@ -18,12 +21,26 @@ from typing import Any
 STATES = ("pending", "running", "done", "failed", "interrupted")
 
 
+@functools.cache
+def _umask() -> int:
+    """This process's umask, the mode bits open() would clear (read without changing it where
+    Linux says it; elsewhere set and restored once, early, before any thread writes files)."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:
     """Write via a temporary file and rename; `durable` also fsyncs (skip it for advisory files
     such as progress.json, written every second during training)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 would make every result private
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
@@ -79,7 +96,8 @@ class UnitRef:
 
 def write_status(unit_dir: Path, state: str, **fields: Any) -> None:
     assert state in STATES, state
-    old = read_json(unit_dir / "status.json") or {}
+    found = read_json(unit_dir / "status.json")
+    old: dict[str, Any] = found if isinstance(found, dict) else {}  # damaged: start afresh
     old.update(fields)
     old["state"] = state
     old["updated"] = time.time()
@@ -87,4 +105,6 @@ def write_status(unit_dir: Path, state: str, **fields: Any) -> None:
 
 
 def read_status(unit_dir: Path) -> dict[str, Any]:
-    return read_json(unit_dir / "status.json") or {"state": "pending"}
+    """The unit's status; a missing or damaged one (not a JSON object) reads as pending."""
+    found = read_json(unit_dir / "status.json")
+    return found if isinstance(found, dict) else {"state": "pending"}

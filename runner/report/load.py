@@ -15,7 +15,7 @@ from runner.errors import UserInputError
 from runner.report import plots
 from runner.report.summary import train_origin
 from runner.report.tb import Curve, read_curve
-from runner.trainers.base import EVAL_FILE, TB_DIR
+from runner.trainers.base import EVAL_FILE, TB_DIR, checked_eval
 
 
 @dataclass
@@ -69,10 +69,10 @@ def _unit(run_dir: Path, variant: str, seed: int) -> Unit:
     unit.state = str(status.get("state", "unknown"))
     unit.error = status.get("error")
     unit.resumes = [int(r) for r in status.get("resumes") or []]
-    unit.eval = _read_json(udir / EVAL_FILE, unit.problems)
-    if unit.eval is not None and not isinstance(unit.eval.get("mean"), (int, float)):
-        unit.problems.append(f"{udir / EVAL_FILE}: no 'mean'")
-        unit.eval = None
+    raw = _read_json(udir / EVAL_FILE, unit.problems)
+    unit.eval = checked_eval(raw)
+    if raw is not None and unit.eval is None:
+        unit.problems.append(f"{udir / EVAL_FILE}: damaged (its mean disagrees with its episodes)")
     unit.curve, problem = read_curve(udir / TB_DIR, train_origin(status))
     if problem and (udir / TB_DIR).exists():
         unit.problems.append(problem)

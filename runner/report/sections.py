@@ -108,7 +108,7 @@ def expect_section(run: Run) -> list[str]:
             e.get("op"),
             fmt(e.get("value")),
             fmt(e.get("actual")),
-            "✅ met" if e.get("met") else "❌ not met",
+            {True: "✅ met", False: "❌ not met"}.get(e.get("met"), "no result yet"),
         ]
         for v, data in run.summary.get("variants", {}).items()
         for e in data.get("expect", [])
@@ -116,7 +116,8 @@ def expect_section(run: Run) -> list[str]:
     if not body:
         return []
     met = run.summary.get("expectations_met")
-    return ["## Expectations", "", f"All met: **{'yes' if met else 'no'}**", ""] + md_table(
+    met = "yes" if met is True else "no" if met is False else "no results yet"
+    return ["## Expectations", "", f"All met: **{met}**", ""] + md_table(
         ["variant", "metric", "op", "value", "actual", "result"], body
     )
 

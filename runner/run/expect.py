@@ -35,7 +35,7 @@ def unmet(summary: dict[str, Any]) -> list[str]:
         f"(got {_num(c['actual'])})"
         for name, v in (summary.get("variants") or {}).items()
         for c in v.get("expect") or []
-        if not c.get("met")
+        if c.get("met") is False  # None: no result yet, which is no unmet claim
     ]
 
 

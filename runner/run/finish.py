@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.record.rundir import UnitRef, read_json, write_status
+from runner.trainers.base import read_eval
 
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
@@ -128,9 +129,15 @@ def unreadable_status(run_dir: Path, units: list[UnitRef]) -> list[Path]:
     return bad
 
 
-def damaged_results(run_dir: Path, units: list[UnitRef], jobs: list[str]) -> list[Path]:
-    """Units recorded done whose results are unreadable (eval.json, model.zip): set back to
-    pending so they run again (a finished training is kept and only evaluated again)."""
+def damaged_results(
+    run_dir: Path, units: list[UnitRef], jobs: list[str], budgets: dict[str, int]
+) -> list[tuple[Path, str]]:
+    """Units recorded done whose results are unreadable (eval.json, model.zip), whose eval.json
+    disagrees with its own episodes, or whose model trained less than its budget (by the
+    model's own count): set back to pending so they run again (a finished training is kept and
+    only evaluated again). Returns (file, why) for each."""
+    from runner.trainers.resume import saved_steps
+
     bad = []
     for unit in units:
         unit_dir = unit.dir(run_dir)
@@ -140,11 +147,60 @@ def damaged_results(run_dir: Path, units: list[UnitRef], jobs: list[str]) -> lis
         wanted = [unit_dir / "model.zip"] if "train" in jobs else []
         wanted += [unit_dir / "eval.json"] if "eval" in jobs else []
         for path in wanted:
-            if not path.is_file() or (path.suffix == ".json" and read_json(path) is None):
-                write_status(unit_dir, "pending", error=f"{path.name} was unreadable")
-                bad.append(path)
-                break
+            why = "missing or unreadable"
+            if path.is_file() and path.suffix == ".zip":
+                steps, budget = saved_steps(path), budgets[unit.variant]
+                if steps is None or steps >= budget:  # None: not an SB3 model, no count to read
+                    continue
+                why = f"trained {steps} of {budget} steps"
+            elif path.is_file() and read_eval(path) is not None:
+                continue
+            elif path.is_file():
+                why = "damaged, or its mean disagrees with its episodes"
+            write_status(unit_dir, "pending", error=f"{path.name}: {why}")
+            bad.append((path, why))
+            break
     return bad
+
+
+def recover_done(
+    run_dir: Path, units: list[UnitRef], jobs: list[str], budgets: dict[str, int]
+) -> list[str]:
+    """Units whose status.json is missing or unreadable, but whose files show them finished: a
+    final model that trained its budget and (when evaluated) an eval.json of that model, whole
+    and written after it. Their status.json is rebuilt as done from those files rather than the
+    work done again; returns their keys."""
+    from runner.record.seeding import derive
+    from runner.trainers.base import TRAIN_FIELDS
+    from runner.trainers.resume import finished_training
+
+    out = []
+    for unit in units:
+        d = unit.dir(run_dir)
+        if isinstance(read_json(d / "status.json"), dict) or not d.is_dir():
+            continue
+        record = finished_training(d, budgets[unit.variant])
+        if record is None:
+            continue
+        fields = {k: record.get(k) for k in (*TRAIN_FIELDS, "resumes")}
+        if "eval" in jobs:
+            ev = read_eval(d / "eval.json")
+            if ev is None or (d / "eval.json").stat().st_mtime < (d / "model.zip").stat().st_mtime:
+                continue
+            fields.update(eval_mean=ev["mean"], eval_std=ev["std"])
+        write_status(
+            d,
+            "done",
+            **fields,
+            variant=unit.variant,
+            seed=unit.seed,
+            seeds=derive(unit.seed),
+            jobs=jobs,
+            error=None,
+            recovered="status.json was unreadable; rebuilt from model.zip, train.json, eval.json",
+        )
+        out.append(unit.key)
+    return out
 
 
 def write_status_anyway(unit_dir: Path, state: str, **fields: Any) -> None:

@@ -32,7 +32,14 @@ from runner.record.rundir import (
     write_status,
     write_text_atomic,
 )
-from runner.run.finish import damaged_results, recover_stale, settle, unreadable_status
+from runner.run.finish import (
+    NO_SPACE,
+    damaged_results,
+    recover_done,
+    recover_stale,
+    settle,
+    unreadable_status,
+)
 
 JOBS = ("train", "eval", "bench")
 
@@ -88,6 +95,8 @@ def prepare_run_dir(
     try:
         run_dir = new_run_dir(opts.out, manifest.name)
     except (ValueError, OSError) as exc:
+        if isinstance(exc, OSError) and exc.errno in NO_SPACE:
+            raise  # the machine's fault, not the user's: exit 1 with the cause
         raise UserInputError(f"--out {opts.out}: cannot create the run directory ({exc})") from None
     try:
         shutil.copyfile(manifest_path, run_dir / "manifest.yaml")
@@ -159,9 +168,17 @@ def run_units(
     if not unit_jobs:
         return {}
     units = [UnitRef(v, s) for v in res["variants"] for s in res["seeds"]]
-    for path in unreadable_status(run_dir, units) + damaged_results(run_dir, units, unit_jobs):
+    budgets = {name: v["config"]["train"]["timesteps"] for name, v in res["variants"].items()}
+    for key in recover_done(run_dir, units, unit_jobs, budgets):
         console.print(
-            f"[yellow]{escape(str(path))}: missing or unreadable; that unit runs again[/]"
+            f"[yellow]{escape(key)}: status.json was unreadable; its model and eval result are "
+            "whole, so it is done (recovered from them, nothing run again)[/]",
+            soft_wrap=True,
+        )
+    bad = [(p, "missing or unreadable") for p in unreadable_status(run_dir, units)]
+    for path, why in bad + damaged_results(run_dir, units, unit_jobs, budgets):
+        console.print(
+            f"[yellow]{escape(str(path))}: {escape(why)}; that unit runs again[/]", soft_wrap=True
         )
     todo = [u for u in units if read_status(u.dir(run_dir)).get("state") != "done"]
     for u in todo:

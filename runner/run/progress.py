@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from runner.record.rundir import UnitRef, read_json, read_status
+from runner.report.summary import claims_met
 
 
 def _eta(seconds: float | None) -> str:
@@ -96,7 +97,9 @@ def summary_table(summary: dict[str, Any]) -> Table:
         ci = ev.get("iqm_ci95") or [None, None]
         expects = v.get("expect") or []
         exp = (
-            ("[green]met[/]" if all(c["met"] for c in expects) else "[red]not met[/]")
+            {True: "[green]met[/]", False: "[red]not met[/]", None: "no results yet"}[
+                claims_met(expects)
+            ]
             if expects
             else "-"
         )

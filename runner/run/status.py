@@ -1,7 +1,15 @@
-"""Where a run stands, from its unit files and (for Slurm runs) the jobs Slurm still knows."""
+"""Where a run stands, from its unit files and (for Slurm runs) the jobs Slurm still knows.
+
+Only looks: nothing here writes a unit's state. A unit whose Slurm job ended without finishing
+it is shown so (and counts as failed for the exit status); the runner records that on its next
+`--resume`. When Slurm does not answer, the states are shown as last recorded, and said so.
+"""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from runner.errors import UserInputError
@@ -9,6 +17,15 @@ from runner.manifest.parse import read_yaml
 from runner.record.rundir import UnitRef, read_json, read_status
 
 TERMINAL = ("done", "failed")
+
+
+@dataclass
+class RunState:
+    rows: list[tuple[str, ...]] = field(default_factory=list)
+    ended: bool = True  # every unit ended (nothing more will happen without a --resume)
+    failed: bool = False  # some unit failed, or its Slurm job ended without finishing it
+    notes: list[str] = field(default_factory=list)
+    bench_only: bool = False  # a bench run: no units, its results in bench.json
 
 
 def _units(run_dir: Path) -> list[UnitRef]:
@@ -19,39 +36,65 @@ def _units(run_dir: Path) -> list[UnitRef]:
     return [UnitRef(v, s) for v in res["variants"] for s in res["seeds"]]
 
 
-def _slurm_update(run_dir: Path, units: list[UnitRef]) -> dict[str, str]:
-    """Job states of a Slurm run; units whose job ended unfinished are marked failed."""
-    from runner.executors.slurm import jobs_file, reconcile, require_slurm, slurm_states
-
-    ids: dict[str, str] = read_json(jobs_file(run_dir)) or {}
-    if not ids:
-        return {}
-    require_slurm()
-    keyed = {u.key: u for u in units}
-    open_ids = {
-        k: j
-        for k, j in ids.items()
-        if k in keyed and read_status(keyed[k].dir(run_dir)).get("state") not in TERMINAL
-    }
-    reconcile(run_dir, open_ids, keyed)
-    states = slurm_states(list(open_ids.values()))
-    return {k: f"{j} {states.get(j, '')}".strip() for k, j in ids.items()}
+def _slurm_answers() -> str | None:
+    """None when Slurm's controller answers; else why the states below are as last recorded."""
+    if shutil.which("scontrol") is None or shutil.which("squeue") is None:
+        return "Slurm's commands are not on PATH here; unit states as last recorded"
+    try:
+        ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        ping = None
+    if ping is None or ping.returncode != 0:
+        return "Slurm did not answer (scontrol ping); unit states as last recorded"
+    return None
 
 
-def collect(run_dir: Path) -> tuple[list[tuple[str, ...]], bool, bool]:
-    """(table rows, every unit ended, some unit failed)."""
+def _slurm_jobs(
+    run_dir: Path, units: list[UnitRef]
+) -> tuple[dict[str, str], dict[str, str], str | None]:
+    """({unit key: job id}, {unit key: job state, '' when unknown}) of a Slurm run (empty for
+    other runs), and a note when Slurm could not be asked."""
+    from runner.executors.slurm import jobs_file, slurm_states
+
+    found = read_json(jobs_file(run_dir))
+    if not isinstance(found, dict) or not found:
+        return {}, {}, None
+    keys = {u.key for u in units}
+    ids = {k: str(j) for k, j in found.items() if k in keys}
+    note = _slurm_answers()
+    if note is not None:
+        return ids, {k: "" for k in ids}, note
+    states = slurm_states(list(ids.values()))
+    return ids, {k: states.get(j, "UNKNOWN") for k, j in ids.items()}, None
+
+
+def collect(run_dir: Path) -> RunState:
+    """The table rows and what they add up to; writes nothing."""
+    from runner.executors.slurm import ACTIVE
+
     units = _units(run_dir)
-    jobs = _slurm_update(run_dir, units)
-    terminal = TERMINAL if jobs else (*TERMINAL, "interrupted")  # Slurm requeues interrupted
-    rows: list[tuple[str, ...]] = []
-    ended, failed = True, False
+    out = RunState()
+    if not (run_dir / "units").is_dir() and (run_dir / "bench.json").is_file():
+        out.bench_only = True  # `rlcrate bench` (or --jobs bench) ran no units
+        return out
+    ids, job_states, note = _slurm_jobs(run_dir, units)
+    if note:
+        out.notes.append(note)
+    terminal = TERMINAL if job_states else (*TERMINAL, "interrupted")  # Slurm requeues those
     for u in units:
         st = read_status(u.dir(run_dir))
-        state = st.get("state", "pending")
-        prog = read_json(u.dir(run_dir) / "progress.json") or {}
+        state = str(st.get("state", "pending"))
+        prog = read_json(u.dir(run_dir) / "progress.json")
+        prog = prog if isinstance(prog, dict) else {}
         steps = f"{prog.get('steps', 0):,}/{prog.get('total', 0):,}" if prog else "-"
         error = str(st.get("error") or "")
-        rows.append((u.key, str(state), jobs.get(u.key, "-"), steps, error[:120]))
-        ended = ended and state in terminal
-        failed = failed or state == "failed"
-    return rows, ended, failed
+        job = job_states.get(u.key)
+        ended = state in terminal
+        if job and job not in ACTIVE and not ended:  # Slurm answered: the job is gone
+            ended, out.failed = True, True
+            error = f"Slurm job {ids[u.key]} ended {job} before the unit finished"
+        shown_job = f"{ids[u.key]} {job}".strip() if job is not None else "-"
+        out.rows.append((u.key, state, shown_job, steps, error[:120]))
+        out.ended = out.ended and ended
+        out.failed = out.failed or state == "failed"
+    return out

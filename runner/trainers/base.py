@@ -92,3 +92,42 @@ def spread(values: list[float]) -> dict[str, Any]:
         "max": float(max(values)),
         "runs": [float(v) for v in values],
     }
+
+
+def _same(a: Any, b: float) -> bool:
+    import math
+
+    return isinstance(a, (int, float)) and (
+        math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9) or (math.isnan(a) and math.isnan(b))
+    )
+
+
+def checked_eval(ev: Any) -> dict[str, Any] | None:
+    """An eval.json's content if it is whole: episodes with a numeric return and length, and
+    the mean and std they give. None when damaged, including a recorded mean, std or count that
+    disagrees with the episodes: a mean is never believed over the episodes it summarises."""
+    import numpy as np
+
+    eps = ev.get("episodes") if isinstance(ev, dict) else None
+    if not isinstance(eps, list) or not eps:
+        return None
+    returns = []
+    for e in eps:
+        r = e.get("return") if isinstance(e, dict) else None
+        n = e.get("length") if isinstance(e, dict) else None
+        if not isinstance(r, (int, float)) or isinstance(r, bool) or not isinstance(n, int):
+            return None
+        returns.append(float(r))
+    mean, std = float(np.mean(returns)), float(np.std(returns))
+    if not (_same(ev.get("mean"), mean) and _same(ev.get("std"), std)):
+        return None
+    if ev.get("n_episodes", len(eps)) != len(eps):
+        return None
+    return {**ev, "mean": mean, "std": std}
+
+
+def read_eval(path: Path) -> dict[str, Any] | None:
+    """A unit's eval.json, checked (`checked_eval`); None when missing or damaged."""
+    from runner.record.rundir import read_json
+
+    return checked_eval(read_json(path))

@@ -1,9 +1,12 @@
 """Where a unit picks up after a stop: what a trainer calls before and after it trains.
 
-- A unit whose training finished (model.zip beside a readable train.json) never trains again,
-  and never rolls back to a checkpoint: it re-evaluates its final model.
+- A unit whose training finished never trains again, and never rolls back to a checkpoint: it
+  re-evaluates its final model. Finished means a model.zip that trained the unit's budget, as the
+  model itself says (SB3 saves `num_timesteps` in it); a damaged or missing train.json beside it
+  is rebuilt from the files rather than the work redone.
 - Otherwise it continues from the newest checkpoint that loads, falling back to older ones when
-  the newest is damaged, or starts from scratch when none loads.
+  the newest is damaged, or starts from scratch when none loads. A checkpoint's step is read
+  from the checkpoint, never from its file name, so a renamed copy cannot skip training.
 - Wall time and steps/s add up across segments: every checkpoint records the training time spent
   to reach it (`step-N.json` beside `step-N.zip`), and the final figures count from there.
 """
@@ -11,9 +14,11 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import sys
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,28 +73,96 @@ class Start:
     wall_before_s: float = 0.0
 
 
+def saved_steps(path: Path) -> int | None:
+    """The env steps an SB3 model or checkpoint zip says it trained (`num_timesteps` in its
+    `data` member); None when the file is no readable SB3 zip."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            data = json.loads(z.read("data"))
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile, RuntimeError):
+        return None
+    steps = data.get("num_timesteps") if isinstance(data, dict) else None
+    return steps if isinstance(steps, int) and not isinstance(steps, bool) and steps >= 0 else None
+
+
+def _by_content(unit_dir: Path, budget: int, say: Callable[[str], None]) -> list[Path]:
+    """Checkpoints newest first by the step each holds; a name that disagrees with its content,
+    or a step beyond this unit's budget, is said in the log (the latter is not this unit's)."""
+    found = []
+    for named, path in checkpoints(unit_dir):
+        steps = saved_steps(path)
+        if steps is None:  # not even its step can be read: it cannot load either
+            say(f"checkpoint {path.name} is unreadable (no step inside); trying an older one")
+            continue
+        if steps != named:
+            say(f"checkpoint {path.name} holds step {steps}, not {named}; using step {steps}")
+        if steps > budget:
+            say(f"checkpoint {path.name} holds {steps} steps, over this unit's {budget}; skipped")
+            continue
+        found.append((steps, path))
+    return [path for _, path in sorted(found, key=lambda x: x[0], reverse=True)]
+
+
 def newest_readable(
-    unit_dir: Path, load: Callable[[Path], Any], log: Callable[[str], None] | None = None
+    unit_dir: Path,
+    load: Callable[[Path], Any],
+    budget: int,
+    log: Callable[[str], None] | None = None,
 ) -> Start | None:
-    """The newest checkpoint `load` can read, skipping (and naming) damaged ones; None if none."""
+    """The newest checkpoint `load` can read, skipping (and naming) damaged ones; None if none.
+    Its step is the loaded model's own `num_timesteps`."""
     say = log or (lambda line: print(line, file=sys.stderr, flush=True))
-    for steps, path in checkpoints(unit_dir):
+    for path in _by_content(unit_dir, budget, say):
         try:
             model = load(path)
         except Exception as exc:  # a damaged zip fails in many ways (zipfile, torch, pickle)
             say(f"checkpoint {path.name} is unreadable ({type(exc).__name__}); trying an older one")
             continue
-        meta = read_json(path.with_suffix(".json")) or {}
-        return Start(model, steps, float(meta.get("train_wall_time_s") or 0.0))
+        steps = int(model.num_timesteps)
+        meta = read_json(unit_dir / "checkpoints" / f"step-{steps}.json")
+        took = meta.get("train_wall_time_s") if isinstance(meta, dict) else None
+        same = isinstance(meta, dict) and meta.get("timesteps") == steps
+        return Start(model, steps, float(took) if same and isinstance(took, (int, float)) else 0.0)
     return None
 
 
-def finished_training(unit_dir: Path) -> dict[str, Any] | None:
-    """The train job's result if its training finished (then it must not train again)."""
+def _rebuilt(unit_dir: Path, steps: int) -> dict[str, Any]:
+    """The train job's record for a final model whose train.json is missing or damaged, from the
+    other files training left: the final progress.json (steps/s over all segments, the start
+    of the last one) and status.json (earlier segments); figures it cannot find are None."""
+    last = read_json(unit_dir / "progress.json")
+    prog: dict[str, Any] = last if isinstance(last, dict) else {}
+    if not (prog.get("finished") and prog.get("steps") == steps):
+        prog = {}  # not this model's last word
+    old = read_json(unit_dir / "status.json")
+    status: dict[str, Any] = old if isinstance(old, dict) else {}
+    rate = prog.get("steps_per_s")
+    rate = float(rate) if isinstance(rate, (int, float)) and rate > 0 else None
+    resumes = status.get("resumes")
+    return {
+        "timesteps_done": steps,
+        "train_wall_time_s": steps / rate if rate else None,
+        "train_steps_per_s": rate,
+        "resumed_from": (resumes[-1] if isinstance(resumes, list) and resumes else None),
+        "train_started": prog.get("started"),
+        "resumes": resumes if isinstance(resumes, list) else [],
+        "recovered": f"{TRAIN_RECORD} was unreadable; rebuilt from model.zip and progress.json",
+    }
+
+
+def finished_training(unit_dir: Path, budget: int) -> dict[str, Any] | None:
+    """The train job's record if its training finished (then it must not train again): model.zip
+    trained at least `budget` steps by its own account. A missing or damaged train.json, or one
+    that disagrees with the model, is rebuilt from the files and written back."""
+    steps = saved_steps(unit_dir / "model.zip")
+    if steps is None or steps < budget:
+        return None
     record = read_json(unit_dir / TRAIN_RECORD)
-    if isinstance(record, dict) and (unit_dir / "model.zip").is_file():
+    if isinstance(record, dict) and record.get("timesteps_done") == steps:
         return record
-    return None
+    record = _rebuilt(unit_dir, steps)
+    record_finished(unit_dir, record)
+    return record
 
 
 def record_finished(unit_dir: Path, fields: dict[str, Any]) -> None:
@@ -115,13 +188,17 @@ def totals(steps: int, steps_done: int, wall_before_s: float, segment_s: float) 
 
 
 def train_once(
-    unit_dir: Path, train: Callable[[], dict[str, Any]], final_ok: Callable[[Path], Any]
+    unit_dir: Path,
+    budget: int,
+    train: Callable[[], dict[str, Any]],
+    final_ok: Callable[[Path], Any],
 ) -> dict[str, Any]:
     """Run `train` unless this unit's training already finished (then keep its final model and
     its figures, so a resumed unit re-evaluates the model it trained). `final_ok(model.zip)`
     raises if the final model is unreadable; then training continues from the newest checkpoint.
+    A training that ends short of `budget` steps fails the unit: it is never recorded as done.
     """
-    done = finished_training(unit_dir)
+    done = finished_training(unit_dir, budget)
     if done is not None:
         try:
             final_ok(unit_dir / "model.zip")
@@ -135,6 +212,11 @@ def train_once(
             )
             forget_finished(unit_dir)
     fields = train()
+    if int(fields.get("timesteps_done") or 0) < budget:
+        raise RuntimeError(
+            f"training ended after {fields.get('timesteps_done')} of {budget} steps; "
+            "the unit is not done"
+        )
     record_finished(unit_dir, fields)
     return fields
 

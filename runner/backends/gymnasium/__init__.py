@@ -126,7 +126,9 @@ def _maker(env_id: str, kwargs: dict[str, Any], seed: int, atari_spec: Any = Non
 def make_vec_env(env: EnvSpec, parallel: ParallelSpec, *, seed: int, log_dir: Path | None) -> Any:
     """`parallel.envs` envs; SubprocVecEnv runs one process each (`parallel.workers` is checked
     by `check_parallel`, not used); gymnasium writes no logs of its own."""
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from runner.backends._subproc import BoundedSubprocVecEnv
 
     check_env(env)
     if env.id == SURROGATE:
@@ -138,9 +140,12 @@ def make_vec_env(env: EnvSpec, parallel: ParallelSpec, *, seed: int, log_dir: Pa
     kwargs = atari.gym_kwargs(env)
     fns = [_maker(env.id, kwargs, seed + i, env.atari) for i in range(parallel.envs)]
     # subproc even for one env (a benchmark of subproc must measure subproc); forkserver, so
-    # workers do not inherit the parent's torch threads or signal handlers
+    # workers do not inherit the parent's torch threads or signal handlers; bounded, so a dead
+    # or hung worker fails the unit instead of hanging it
     venv: Any = (
-        SubprocVecEnv(fns, start_method="forkserver") if mode == "subproc" else DummyVecEnv(fns)
+        BoundedSubprocVecEnv(fns, start_method="forkserver")
+        if mode == "subproc"
+        else DummyVecEnv(fns)
     )
     venv.seed(seed)  # env i gets seed + i on its next reset
     return atari.stack(venv, env.atari) if env.atari else venv

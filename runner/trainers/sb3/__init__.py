@@ -80,7 +80,7 @@ def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any
             raise FileNotFoundError(f"{STATS_FILE} (the model's normalization statistics)")
         return load_model(cfg, path, None)
 
-    return train_once(unit_dir, lambda: _train(cfg, unit_dir, seeds), final_ok)
+    return train_once(unit_dir, cfg.train.timesteps, lambda: _train(cfg, unit_dir, seeds), final_ok)
 
 
 def _resume_from(cfg: Manifest, path: Path, venv: Any) -> Any:
@@ -95,7 +95,9 @@ def _resume_from(cfg: Manifest, path: Path, venv: Any) -> Any:
 def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
     venv = make_env(cfg, seed=seeds["env"], log_dir=unit_dir)
     try:
-        start = newest_readable(unit_dir, lambda path: _resume_from(cfg, path, venv))
+        start = newest_readable(
+            unit_dir, lambda path: _resume_from(cfg, path, venv), cfg.train.timesteps
+        )
         if start is not None:
             from stable_baselines3.common.logger import configure
 

@@ -1,0 +1,109 @@
+"""The numbers `reproduce` compares, and what it refuses to compare.
+
+An archive's checksums say its files are the ones written into it, not that they agree: a
+forger can raise summary.json's means and recompute every checksum. So the archived eval files
+must agree with their own episodes, and summary.json with them, or the archive is refused before
+anything reruns; the verdict itself is computed from the episodes only. On the other side, a
+rerun whose units did not all finish (a full disk, a crash) is not a rerun that differs: it gives
+no verdict at all.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from runner.errors import RunnerError, UserInputError
+from runner.record.rundir import UnitRef, read_status
+from runner.trainers.base import checked_eval
+
+
+class RerunFailed(RunnerError):
+    """The rerun could not run to the end, so there is nothing to compare. Exit status 1."""
+
+
+def _close(a: Any, b: float) -> bool:
+    return isinstance(a, (int, float)) and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+
+
+def archived_eval(v: Any, key: str) -> dict[str, Any] | None:
+    """units/<variant>/seed-<n>/eval.json of the archive, checked; None when not archived."""
+    name = f"units/{key}/eval.json"
+    if name not in v.files:
+        return None
+    try:
+        ev = checked_eval(v.json(name))
+    except ValueError:
+        ev = None
+    if ev is None:
+        raise UserInputError(
+            f"{v.path}: refused, {name} is damaged or its mean disagrees with its own "
+            "episodes (altered?); nothing was rerun"
+        )
+    return ev
+
+
+def _summary_disagrees(summary: Any, res: dict[str, Any], means: dict[str, float]) -> str | None:
+    """Where summary.json's eval figures differ from the eval files' (`means`: key -> mean)."""
+    variants = summary.get("variants") if isinstance(summary, dict) else None
+    if not isinstance(variants, dict):
+        return "summary.json has no variants"
+    for name in res["variants"]:
+        var = variants.get(name)
+        ev = var.get("eval") if isinstance(var, dict) else None
+        if not isinstance(var, dict) or not isinstance(ev, dict):
+            return f"summary.json has no eval figures for variant {name}"
+        per_seed = ev.get("per_seed_mean") or {}
+        units = var.get("units") or {}
+        if not isinstance(per_seed, dict) or not isinstance(units, dict):
+            return f"summary.json's variant {name} is malformed"
+        for seed, got in per_seed.items():
+            want = means.get(f"{name}/seed-{seed}")
+            if want is None or not _close(got, want):
+                return f"{name}/seed-{seed}: summary {got}, its eval.json episodes give {want}"
+        for seed, unit in units.items():
+            got = unit.get("eval_mean") if isinstance(unit, dict) else None
+            want = means.get(f"{name}/seed-{seed}")
+            if got is not None and (want is None or not _close(got, want)):
+                return f"{name}/seed-{seed}: summary {got}, its eval.json episodes give {want}"
+        if per_seed:
+            from runner.report import stats
+
+            want = stats.mean_std([means[f"{name}/seed-{s}"] for s in per_seed])[0]
+            if not _close(ev.get("mean"), want):
+                return f"{name}: summary mean {ev.get('mean')}, its seeds' episodes give {want}"
+    return None
+
+
+def check_archived_results(v: Any, res: dict[str, Any]) -> None:
+    """Refuse an archive whose eval files or summary.json disagree (module docstring)."""
+    means = {}
+    for name in res["variants"]:
+        for seed in res["seeds"]:
+            ev = archived_eval(v, f"{name}/seed-{seed}")
+            if ev is not None:
+                means[f"{name}/seed-{seed}"] = ev["mean"]
+    if "summary.json" not in v.files:
+        return
+    try:
+        summary = v.json("summary.json")
+    except ValueError:
+        summary = None
+    why = _summary_disagrees(summary, res, means)
+    if why:
+        raise UserInputError(
+            f"{v.path}: refused, its summary.json disagrees with its eval files ({why}; "
+            "altered?); nothing was rerun"
+        )
+
+
+def rerun_problem(run_dir: Path, res: dict[str, Any], seeds: list[int]) -> str | None:
+    """Why the rerun in `run_dir` cannot be compared (a unit not done, with its error), or None."""
+    for name in res["variants"]:
+        for seed in seeds:
+            status = read_status(UnitRef(name, seed).dir(run_dir))
+            if status.get("state") != "done":
+                error = status.get("error") or "no error recorded"
+                return f"{name}/seed-{seed} is {status.get('state')}: {error}"
+    return None
