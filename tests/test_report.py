@@ -30,7 +30,7 @@ MANIFEST = Manifest.model_validate(
     )
 )
 RESOLVED = resolved(MANIFEST)
-V1, V2 = RESOLVED["variants"]  # the runner's own variant names
+V1, V2 = RESOLVED.variants  # the runner's own variant names
 EVAL = {  # per-seed eval means; V2 seed 2 failed, V2 seed 3 never ran
     V1: {0: 20.0, 1: 30.0, 2: 25.0, 3: 35.0},
     V2: {0: 40.0, 1: 28.0},
@@ -91,8 +91,8 @@ def _make_run(root: Path, name: str, run_id: str, seeds: list[int], tb_from: Pat
                 )
             else:
                 write_status(udir, "failed", **status, error="RuntimeError: boom")
-    res = {**RESOLVED, "name": name, "seeds": seeds}
-    (run / "resolved.yaml").write_text(yaml.safe_dump(res, sort_keys=False))
+    res = RESOLVED.model_copy(update={"name": name, "seeds": seeds})
+    (run / "resolved.yaml").write_text(yaml.safe_dump(res.dump(), sort_keys=False))
     write_summary(run, res)
     return run
 

@@ -1,55 +1,41 @@
-"""Where a run stands, from its unit files and (for Slurm runs) the jobs Slurm still knows."""
+"""Where a run stands, from its unit files and what its executor still holds (Slurm's jobs)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from runner.errors import UserInputError
-from runner.manifest.parse import read_yaml
-from runner.record.rundir import UnitRef, read_json, read_status
+from runner.manifest import read_resolved
+from runner.record.rundir import UnitRef, read_progress, read_status
 
 TERMINAL = ("done", "failed")
 
 
-def _units(run_dir: Path) -> list[UnitRef]:
-    path = run_dir / "resolved.yaml"
-    if not path.is_file():
-        raise UserInputError(f"{run_dir}: not a run directory (no resolved.yaml)")
-    res, _ = read_yaml(path)
-    return [UnitRef(v, s) for v in res["variants"] for s in res["seeds"]]
+def executor_states(run_dir: Path, units: list[UnitRef]) -> dict[str, str]:
+    """unit key -> what the executor that holds the run's units says of each ({} when none
+    does: their files are all there is)."""
+    from runner.executors import get_executor, registered
 
-
-def _slurm_update(run_dir: Path, units: list[UnitRef]) -> dict[str, str]:
-    """Job states of a Slurm run; units whose job ended unfinished are marked failed."""
-    from runner.executors.slurm import jobs_file, reconcile, require_slurm, slurm_states
-
-    ids: dict[str, str] = read_json(jobs_file(run_dir)) or {}
-    if not ids:
-        return {}
-    require_slurm()
-    keyed = {u.key: u for u in units}
-    open_ids = {
-        k: j
-        for k, j in ids.items()
-        if k in keyed and read_status(keyed[k].dir(run_dir)).get("state") not in TERMINAL
-    }
-    reconcile(run_dir, open_ids, keyed)
-    states = slurm_states(list(open_ids.values()))
-    return {k: f"{j} {states.get(j, '')}".strip() for k, j in ids.items()}
+    for name in registered():
+        states = get_executor(name).status(run_dir, units)
+        if states:
+            return states
+    return {}
 
 
 def collect(run_dir: Path) -> tuple[list[tuple[str, ...]], bool, bool]:
-    """(table rows, every unit ended, some unit failed)."""
-    units = _units(run_dir)
-    jobs = _slurm_update(run_dir, units)
-    terminal = TERMINAL if jobs else (*TERMINAL, "interrupted")  # Slurm requeues interrupted
+    """(table rows, every unit ended, some unit failed). A damaged file of the run is one line
+    naming it (RunFileError)."""
+    units = read_resolved(run_dir).units()
+    jobs = executor_states(run_dir, units)
+    # an executor that holds the units (Slurm) requeues interrupted ones: not ended yet
+    terminal = TERMINAL if jobs else (*TERMINAL, "interrupted")
     rows: list[tuple[str, ...]] = []
     ended, failed = True, False
     for u in units:
-        st = read_status(u.dir(run_dir))
+        st = read_status(u.dir(run_dir), strict=True)
         state = st.get("state", "pending")
-        prog = read_json(u.dir(run_dir) / "progress.json") or {}
-        steps = f"{prog.get('steps', 0):,}/{prog.get('total', 0):,}" if prog else "-"
+        prog = read_progress(u.dir(run_dir), strict=True)
+        steps = f"{prog.steps:,}/{prog.total:,}" if prog else "-"
         error = str(st.get("error") or "")
         rows.append((u.key, str(state), jobs.get(u.key, "-"), steps, error[:120]))
         ended = ended and state in terminal
