@@ -67,3 +67,50 @@ def test_a_toy_executor_added_as_one_module_runs_a_real_run(write_manifest, tmp_
     assert json.loads((run / "summary.json").read_text())["complete"] is True
     status = rlcrate("status", str(run), env_extra=TOY)
     assert status.returncode == 0 and "still running" not in status.stdout, status.stdout
+
+
+def _compared_strings(path) -> list[tuple[int, str, str]]:
+    """(line, string, the other side's source) of every comparison with a string literal."""
+    import ast
+
+    text = path.read_text()
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            for side in sides:
+                values = side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]
+                for v in values:
+                    if isinstance(v, ast.Constant) and isinstance(v.value, str):
+                        other = " ".join(ast.get_source_segment(text, s) or "" for s in sides)
+                        found.append((node.lineno, v.value, other))
+    return found
+
+
+def test_no_module_outside_executors_compares_an_executor_name():
+    """The name is looked up once (runner.executors); the runner asks the entry after that.
+    ("local" is also the name of an image, compared as `image`/`where`: those are not it.)"""
+    from runner.executors import EXECUTORS
+
+    bad = []
+    for path in sorted((ROOT / "runner").rglob("*.py")):
+        if "executors" in path.relative_to(ROOT).parts:
+            continue
+        for line, value, other in _compared_strings(path):
+            if value in EXECUTORS and (value != "local" or "executor" in other):
+                bad.append(f"{path.relative_to(ROOT)}:{line}: {other}")
+    assert not bad, "executor names compared outside runner/executors:\n" + "\n".join(bad)
+
+
+def test_no_module_indexes_the_resolved_run_as_a_dict():
+    """resolved.yaml is read by runner.manifest.resolved alone, into the typed run model."""
+    import re
+
+    reader = ROOT / "runner" / "manifest" / "resolved.py"
+    bad = []
+    for path in sorted((ROOT / "runner").rglob("*.py")):
+        text = path.read_text()
+        for n, line in enumerate(text.splitlines(), 1):
+            if path != reader and re.search(r"\bres(olved)?\[|read_yaml\([^)]*resolved", line):
+                bad.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert not bad, "\n".join(bad)
