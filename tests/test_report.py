@@ -247,7 +247,7 @@ def test_compare_cli_writes_a_folder_of_its_own_with_manifest_differences(run_di
     other = _make_run(tmp_path / "b", "tiny", "r5", SEEDS, run_dir)
     resolved = yaml.safe_load((other / "resolved.yaml").read_text())
     before = resolved["eval"]["reward_levels"]
-    resolved["eval"]["reward_levels"] = [100]
+    resolved["eval"]["reward_levels"] = [100.0]  # as resolve() writes a float field
     (other / "resolved.yaml").write_text(yaml.safe_dump(resolved))
     before_a, before_b = sorted(run_dir.rglob("*")), sorted(other.rglob("*"))
     out = rlcrate("report", str(run_dir), str(other))
@@ -257,5 +257,5 @@ def test_compare_cli_writes_a_folder_of_its_own_with_manifest_differences(run_di
     text = md.read_text()
     assert "## How the manifests differ" in text
     assert "A ran somewhere unrecorded (no readable provenance.json)" in text
-    assert f"| eval.reward_levels | `{before}` | `[100]` |" in text, text[:1500]
+    assert f"| eval.reward_levels | `{before}` | `[100.0]` |" in text, text[:1500]
     assert sorted(run_dir.rglob("*")) == before_a and sorted(other.rglob("*")) == before_b

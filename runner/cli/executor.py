@@ -8,6 +8,7 @@ executor adds its options to every command that runs units by declaring them in 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import typing
@@ -19,7 +20,8 @@ from typing import Annotated, Any
 import typer
 
 from runner.errors import UserInputError
-from runner.executors import DEFAULT, Chosen, get_executor, registered
+from runner.executors import DEFAULT, EXECUTORS, Chosen, get_executor, registered
+from runner.executors.base import ExecutorSettings
 
 
 @dataclass
@@ -41,11 +43,25 @@ def _typer_type(flag: str, help: str, kind: Any) -> tuple[Any, Any, bool]:
     return Annotated[str | None, typer.Option(flag, help=help)], None, False
 
 
+def _usable() -> dict[str, type[ExecutorSettings]]:
+    """name -> settings of each executor that can be imported. The options are made when the
+    command line is built; one that cannot (a bad RLCRATE_EXECUTORS entry) is left out, and
+    choosing it is then a one-line error (from `get_executor`)."""
+    try:
+        names = list(registered())
+    except UserInputError:
+        names = list(EXECUTORS)
+    out = {}
+    for name in names:
+        with contextlib.suppress(UserInputError):
+            out[name] = get_executor(name).Settings
+    return out
+
+
 @functools.cache
 def _options() -> tuple[_Opt, ...]:
     opts: dict[str, _Opt] = {}
-    for name in registered():
-        settings = get_executor(name).Settings
+    for name, settings in _usable().items():
         wanted = [(f, flag) for f, flag in settings.flags().items()]
         if settings.profile_option:
             wanted.append(("", settings.profile_option))
@@ -105,7 +121,7 @@ def executor_options(command: Callable[..., None]) -> Callable[..., None]:
         for p in inspect.signature(command).parameters.values()
         if p.name != "executor"
     ]
-    names = ", ".join(registered())
+    names = ", ".join(_usable())
     params.append(
         inspect.Parameter(
             "executor",
