@@ -66,6 +66,11 @@ class ManifestError(UserInputError):
         super().__init__("\n".join(str(p) for p in self.problems))
 
 
+class RunFileError(UserInputError):
+    """A file of a run directory or archive (resolved.yaml, status.json, ...) is missing or
+    damaged: one line naming the file and what was wrong. Exit status 2."""
+
+
 class BackendUnavailable(RunnerError):
     """A backend's package or binary is missing on this machine."""
 

@@ -8,6 +8,7 @@ import json
 import pytest
 import yaml
 
+from runner.manifest import Manifest
 from runner.provenance import determinism
 from runner.run.check_determinism import first_divergence
 from tests.helpers import ROOT, rlcrate, run_dir_of, tiny_manifest
@@ -30,13 +31,15 @@ def test_first_divergence_names_step_and_stream():
 
 def _config(backend="gymnasium", **over):
     cfg = {
-        "env": {"backend": backend, "pacing": "unpaced"},
+        "rlcrate": 1,
+        "name": "levels",
+        "env": {"backend": backend, "id": "CartPole-v1", "pacing": "unpaced"},
         "algo": {"device": "cpu", "torch_threads": 1},
     }
     for key, value in over.items():
         section, field = key.split("__")
         cfg[section][field] = value
-    return cfg
+    return Manifest.model_validate(cfg)
 
 
 def test_levels_declared_and_overruled_by_a_recorded_check():

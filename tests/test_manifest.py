@@ -9,7 +9,7 @@ import yaml
 
 from runner.checks.load import load_manifest
 from runner.errors import ManifestError
-from runner.manifest import expand, resolved
+from runner.manifest import expand, parse_resolved, resolved
 from runner.manifest.matrix import apply_overrides, path_problem
 from runner.record.seeding import derive
 from tests.helpers import rlcrate, tiny_manifest
@@ -53,13 +53,15 @@ def test_every_problem_at_once(write_manifest):
 def test_defaults_are_filled_and_written(write_manifest):
     m = load_manifest(write_manifest(tiny_manifest()))
     res = resolved(m)
-    assert res["eval"]["deterministic"] is True
-    assert res["env"]["pacing"] == "unpaced"
-    assert res["algo"]["device"] == "cpu"
-    assert list(res["variants"]) == ["default"]
-    # resolved.yaml round-trips into the same manifest
-    again = yaml.safe_load(yaml.safe_dump(res))
-    assert again == res
+    data = res.dump()
+    assert data["eval"]["deterministic"] is True
+    assert data["env"]["pacing"] == "unpaced"
+    assert data["algo"]["device"] == "cpu"
+    assert list(data["variants"]) == ["default"]
+    # resolved.yaml round-trips into the same manifest, and the same run model
+    again = yaml.safe_load(yaml.safe_dump(data))
+    assert again == data
+    assert parse_resolved(again, "resolved.yaml") == res
 
 
 def test_matrix_cross_product_is_paired(write_manifest):

@@ -61,7 +61,7 @@ def test_mapping_override_merges_and_says_so(write_manifest):
     for v in variants:
         assert v.config is not None and v.config.algo.params["n_steps"] == 64  # kept
     res = resolved(manifest)
-    assert all(v["override_modes"] == {"algo.params": "merge"} for v in res["variants"].values())
+    assert all(v.override_modes == {"algo.params": "merge"} for v in res.variants.values())
 
 
 def test_scalar_override_replaces():

@@ -20,6 +20,6 @@ def test_cpus_and_gpus_per_variant(write_manifest):
     )
     # check=False: `algo.device: cuda` is refused by the checks on a machine without a GPU
     res = resolved(load_manifest(write_manifest(m), check=False))
-    units = [UnitRef(v, 0) for v in res["variants"]]
+    units = [UnitRef(v, 0) for v in res.variants]
     needs = list(unit_needs(res, units).values())
     assert needs == [Needs(4, 0), Needs(1, 1), Needs(1, 0)]

@@ -30,7 +30,7 @@ MANIFEST = Manifest.model_validate(
     )
 )
 RESOLVED = resolved(MANIFEST)
-V1, V2 = RESOLVED["variants"]  # the runner's own variant names
+V1, V2 = RESOLVED.variants  # the runner's own variant names
 EVAL = {  # per-seed eval means; V2 seed 2 failed, V2 seed 3 never ran
     V1: {0: 20.0, 1: 30.0, 2: 25.0, 3: 35.0},
     V2: {0: 40.0, 1: 28.0},
@@ -91,8 +91,8 @@ def _make_run(root: Path, name: str, run_id: str, seeds: list[int], tb_from: Pat
                 )
             else:
                 write_status(udir, "failed", **status, error="RuntimeError: boom")
-    res = {**RESOLVED, "name": name, "seeds": seeds}
-    (run / "resolved.yaml").write_text(yaml.safe_dump(res, sort_keys=False))
+    res = RESOLVED.model_copy(update={"name": name, "seeds": seeds})
+    (run / "resolved.yaml").write_text(yaml.safe_dump(res.dump(), sort_keys=False))
     write_summary(run, res)
     return run
 
@@ -247,7 +247,7 @@ def test_compare_cli_writes_a_folder_of_its_own_with_manifest_differences(run_di
     other = _make_run(tmp_path / "b", "tiny", "r5", SEEDS, run_dir)
     resolved = yaml.safe_load((other / "resolved.yaml").read_text())
     before = resolved["eval"]["reward_levels"]
-    resolved["eval"]["reward_levels"] = [100]
+    resolved["eval"]["reward_levels"] = [100.0]  # as resolve() writes a float field
     (other / "resolved.yaml").write_text(yaml.safe_dump(resolved))
     before_a, before_b = sorted(run_dir.rglob("*")), sorted(other.rglob("*"))
     out = rlcrate("report", str(run_dir), str(other))
@@ -257,5 +257,5 @@ def test_compare_cli_writes_a_folder_of_its_own_with_manifest_differences(run_di
     text = md.read_text()
     assert "## How the manifests differ" in text
     assert "A ran somewhere unrecorded (no readable provenance.json)" in text
-    assert f"| eval.reward_levels | `{before}` | `[100]` |" in text, text[:1500]
+    assert f"| eval.reward_levels | `{before}` | `[100.0]` |" in text, text[:1500]
     assert sorted(run_dir.rglob("*")) == before_a and sorted(other.rglob("*")) == before_b

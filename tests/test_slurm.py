@@ -257,11 +257,12 @@ def test_slurm_flags_need_the_slurm_executor(write_manifest):
 
 
 def test_profile_and_flags_merge(tmp_path):
-    from runner.executors.slurm_profile import settings
+    from runner.executors.slurm_profile import SlurmSettings
 
     profile = tmp_path / "p.yaml"
     profile.write_text("partition: cpu\ntime: 120\nsbatch: {qos: long, exclusive: true}\n")
-    s = settings(profile, {"partition": "gpu", "account": None}, {"constraint": "a100"})
+    given = {"partition": "gpu", "account": None, "sbatch": {"constraint": "a100"}}
+    s = SlurmSettings.build(profile, given)
     assert (s.partition, s.account, s.time) == ("gpu", None, "120")
     assert s.sbatch == {"qos": "long", "exclusive": True, "constraint": "a100"}
 

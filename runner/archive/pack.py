@@ -26,7 +26,7 @@ from runner.archive.layout import (
     TB_PARTS,
 )
 from runner.errors import UserInputError
-from runner.manifest.parse import read_yaml
+from runner.manifest.resolved import ResolvedRun, read_resolved
 from runner.record.rundir import read_json, read_status
 
 CHUNK = 1 << 20
@@ -75,15 +75,12 @@ def run_files(run_dir: Path, opts: ArchiveOptions) -> list[str]:
     return sorted(out)
 
 
-def unit_states(run_dir: Path, res: dict[str, Any]) -> dict[str, str]:
+def unit_states(run_dir: Path, res: ResolvedRun) -> dict[str, str]:
     if not (run_dir / "units").is_dir():
         return {}  # a bench-only run has no units
     return {
-        f"{v}/seed-{s}": str(
-            read_status(run_dir / "units" / v / f"seed-{s}").get("state", "pending")
-        )
-        for v in res["variants"]
-        for s in res["seeds"]
+        u.key: str(read_status(u.dir(run_dir), strict=True).get("state", "pending"))
+        for u in res.units()
     }
 
 
@@ -104,20 +101,19 @@ def check_finished(run_dir: Path, states: dict[str, str], opts: ArchiveOptions) 
     return bad
 
 
-def game_hashes(res: dict[str, Any]) -> dict[str, Any]:
+def game_hashes(res: ResolvedRun) -> dict[str, Any]:
     """SHA-256 of every file of each Godot game (bundled, project folder or exported binary)."""
     out: dict[str, Any] = {}
     envs = {
-        v["config"]["env"]["id"]: v["config"]["env"]
-        for v in res["variants"].values()
-        if v["config"]["env"]["backend"] == "godot"
+        v.config.env.id: v.config.env
+        for v in res.variants.values()
+        if v.config.env.backend == "godot"
     }
     for env_id, env in sorted(envs.items()):
         try:
             from runner.backends.godot import _target
-            from runner.manifest.schema import EnvSpec
 
-            kind, path = _target(EnvSpec.model_validate(env))
+            kind, path = _target(env)
         except Exception as exc:  # the game may be gone; the archive records that
             out[env_id] = {"error": str(exc)}
             continue
@@ -160,7 +156,7 @@ def _stream(tar: tarfile.TarFile, name: str, data: bytes | Path) -> None:
 
 def _index(
     run_dir: Path,
-    res: dict[str, Any],
+    res: ResolvedRun,
     prov: dict[str, Any],
     states: dict[str, str],
     sizes: dict[str, int],
@@ -172,9 +168,9 @@ def _index(
         "format": ARCHIVE_FORMAT,
         "written_by": f"rlcrate {__version__}",
         "run": {
-            "name": res["name"],
+            "name": res.name,
             "run_id": run_dir.name,
-            "manifest_format": res.get("rlcrate"),
+            "manifest_format": res.rlcrate,
             "complete": not bad,
             "not_done": bad,
             "units": len(states),
@@ -214,12 +210,10 @@ def check_output(run_dir: Path, output: Path) -> None:
 
 def archive(run_dir: Path, output: Path, opts: ArchiveOptions) -> dict[str, Any]:
     """Write the archive atomically; returns its index. Refuses a run that is not finished."""
-    res_path = run_dir / "resolved.yaml"
-    if not res_path.is_file():
-        raise UserInputError(f"{run_dir}: not a run directory (no resolved.yaml)")
+    res = read_resolved(run_dir)
     check_output(run_dir, output)
-    res, _ = read_yaml(res_path)
-    prov = read_json(run_dir / "provenance.json") or {}
+    prov = read_json(run_dir / "provenance.json")
+    prov = prov if isinstance(prov, dict) else {}  # damaged: the archive records less
     states = unit_states(run_dir, res)
     check_finished(run_dir, states, opts)
     entries: dict[str, bytes | Path] = {rel: run_dir / rel for rel in run_files(run_dir, opts)}

@@ -11,9 +11,8 @@ from __future__ import annotations
 import contextlib
 import math
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import yaml
 from rich.console import Console
@@ -37,7 +36,9 @@ from runner.archive.verdict import (
 )
 from runner.archive.verify import Verified, verify
 from runner.errors import UnitFailed, UserInputError
+from runner.executors import Chosen, choose
 from runner.manifest.parse import parse_yaml
+from runner.manifest.resolved import ResolvedRun, parse_resolved
 from runner.provenance import envdiff
 from runner.record.rundir import read_json, write_json_atomic
 from runner.trainers.base import read_eval
@@ -46,24 +47,24 @@ from runner.trainers.base import read_eval
 @dataclass
 class ReproduceOptions:
     out: Path = Path("runs")
-    executor: str = "local"
+    executor: Chosen = field(default_factory=choose)
     units: int | None = None
     seeds: list[int] | None = None
     image: str | None = None
     alpha: float = 0.05
 
 
-def _done_seeds(v: Verified, res: dict[str, Any]) -> list[int]:
+def _done_seeds(v: Verified, res: ResolvedRun) -> list[int]:
     not_done = set((v.index.get("run") or {}).get("not_done") or {})
     return [
         s
-        for s in res["seeds"]
-        if all(f"{var}/seed-{s}" not in not_done for var in res["variants"])
-        and all(f"units/{var}/seed-{s}/eval.json" in v.files for var in res["variants"])
+        for s in res.seeds
+        if all(f"{var}/seed-{s}" not in not_done for var in res.variants)
+        and all(f"units/{var}/seed-{s}/eval.json" in v.files for var in res.variants)
     ]
 
 
-def pick_seeds(v: Verified, res: dict[str, Any], opts: ReproduceOptions) -> list[int]:
+def pick_seeds(v: Verified, res: ResolvedRun, opts: ReproduceOptions) -> list[int]:
     """The seeds to rerun: every variant of each, so comparisons stay paired."""
     done = _done_seeds(v, res)
     if not done:
@@ -77,11 +78,40 @@ def pick_seeds(v: Verified, res: dict[str, Any], opts: ReproduceOptions) -> list
             )
         return list(opts.seeds)
     if opts.units:
-        return done[: math.ceil(opts.units / len(res["variants"]))]
+        return done[: math.ceil(opts.units / len(res.variants))]
     return done
 
 
-def _check_manifest(v: Verified, res: dict[str, Any], tmp: Path) -> None:
+def _number(x: object) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def check_evals(v: Verified, res: ResolvedRun, seeds: list[int]) -> None:
+    """The archived eval results to compare with, each read before anything runs: an object
+    with a numeric `mean` and a list of `episodes`, each with a numeric `return`."""
+    for unit in res.units():
+        if unit.seed not in seeds:
+            continue
+        name = f"units/{unit.key}/eval.json"
+        try:
+            ev = v.json(name)
+        except ValueError:
+            ev = None
+        episodes = ev.get("episodes") if isinstance(ev, dict) else None
+        ok = (
+            isinstance(ev, dict)
+            and _number(ev.get("mean"))
+            and isinstance(episodes, list)
+            and all(isinstance(e, dict) and _number(e.get("return")) for e in episodes)
+        )
+        if not ok:
+            raise UserInputError(
+                f"{v.path}:{name}: damaged (expected {{mean: number, episodes: [{{return: "
+                "number}, ...]}); nothing was rerun"
+            )
+
+
+def _check_manifest(v: Verified, res: ResolvedRun, tmp: Path) -> None:
     """The archived manifest.yaml must resolve to the archived resolved.yaml."""
     from runner.checks.load import load_manifest
     from runner.manifest import resolved
@@ -89,11 +119,7 @@ def _check_manifest(v: Verified, res: dict[str, Any], tmp: Path) -> None:
     path = tmp / "manifest.yaml"
     path.write_bytes(v.files["manifest.yaml"])
     # the interpreter each variant ran with is a fact of the run's machine, not of the manifest
-    variants = {
-        n: {k: x for k, x in var.items() if k != "interpreter"}
-        for n, var in res["variants"].items()
-    }
-    if resolved(load_manifest(path)) != {**res, "variants": variants}:
+    if resolved(load_manifest(path)) != res.without_interpreters():
         raise UserInputError(
             f"{v.path}: refused, its manifest.yaml does not resolve to its resolved.yaml "
             "(edited after the run, or another rlcrate version); nothing was rerun"
@@ -129,7 +155,7 @@ def _rerun(manifest: Path, name: str, opts: ReproduceOptions, console: Console) 
         manifest,
         opts.image,
         opts.out,
-        ["--jobs", "train,eval", "--executor", opts.executor, "--no-expect"],
+        ["--jobs", "train,eval", "--executor", opts.executor.name, "--no-expect"],
     )
     return _newest(opts.out / name, before)
 
@@ -143,7 +169,7 @@ def _newest(parent: Path, before: set[Path]) -> Path:
 
 def compare(
     v: Verified,
-    res: dict[str, Any],
+    res: ResolvedRun,
     seeds: list[int],
     run_dir: Path,
     alpha: float,
@@ -152,10 +178,10 @@ def compare(
     from runner.provenance.determinism import level
 
     recorded = (v.json("provenance.json") or {}).get("determinism")
-    per_test = alpha / len(res["variants"])
+    per_test = alpha / len(res.variants)
     out = []
-    for name, variant in res["variants"].items():
-        lvl, why = level(variant["config"], recorded)
+    for name, variant in res.variants.items():
+        lvl, why = level(variant.config, recorded)
         vr = VariantResult(name, lvl, why)
         old_eps: list[float] = []
         new_eps: list[float] = []
@@ -223,20 +249,19 @@ def _verdict_line(
     return f"verdict: {verdict} ({n_units} unit(s) rerun; {how}; {claims})", ok
 
 
-def _environment(v: Verified, res: dict[str, Any], run_dir: Path) -> list[envdiff.Row]:
+def _environment(v: Verified, res: ResolvedRun, run_dir: Path) -> list[envdiff.Row]:
     """Archived vs rerun environment, from the rerun's own provenance (inside an image, that
     is the image's), else from this process."""
     from runner.archive.pack import game_hashes
 
-    backends = {x["config"]["env"]["backend"] for x in res["variants"].values()}
-    here = read_json(run_dir / "provenance.json") or envdiff.current(backends)
+    here = read_json(run_dir / "provenance.json") or envdiff.current(res.backends())
     return envdiff.diff(
         v.json("provenance.json") or {}, here, v.index.get("game"), game_hashes(res)
     )
 
 
 def _check_rerun(
-    archive_file: Path, v: Verified, res: dict[str, Any], seeds: list[int], run_dir: Path
+    archive_file: Path, v: Verified, res: ResolvedRun, seeds: list[int], run_dir: Path
 ) -> None:
     """A rerun that did not finish gives no verdict: say why, in reproduce.json if it fits."""
     problem = rerun_problem(run_dir, res, seeds)
@@ -255,19 +280,20 @@ def _check_rerun(
 def reproduce(archive_file: Path, opts: ReproduceOptions, console: Console) -> bool:
     """Verify, rerun, compare; print the tables and one verdict line; True when it holds."""
     v = verify(archive_file)
-    res = v.yaml("resolved.yaml")
-    if not isinstance(res, dict) or "variants" not in res:
+    if "resolved.yaml" not in v.files:
         raise UserInputError(f"{archive_file}: the archive holds no resolved.yaml")
+    res = parse_resolved(v.yaml("resolved.yaml"), f"{archive_file}:resolved.yaml")
     check_archived_results(v, res)
     seeds = pick_seeds(v, res, opts)
+    check_evals(v, res, seeds)
     console.print(
         f"verified: {archive_file} ({len(v.sums) + 1} files, SHA-256 all match; "
         f"{v.index.get('written_by')}, run {v.top})"
     )
     with tempfile.TemporaryDirectory(prefix="rlcrate-reproduce-") as tmp:
         _check_manifest(v, res, Path(tmp))
-        manifest = _derived_manifest(v, seeds, Path(tmp), res["name"])
-        run_dir = _rerun(manifest, res["name"], opts, console)
+        manifest = _derived_manifest(v, seeds, Path(tmp), res.name)
+        run_dir = _rerun(manifest, res.name, opts, console)
     _check_rerun(archive_file, v, res, seeds, run_dir)
     rows = _environment(v, res, run_dir)
     print_env(console, rows)

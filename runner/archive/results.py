@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import RunnerError, UserInputError
+from runner.manifest.resolved import ResolvedRun
 from runner.record.rundir import UnitRef, read_status
 from runner.trainers.base import checked_eval
 
@@ -44,12 +45,12 @@ def archived_eval(v: Any, key: str) -> dict[str, Any] | None:
     return ev
 
 
-def _summary_disagrees(summary: Any, res: dict[str, Any], means: dict[str, float]) -> str | None:
+def _summary_disagrees(summary: Any, res: ResolvedRun, means: dict[str, float]) -> str | None:
     """Where summary.json's eval figures differ from the eval files' (`means`: key -> mean)."""
     variants = summary.get("variants") if isinstance(summary, dict) else None
     if not isinstance(variants, dict):
         return "summary.json has no variants"
-    for name in res["variants"]:
+    for name in res.variants:
         var = variants.get(name)
         ev = var.get("eval") if isinstance(var, dict) else None
         if not isinstance(var, dict) or not isinstance(ev, dict):
@@ -76,11 +77,11 @@ def _summary_disagrees(summary: Any, res: dict[str, Any], means: dict[str, float
     return None
 
 
-def check_archived_results(v: Any, res: dict[str, Any]) -> None:
+def check_archived_results(v: Any, res: ResolvedRun) -> None:
     """Refuse an archive whose eval files or summary.json disagree (module docstring)."""
     means = {}
-    for name in res["variants"]:
-        for seed in res["seeds"]:
+    for name in res.variants:
+        for seed in res.seeds:
             ev = archived_eval(v, f"{name}/seed-{seed}")
             if ev is not None:
                 means[f"{name}/seed-{seed}"] = ev["mean"]
@@ -98,9 +99,9 @@ def check_archived_results(v: Any, res: dict[str, Any]) -> None:
         )
 
 
-def rerun_problem(run_dir: Path, res: dict[str, Any], seeds: list[int]) -> str | None:
+def rerun_problem(run_dir: Path, res: ResolvedRun, seeds: list[int]) -> str | None:
     """Why the rerun in `run_dir` cannot be compared (a unit not done, with its error), or None."""
-    for name in res["variants"]:
+    for name in res.variants:
         for seed in seeds:
             status = read_status(UnitRef(name, seed).dir(run_dir))
             if status.get("state") != "done":

@@ -18,17 +18,17 @@ from runner import __version__
 from runner.cli import cluster as cc
 from runner.cli.exit import Group, click, exit_status
 from runner.cli.run import (
-    ExecutorOpt,
     ImageOpt,
     ManifestArg,
     OutOpt,
-    RayAddressOpt,
     ResumeOpt,
     RunDirArg,
     console,
+    executor_options,
     run_manifest,
 )
-from runner.errors import BackendUnavailable, RunnerError, UserInputError
+from runner.errors import BackendUnavailable, RunnerError
+from runner.executors import Chosen, choose
 
 app = typer.Typer(
     name="rlcrate",
@@ -60,6 +60,7 @@ def _root(
 
 
 @app.command("run")
+@executor_options
 def run_cmd(
     manifest: ManifestArg,
     jobs: Annotated[
@@ -71,17 +72,9 @@ def run_cmd(
             "manifest has a `bench:` section.",
         ),
     ] = None,
-    executor: ExecutorOpt = "local",
     image: ImageOpt = None,
     out: OutOpt = Path("runs"),
     resume: ResumeOpt = None,
-    ray_address: RayAddressOpt = None,
-    profile: cc.ProfileOpt = None,
-    partition: cc.PartitionOpt = None,
-    account: cc.AccountOpt = None,
-    time: cc.TimeOpt = None,
-    sbatch: cc.SbatchOpt = None,
-    detach: cc.DetachOpt = False,
     expect: Annotated[
         bool,
         typer.Option(
@@ -90,14 +83,15 @@ def run_cmd(
             "only).",
         ),
     ] = True,
+    *,
+    executor: Chosen,
 ) -> None:
     """Run the manifest's jobs for every (variant, seed) unit; print progress and a summary.
 
     The units run where the manifest's `image:` says (local by default); `--image` overrides it:
     `--image local` runs here, `--image cpu|cuda|TAG` inside that image.
     """
-    cluster = cc.cluster_settings(executor, profile, partition, account, time, sbatch, detach)
-    run_manifest(manifest, jobs, executor, image, out, resume, ray_address, cluster, expect)
+    run_manifest(manifest, jobs, executor, image, out, resume, expect)
 
 
 @app.command("status")
@@ -107,18 +101,21 @@ def status_cmd(run_dir: RunDirArg) -> None:
 
 
 @app.command("train")
+@executor_options
 def train_cmd(
     manifest: ManifestArg,
-    executor: ExecutorOpt = "local",
     image: ImageOpt = None,
     out: OutOpt = Path("runs"),
     resume: ResumeOpt = None,
+    *,
+    executor: Chosen,
 ) -> None:
     """Train every unit (no evaluation)."""
-    run_manifest(manifest, "train", executor, image, out, resume, None)
+    run_manifest(manifest, "train", executor, image, out, resume)
 
 
 @app.command("eval")
+@executor_options
 def eval_cmd(
     manifest: ManifestArg,
     resume: Annotated[
@@ -130,30 +127,27 @@ def eval_cmd(
             file_okay=False,
         ),
     ],
-    executor: ExecutorOpt = "local",
+    *,
+    executor: Chosen,
 ) -> None:
     """Evaluate the trained models of a run directory with the manifest's eval protocol."""
-    from runner.manifest.parse import read_yaml
+    from runner.manifest import read_resolved
     from runner.record.lock import locked
-    from runner.record.rundir import UnitRef, read_status, write_status
+    from runner.record.rundir import read_status, write_status
     from runner.run.orchestrate import RunOptions, run
 
     with locked(resume):
-        res, _ = read_yaml(resume / "resolved.yaml")
-        if not isinstance(res, dict) or not isinstance(res.get("variants"), dict):
-            raise UserInputError(f"{resume / 'resolved.yaml'}: damaged (no variants)")
-        for v in res["variants"]:
-            for s in res["seeds"]:
-                d = UnitRef(v, s).dir(resume)
-                if read_status(d).get("state") == "done":
-                    write_status(d, "pending")  # evaluate again
+        for unit in read_resolved(resume).units():
+            d = unit.dir(resume)
+            if read_status(d).get("state") == "done":
+                write_status(d, "pending")  # evaluate again
         run(manifest, RunOptions(["eval"], executor, Path("runs"), resume), console())
 
 
 @app.command("bench")
 def bench_cmd(manifest: ManifestArg, image: ImageOpt = None, out: OutOpt = Path("runs")) -> None:
     """Benchmark env-only and training steps/s over the manifest's bench.sweep."""
-    run_manifest(manifest, "bench", "local", image, out, None, None)
+    run_manifest(manifest, "bench", choose(), image, out, None)  # here: no cluster
 
 
 @app.command("validate")
@@ -192,8 +186,7 @@ def validate_cmd(
         from runner.backends import unit_interpreter
         from runner.checks.dry import construct
 
-        variants = res["variants"].items()
-        pythons = {n: unit_interpreter(v["config"]["env"]["backend"]) for n, v in variants}
+        pythons = {n: unit_interpreter(v.config.env.backend) for n, v in res.variants.items()}
         construct(manifest, pythons=pythons)
     variants = expand(m)
     typer.echo(
@@ -206,7 +199,7 @@ def validate_cmd(
     if not deep:
         typer.echo(f"note: {deep_note(m)}")
     if show:
-        for line in show_lines(res):
+        for line in show_lines(res.dump()):
             typer.echo(line)
 
 

@@ -23,7 +23,15 @@ def _seed_list(text: str | None) -> list[int] | None:
 def register(app: typer.Typer) -> None:
     # annotations are evaluated here, at definition (no `from __future__ import annotations`),
     # so the option aliases imported from runner.cli.run below resolve
-    from runner.cli.run import ExecutorOpt, ImageOpt, ManifestArg, OutOpt, RunDirArg, console
+    from runner.cli.run import (
+        ImageOpt,
+        ManifestArg,
+        OutOpt,
+        RunDirArg,
+        console,
+        executor_options,
+    )
+    from runner.executors import Chosen
 
     @app.command("archive")
     def archive_cmd(
@@ -49,6 +57,7 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"sha256: {sha256_file(output)}")
 
     @app.command("reproduce")
+    @executor_options
     def reproduce_cmd(
         archive_file: Annotated[
             Path,
@@ -65,10 +74,11 @@ def register(app: typer.Typer) -> None:
         ] = None,
         image: ImageOpt = None,
         out: OutOpt = Path("runs"),
-        executor: ExecutorOpt = "local",
         alpha: Annotated[
             float, typer.Option("--alpha", help="Significance level, in (0, 0.5].")
         ] = 0.05,
+        *,
+        executor: Chosen,
     ) -> None:
         """Verify an archive, rerun it (or a sample), compare with the original: one verdict line.
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from runner.cli.executor import executor_options as executor_options
 from runner.errors import UserInputError
+
+if TYPE_CHECKING:
+    from runner.executors import Chosen
 
 ManifestArg = Annotated[
     Path, typer.Argument(help="Manifest YAML file.", exists=True, dir_okay=False, readable=True)
@@ -28,19 +32,12 @@ ResumeOpt = Annotated[
         file_okay=False,
     ),
 ]
-ExecutorOpt = Annotated[str, typer.Option("--executor", "-x", help="local | ray | slurm")]
 ImageOpt = Annotated[
     str | None,
     typer.Option(
         "--image",
         help="Where the units run: local (here), cpu, cuda or a full image tag; with slurm, a "
         ".sif (Apptainer). Default: the manifest's `image:` (itself local by default).",
-    ),
-]
-RayAddressOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--ray-address", help="Ray cluster address (default: RAY_ADDRESS, else a local cluster)."
     ),
 ]
 
@@ -56,29 +53,22 @@ def console():
 def run_manifest(
     manifest: Path,
     jobs: str | None,
-    executor: str,
+    executor: Chosen,
     image: str | None,
     out: Path,
     resume: Path | None,
-    ray_address: str | None,
-    cluster: Any = None,
     expect: bool = True,
 ) -> None:
-    from runner.executors import EXECUTORS
     from runner.run.orchestrate import RunOptions, parse_jobs, run
 
     job_list = parse_jobs(jobs) if jobs else None  # None: the jobs the manifest declares
-    if executor not in EXECUTORS:
-        raise typer.BadParameter(
-            f"expected {' or '.join(EXECUTORS)}, got {executor!r}", param_hint="--executor"
-        )
     where = image or _manifest_image(manifest)
-    if where != "local" and cluster is not None and where.endswith(".sif"):
-        cluster.image, where = str(Path(where).resolve()), "local"  # each Slurm unit in Apptainer
+    if where != "local" and executor.settings.takes_image(where):
+        where = "local"  # the executor runs each unit in the image (Slurm: a .sif, Apptainer)
     if where != "local":
         from runner.images.run import run_in_image
 
-        args = (["--jobs", jobs] if jobs else []) + ["--executor", executor]
+        args = (["--jobs", jobs] if jobs else []) + ["--executor", executor.name]
         args += [] if expect else ["--no-expect"]
         if resume is not None:  # the run's parent folders become /out; its units resume there
             out, inner = _resume_in_image(resume)
@@ -86,9 +76,9 @@ def run_manifest(
         code = run_in_image(manifest, where, out, args)
         typer.echo(f"(paths under /out above are under {out.resolve()} on this host)")
         raise typer.Exit(code)
-    opts = RunOptions(job_list, executor, out, resume, ray_address, cluster=cluster)
+    opts = RunOptions(job_list, executor, out, resume)
     run_dir = run(manifest, opts, console())  # fills in opts.jobs from the manifest when None
-    if expect and "eval" in (opts.jobs or []) and not getattr(cluster, "detach", False):
+    if expect and "eval" in (opts.jobs or []) and not executor.settings.detached:
         from runner.run.expect import gate
 
         gate(run_dir)

@@ -16,11 +16,21 @@ import subprocess
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from runner.executors import Tick, unit_command
+from runner.executors import unit_command
+from runner.executors.base import ExecutorSettings, Plan, Tick
 from runner.record.rundir import UnitRef, read_status, write_status
 
 GRACE_S = 60.0
+runs_here = True
+
+
+class Settings(ExecutorSettings):
+    """None: how many units run at once is the manifest's `parallel.units` (0: as many as the
+    CPUs allow)."""
+
+
 # A unit records `running` within seconds of its Python starting; one that has not after this
 # long (an interpreter that hangs before running any of rlcrate) is ended and failed.
 START_TIMEOUT_S = 120.0
@@ -101,16 +111,9 @@ def stop_all(procs: dict[UnitRef, subprocess.Popen[bytes]], grace: float = GRACE
         p.wait()
 
 
-def launch(
-    run_dir: Path,
-    units: list[UnitRef],
-    jobs: list[str],
-    *,
-    pythons: Mapping[str, str | None],
-    max_parallel: int,
-    on_tick: Tick,
-) -> dict[UnitRef, int]:
-    pending = list(units)
+def launch(plan: Plan, settings: Settings, on_tick: Tick) -> dict[UnitRef, int]:
+    run_dir, jobs, pythons, max_parallel = plan.run_dir, plan.jobs, plan.pythons, plan.max_parallel
+    pending = list(plan.units)
     running: dict[UnitRef, subprocess.Popen[bytes]] = {}
     since: dict[UnitRef, float] = {}  # when each unit that has not yet said it started was
     results: dict[UnitRef, int] = {}
@@ -143,3 +146,19 @@ def launch(
             results[unit] = p.returncode
         raise
     return results
+
+
+def status(run_dir: Path, units: list[UnitRef]) -> dict[str, str]:
+    """Nothing: a local unit is a child of the runner and never outlives it."""
+    return {}
+
+
+def cancel(run_dir: Path, units: list[UnitRef]) -> None:
+    """Nothing to cancel: units end with the runner (`launch` stops them on Ctrl-C)."""
+
+
+if TYPE_CHECKING:  # mypy checks this module against the protocol
+    from runner.executors import local as _self
+    from runner.executors.base import Executor
+
+    _CONFORMS: Executor[Settings] = _self

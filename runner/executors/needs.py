@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from runner.record.rundir import UnitRef
+
+if TYPE_CHECKING:
+    from runner.manifest import Manifest, ResolvedRun
 
 GPU_BACKENDS = ("isaaclab", "brax")
 
@@ -16,23 +19,22 @@ class Needs:
     gpus: int
 
 
-def cpus_of(config: dict[str, Any]) -> int:
-    par = config["parallel"]
-    per_unit = max(1, par["workers"], config["algo"]["torch_threads"])
-    return max(per_unit, par["envs"]) if par["mode"] == "subproc" else per_unit
+def cpus_of(config: Manifest) -> int:
+    par = config.parallel
+    per_unit = max(1, par.workers, config.algo.torch_threads)
+    return max(per_unit, par.envs) if par.mode == "subproc" else per_unit
 
 
-def gpus_of(config: dict[str, Any]) -> int:
+def gpus_of(config: Manifest) -> int:
     """One GPU for a unit that trains on CUDA or steps a GPU simulator; `auto` asks for none (it
     uses a GPU where the scheduler happened to give one)."""
-    device = str(config["algo"].get("device", "cpu"))
-    return int(device.startswith("cuda") or config["env"]["backend"] in GPU_BACKENDS)
+    return int(config.algo.device.startswith("cuda") or config.env.backend in GPU_BACKENDS)
 
 
-def unit_needs(res: dict[str, Any], units: list[UnitRef]) -> dict[UnitRef, Needs]:
+def unit_needs(res: ResolvedRun, units: list[UnitRef]) -> dict[UnitRef, Needs]:
     """Per unit, from the resolved manifest's variant config."""
     out = {}
     for u in units:
-        config = res["variants"][u.variant]["config"]
+        config = res.variants[u.variant].config
         out[u] = Needs(cpus_of(config), gpus_of(config))
     return out

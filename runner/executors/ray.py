@@ -16,10 +16,12 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from pydantic import field_validator
 
 from runner.errors import BackendUnavailable, UserInputError
-from runner.executors import Tick
+from runner.executors.base import ExecutorSettings, Plan, Tick, option
 from runner.executors.needs import Needs
 from runner.executors.shipping import pack, unpack
 from runner.record.rundir import UnitRef, read_status, write_status, write_text_atomic
@@ -27,18 +29,43 @@ from runner.record.rundir import UnitRef, read_status, write_status, write_text_
 RETRIES = int(os.environ.get("RLCRATE_RAY_RETRIES", "3"))
 CONNECT_TIMEOUT_S = 10.0
 STOP_GRACE_S = 90.0
+runs_here = False
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """(host, port) of HOST:PORT or ray://HOST:PORT; None for `auto` and `local`."""
+    if address in ("auto", "local"):
+        return None
+    host, _, port = address.split("://", 1)[-1].rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"{address!r}: expected HOST:PORT or ray://HOST:PORT")
+    return host, int(port)
+
+
+class Settings(ExecutorSettings):
+    address: str | None = option(
+        "--ray-address", "Ray cluster address (default: RAY_ADDRESS, else a local cluster)."
+    )
+
+    @field_validator("address")
+    @classmethod
+    def _address(cls, v: str | None) -> str | None:
+        if v is not None:
+            _host_port(v)  # its syntax, before any connection is tried
+        return v
 
 
 def _check_reachable(address: str) -> None:
     """A clear error within seconds, where ray.init would retry for a minute or more."""
-    if address in ("auto", "local"):
-        return
-    hostport = address.split("://", 1)[-1]
-    host, _, port = hostport.rpartition(":")
-    if not host or not port.isdigit():
-        raise UserInputError(f"--ray-address {address!r}: expected HOST:PORT or ray://HOST:PORT")
     try:
-        socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S).close()
+        where = _host_port(address)
+    except ValueError as exc:
+        raise UserInputError(f"--ray-address {exc}") from None
+    if where is None:
+        return
+    host, port = where
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
     except OSError as exc:
         raise UserInputError(
             f"--ray-address {address}: no Ray cluster answers there ({exc.strerror or exc}); "
@@ -161,22 +188,14 @@ def _wait(run_dir: Path, refs: dict, board: Any, on_tick: Tick, deadline: float 
     return results
 
 
-def launch(
-    run_dir: Path,
-    units: list[UnitRef],
-    jobs: list[str],
-    *,
-    pythons: Mapping[str, str | None],
-    needs: dict[UnitRef, Needs],
-    on_tick: Tick,
-    address: str | None = None,
-) -> dict[UnitRef, int]:
+def launch(plan: Plan, settings: Settings, on_tick: Tick) -> dict[UnitRef, int]:
     import ray
 
-    started_here = _connect(address or os.environ.get("RAY_ADDRESS"))
+    run_dir = plan.run_dir
+    started_here = _connect(settings.address or os.environ.get("RAY_ADDRESS"))
     try:
         board = _board()
-        refs = _submit(run_dir, units, jobs, pythons, needs, board)
+        refs = _submit(run_dir, plan.units, plan.jobs, plan.pythons, plan.needs, board)
         try:
             return _wait(run_dir, refs, board, on_tick, None)
         except KeyboardInterrupt:
@@ -189,3 +208,20 @@ def launch(
     finally:
         if started_here:
             ray.shutdown()
+
+
+def status(run_dir: Path, units: list[UnitRef]) -> dict[str, str]:
+    """Nothing: a Ray task's files come back to the run directory, and tasks end with the
+    runner (the driver)."""
+    return {}
+
+
+def cancel(run_dir: Path, units: list[UnitRef]) -> None:
+    """Nothing to cancel: tasks end with the driver (`launch` cancels them on Ctrl-C)."""
+
+
+if TYPE_CHECKING:  # mypy checks this module against the protocol
+    from runner.executors import ray as _self
+    from runner.executors.base import Executor
+
+    _CONFORMS: Executor[Settings] = _self

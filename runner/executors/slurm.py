@@ -16,16 +16,18 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from runner.errors import BackendUnavailable, UserInputError
-from runner.executors import Tick
+from runner.errors import BackendUnavailable, RunFileError, UserInputError
+from runner.executors.base import Plan, Tick
 from runner.executors.needs import Needs
 from runner.executors.slurm_profile import SlurmSettings
 from runner.record.rundir import UnitRef, read_json, read_status, write_json_atomic, write_status
 
+Settings = SlurmSettings
+runs_here = False
+TERMINAL = ("done", "failed")
 POLL_S = 2.0
 ACTIVE = {
     "PENDING",
@@ -62,6 +64,19 @@ def jobs_file(run_dir: Path) -> Path:
     return run_dir / "slurm" / "jobs.json"
 
 
+def read_jobs(run_dir: Path) -> dict[str, str]:
+    """{unit key: Slurm job id} of the jobs submitted for this run ({} when none were)."""
+    path = jobs_file(run_dir)
+    if not path.exists():
+        return {}
+    data = read_json(path)
+    if not isinstance(data, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in data.items()
+    ):
+        raise RunFileError(f"{path}: damaged (expected a JSON object of unit -> Slurm job id)")
+    return data
+
+
 def _executor(run_dir: Path, s: SlurmSettings, unit: UnitRef, need: Needs) -> Any:
     import submitit
 
@@ -89,23 +104,17 @@ def _sbatch_error(exc: Exception) -> str:
     return " ".join(picked[-2:])[:400]
 
 
-def submit(
-    run_dir: Path,
-    units: list[UnitRef],
-    jobs: list[str],
-    pythons: Mapping[str, str | None],
-    needs: dict[UnitRef, Needs],
-    s: SlurmSettings,
-) -> dict[str, str]:
+def submit(plan: Plan, s: SlurmSettings) -> dict[str, str]:
     """Submit a job per unit (attaching to live ones); returns {unit key: job id}."""
     import submitit
 
     from runner.executors.slurm_job import UnitJob
 
-    known: dict[str, str] = read_json(jobs_file(run_dir)) or {}
+    run_dir, jobs, pythons, needs = plan.run_dir, plan.jobs, plan.pythons, plan.needs
+    known = read_jobs(run_dir)
     live = slurm_states(list(known.values()))
     ids: dict[str, str] = {}
-    for u in units:
+    for u in plan.units:
         if live.get(known.get(u.key, ""), "") in ACTIVE:
             ids[u.key] = known[u.key]
             continue
@@ -124,7 +133,7 @@ def submit(
             with contextlib.redirect_stderr(io.StringIO()):  # submitit echoes sbatch's errors
                 job = _executor(run_dir, s, u, need).submit(fn)
         except (submitit.core.utils.FailedJobError, subprocess.SubprocessError, OSError) as exc:
-            cancel(list(ids.values()))
+            scancel(list(ids.values()))
             why = _sbatch_error(exc)
             raise UserInputError(f"sbatch refused the job for {u.key}: {why}") from None
         ids[u.key] = str(job.job_id)
@@ -155,7 +164,7 @@ def slurm_states(job_ids: list[str]) -> dict[str, str]:
     return states
 
 
-def cancel(job_ids: list[str]) -> None:
+def scancel(job_ids: list[str]) -> None:
     if job_ids:
         subprocess.run(["scancel", *job_ids], capture_output=True, timeout=60)
 
@@ -185,20 +194,11 @@ def reconcile(run_dir: Path, ids: dict[str, str], units: dict[str, UnitRef]) -> 
     return ended
 
 
-def launch(
-    run_dir: Path,
-    units: list[UnitRef],
-    jobs: list[str],
-    *,
-    pythons: Mapping[str, str | None],
-    needs: dict[UnitRef, Needs],
-    on_tick: Tick,
-    settings: SlurmSettings | None,
-) -> dict[UnitRef, int]:
+def launch(plan: Plan, settings: SlurmSettings, on_tick: Tick) -> dict[UnitRef, int]:
     require_slurm()
-    s = settings or SlurmSettings()
-    ids = submit(run_dir, units, jobs, pythons, needs, s)
-    if s.detach:
+    run_dir, units = plan.run_dir, plan.units
+    ids = submit(plan, settings)
+    if settings.detach:
         return {}
     keyed = {u.key: u for u in units}
     results: dict[UnitRef, int] = {}
@@ -209,6 +209,36 @@ def launch(
             on_tick()
             time.sleep(POLL_S)
     except KeyboardInterrupt:
-        cancel([ids[u.key] for u in units if u not in results])  # units checkpoint on SIGTERM
+        cancel(run_dir, [u for u in units if u not in results])  # they checkpoint on SIGTERM
         raise
     return results
+
+
+def status(run_dir: Path, units: list[UnitRef]) -> dict[str, str]:
+    """unit key -> "JOB_ID STATE" of a run submitted to Slurm ({} for any other run). Only
+    looks: a unit whose job ended unfinished is recorded by the runner (reconcile), not here."""
+    ids = read_jobs(run_dir)
+    if not ids:
+        return {}
+    require_slurm()
+    keyed = {u.key: u for u in units}
+    open_ids = {
+        k: j
+        for k, j in ids.items()
+        if k in keyed and read_status(keyed[k].dir(run_dir)).get("state") not in TERMINAL
+    }
+    states = slurm_states(list(open_ids.values()))
+    return {k: f"{j} {states.get(j, '')}".strip() for k, j in ids.items()}
+
+
+def cancel(run_dir: Path, units: list[UnitRef]) -> None:
+    """scancel the jobs of these units (each checkpoints on the SIGTERM Slurm sends first)."""
+    ids = read_jobs(run_dir)
+    scancel([ids[u.key] for u in units if u.key in ids])
+
+
+if TYPE_CHECKING:  # mypy checks this module against the protocol
+    from runner.executors import slurm as _self
+    from runner.executors.base import Executor
+
+    _CONFORMS: Executor[Settings] = _self

@@ -14,28 +14,28 @@ Flags override the profile key by key; `--sbatch KEY=VALUE` adds to the profile'
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
-from typing import Any
+from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, field_validator
 
-from runner.errors import UserInputError
-from runner.manifest.problems import Problem
+from runner.executors.base import ExecutorSettings, option
 
 DEFAULT_TIME = "04:00:00"
 
 
-class SlurmSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class SlurmSettings(ExecutorSettings):
+    profile_option: ClassVar[str | None] = "--profile"
 
-    partition: str | None = Field(None, description="sbatch --partition")
-    account: str | None = Field(None, description="sbatch --account")
-    time: str | int = Field(
-        DEFAULT_TIME, description="sbatch --time per job: minutes or [D-]HH:MM:SS"
+    partition: str | None = option("--partition", "Slurm partition.")
+    account: str | None = option("--account", "Slurm account.")
+    time: str | int = option(
+        "--time", "Slurm time limit per unit job (minutes or [D-]HH:MM:SS).", DEFAULT_TIME
     )
-    sbatch: dict[str, str | int | bool] = Field(
-        default_factory=dict, description="Further sbatch options: {option: value} (no dashes)."
+    sbatch: dict[str, str | int | bool] = option(
+        "--sbatch",
+        "Further sbatch option KEY=VALUE (e.g. qos=long); repeatable.",
+        default_factory=dict,
     )
     setup: list[str] = Field(
         default_factory=list, description="Shell lines run in the job before the unit."
@@ -44,7 +44,12 @@ class SlurmSettings(BaseModel):
         None, description="The Python on the compute nodes (default: the one running rlcrate)."
     )
     image: str | None = Field(None, description="A .sif image: each unit runs in it (Apptainer).")
-    detach: bool = False
+    detach: bool = option(
+        "--detach",
+        "slurm: return once submitted; follow with `rlcrate status RUN_DIR`.",
+        False,
+        cli_only=True,
+    )
 
     @field_validator("time")
     @classmethod
@@ -55,6 +60,17 @@ class SlurmSettings(BaseModel):
     @property
     def minutes(self) -> int:
         return minutes(str(self.time))
+
+    @property
+    def detached(self) -> bool:
+        return self.detach
+
+    def takes_image(self, image: str) -> bool:
+        """A .sif: each unit's job runs it under Apptainer, the runner stays here."""
+        if not image.endswith(".sif"):
+            return False
+        self.image = str(Path(image).resolve())
+        return True
 
 
 def minutes(text: str) -> int:
@@ -73,53 +89,3 @@ def minutes(text: str) -> int:
     else:  # M, M:S, H:M:S
         h, m, s = [0, *nums, 0][:3] if len(nums) <= 2 else nums
     return max(1, d * 1440 + h * 60 + m + (s + 59) // 60)
-
-
-def _problem(source: str, lines: dict, loc: tuple[Any, ...], message: str) -> UserInputError:
-    from runner.manifest.problems import line_of
-
-    return UserInputError(str(Problem(source, line_of(loc, lines), loc, message)))
-
-
-def load_profile(path: Path) -> dict[str, Any]:
-    """The profile's settings as a dict; the first problem as a one-line UserInputError."""
-    from runner.manifest.load import parse_yaml, read_text
-
-    source = str(path)
-    data, lines = parse_yaml(read_text(path), source)
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise _problem(source, lines, (), "expected a mapping of Slurm settings")
-    known = [k for k in SlurmSettings.model_fields if k != "detach"]
-    for key in data:
-        if key not in known:
-            close = difflib.get_close_matches(str(key), known, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            raise _problem(
-                source, lines, (key,), f"unknown key; {hint}expected one of {', '.join(known)}"
-            )
-    try:
-        SlurmSettings.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        msg = err["msg"].removeprefix("Value error, ")
-        raise _problem(source, lines, tuple(err["loc"]), msg) from None
-    return dict(data)
-
-
-def settings(
-    profile: Path | None, flags: dict[str, Any], sbatch: dict[str, str | int | bool]
-) -> SlurmSettings:
-    """Profile, then flags (those given) on top."""
-    data = load_profile(profile) if profile else {}
-    data.update({k: v for k, v in flags.items() if v is not None})
-    data["sbatch"] = {**data.get("sbatch", {}), **sbatch}
-    if "time" in data:
-        data["time"] = str(data["time"])
-    try:
-        return SlurmSettings.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        raise UserInputError(f"--{field}: {err['msg'].removeprefix('Value error, ')}") from None

@@ -10,7 +10,10 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from runner.manifest import Manifest
 
 BITWISE, STATISTICAL = "bitwise", "statistical"
 
@@ -25,26 +28,26 @@ DECLARED = {
 }
 
 
-def declared(config: dict[str, Any]) -> tuple[str, str]:
+def declared(config: Manifest) -> tuple[str, str]:
     """(level, why) for one variant's resolved config."""
-    env, algo = config["env"], config["algo"]
-    backend = env["backend"]
+    env, algo = config.env, config.algo
+    backend = env.backend
     if DECLARED.get(backend, STATISTICAL) == STATISTICAL:
         return STATISTICAL, f"{backend} runs on an accelerator"
-    if backend == "godot" and env.get("pacing") == "paced":
+    if backend == "godot" and env.pacing == "paced":
         return STATISTICAL, "godot paced: game time follows the wall clock"
-    if algo.get("device", "cpu") != "cpu":
-        return STATISTICAL, f"algo.device {algo.get('device')}: GPU kernels need not repeat"
-    if algo.get("torch_threads", 1) != 1:
-        return STATISTICAL, f"algo.torch_threads {algo['torch_threads']}: sums in varying order"
+    if algo.device != "cpu":
+        return STATISTICAL, f"algo.device {algo.device}: GPU kernels need not repeat"
+    if algo.torch_threads != 1:
+        return STATISTICAL, f"algo.torch_threads {algo.torch_threads}: sums in varying order"
     return BITWISE, f"{backend} on CPU with one torch thread"
 
 
-def level(config: dict[str, Any], recorded: dict[str, Any] | None) -> tuple[str, str]:
+def level(config: Manifest, recorded: dict[str, Any] | None) -> tuple[str, str]:
     """The declared level, overruled by a `check-determinism` result recorded for this backend
     (in the archived run's provenance)."""
     lvl, why = declared(config)
-    check = (recorded or {}).get(config["env"]["backend"])
+    check = (recorded or {}).get(config.env.backend)
     if lvl == BITWISE and check and check.get("result") != BITWISE:
         return STATISTICAL, f"check-determinism found {check.get('result')}"
     if lvl == BITWISE and check:

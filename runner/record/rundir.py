@@ -18,6 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from runner.errors import RunFileError
+
 STATES = ("pending", "running", "done", "failed", "interrupted")
 
 
@@ -83,6 +87,8 @@ def new_run_dir(out: Path, name: str) -> Path:
 
 @dataclass(frozen=True)
 class UnitRef:
+    """One unit of work: a (variant, seed) pair, and where its files live in a run directory."""
+
     variant: str
     seed: int
 
@@ -96,15 +102,56 @@ class UnitRef:
 
 def write_status(unit_dir: Path, state: str, **fields: Any) -> None:
     assert state in STATES, state
-    found = read_json(unit_dir / "status.json")
-    old: dict[str, Any] = found if isinstance(found, dict) else {}  # damaged: start afresh
-    old.update(fields)
-    old["state"] = state
-    old["updated"] = time.time()
-    write_json_atomic(unit_dir / "status.json", old)
+    old = read_json(unit_dir / "status.json")
+    record = old if isinstance(old, dict) else {}  # a damaged record is replaced, not merged
+    record.update(fields)
+    record["state"] = state
+    record["updated"] = time.time()
+    write_json_atomic(unit_dir / "status.json", record)
 
 
-def read_status(unit_dir: Path) -> dict[str, Any]:
-    """The unit's status; a missing or damaged one (not a JSON object) reads as pending."""
-    found = read_json(unit_dir / "status.json")
-    return found if isinstance(found, dict) else {"state": "pending"}
+def _damaged(path: Path, data: Any, expected: str) -> RunFileError:
+    found = "no valid JSON" if data is None else f"a JSON {type(data).__name__}"
+    return RunFileError(f"{path}: damaged (expected {expected}, found {found})")
+
+
+def read_status(unit_dir: Path, *, strict: bool = False) -> dict[str, Any]:
+    """A unit's status record; `pending` when it has none. A record that is not a JSON object
+    reads as none (the unit runs again), or with `strict` (commands that only report) as a
+    RunFileError naming the file."""
+    path = unit_dir / "status.json"
+    data = read_json(path)
+    if isinstance(data, dict):
+        return data
+    if strict and path.exists():
+        raise _damaged(path, data, "a JSON object")
+    return {"state": "pending"}
+
+
+class Progress(BaseModel):
+    """progress.json, written by a training unit about once a second (advisory)."""
+
+    model_config = ConfigDict(strict=True)  # a count is a number, not "100" or true
+
+    steps: int = Field(0, ge=0)
+    total: int = Field(0, ge=0)
+    steps_per_s: float = Field(0.0, ge=0)
+
+
+def read_progress(unit_dir: Path, *, strict: bool = False) -> Progress | None:
+    """A unit's training progress, None when it has none. Damaged (not an object of counts):
+    None, or with `strict` a RunFileError naming the file."""
+    path = unit_dir / "progress.json"
+    data = read_json(path)
+    if not isinstance(data, dict):
+        if strict and path.exists():
+            raise _damaged(path, data, "a JSON object of steps, total, steps_per_s")
+        return None
+    try:
+        return Progress.model_validate(data)
+    except ValidationError as exc:
+        if not strict:
+            return None
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise RunFileError(f"{path}: damaged ({where}: {err['msg']})") from None

@@ -9,13 +9,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.errors import UserInputError
 from runner.report import plots
 from runner.report.summary import train_origin
 from runner.report.tb import Curve, read_curve
 from runner.trainers.base import EVAL_FILE, TB_DIR, checked_eval
+
+if TYPE_CHECKING:
+    from runner.manifest import ResolvedRun
 
 
 @dataclass
@@ -89,9 +92,12 @@ def load_run(run_dir: Path) -> Run:
         )
     problems: list[str] = []
     summary = _read_json(run_dir / "summary.json", problems) or {}
-    manifest = _read_manifest(run_dir)
-    listed = summary.get("variants") or manifest.get("variants") or {}
+    res = _read_resolved(run_dir)
+    manifest = res.dump() if res else _read_manifest(run_dir)
+    listed = summary.get("variants") or {}
     variants = {k: dict(v.get("overrides") or {}) for k, v in listed.items()}
+    if not variants and res:
+        variants = {k: dict(v.overrides) for k, v in res.variants.items()}
     units_dir = run_dir / "units"
     for d in sorted(units_dir.iterdir()) if units_dir.is_dir() else []:
         if d.is_dir():
@@ -113,15 +119,24 @@ def load_run(run_dir: Path) -> Run:
     )
 
 
+def _read_resolved(run_dir: Path) -> ResolvedRun | None:
+    """The run model; None when resolved.yaml is missing or damaged (the report shows what the
+    other files hold)."""
+    from runner.manifest import read_resolved
+
+    try:
+        return read_resolved(run_dir)
+    except UserInputError:
+        return None
+
+
 def _read_manifest(run_dir: Path) -> dict[str, Any]:
+    """The run's own manifest.yaml, as written, when it has no readable resolved.yaml."""
     from runner.errors import ManifestError
     from runner.manifest.parse import read_yaml
 
-    for name in ("resolved.yaml", "manifest.yaml"):
-        try:
-            data, _ = read_yaml(run_dir / name)
-        except ManifestError:
-            continue
-        if isinstance(data, dict):
-            return data
-    return {}
+    try:
+        data, _ = read_yaml(run_dir / "manifest.yaml")
+    except ManifestError:
+        return {}
+    return data if isinstance(data, dict) else {}

@@ -5,10 +5,13 @@ from __future__ import annotations
 import operator
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.record.rundir import UnitRef, read_status, write_json_atomic
 from runner.trainers.base import EVAL_FILE, TB_DIR, read_eval
+
+if TYPE_CHECKING:
+    from runner.manifest import Manifest, ResolvedRun
 
 # The metrics `expect:` claims may name (validate checks names against this one list).
 EXPECT_METRICS = {
@@ -90,13 +93,13 @@ def summarize_variant(
     name: str,
     overrides: dict[str, Any],
     seeds: list[int],
-    config: dict[str, Any],
+    config: Manifest,
     expect: dict[str, Any],
 ) -> dict[str, Any]:
     units: dict[str, Any] = {}
     per_seed: dict[str, float] = {}
     walls, rates, ttr = [], [], {}
-    levels = config.get("eval", {}).get("reward_levels", [])
+    levels = config.eval.reward_levels
     for seed in seeds:
         unit_dir = UnitRef(name, seed).dir(run_dir)
         status = read_status(unit_dir)
@@ -155,29 +158,23 @@ def _time_to_reward_summary(ttr: dict[str, Any], levels: list[float]) -> dict[st
     return out
 
 
-def write_summary(run_dir: Path, resolved: dict[str, Any]) -> dict[str, Any]:
+def write_summary(run_dir: Path, resolved: ResolvedRun) -> dict[str, Any]:
     summary = summarize(run_dir, resolved)
     write_json_atomic(run_dir / "summary.json", summary)
     return summary
 
 
-def summarize(run_dir: Path, resolved: dict[str, Any]) -> dict[str, Any]:
+def summarize(run_dir: Path, resolved: ResolvedRun) -> dict[str, Any]:
     """summary.json's content, from the unit files; writes nothing."""
+    expect = {metric: dict(claims) for metric, claims in resolved.expect.items()}
     variants = {
-        name: summarize_variant(
-            run_dir,
-            name,
-            v["overrides"],
-            resolved["seeds"],
-            v["config"],
-            resolved.get("expect", {}),
-        )
-        for name, v in resolved["variants"].items()
+        name: summarize_variant(run_dir, name, v.overrides, resolved.seeds, v.config, expect)
+        for name, v in resolved.variants.items()
     }
     summary = {
-        "name": resolved["name"],
+        "name": resolved.name,
         "run_id": run_dir.name,
-        "seeds": resolved["seeds"],
+        "seeds": resolved.seeds,
         "written": time.time(),
         "variants": variants,
         "expectations_met": claims_met([c for v in variants.values() for c in v["expect"]]),

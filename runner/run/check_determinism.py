@@ -18,9 +18,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from runner.manifest import Manifest
 
 STREAMS = ("observations", "actions", "rewards")
 
@@ -61,10 +64,10 @@ def _recorder(venv: Any, log: list[list[str]]) -> Any:
     return Recorder(venv)
 
 
-def default_steps(config: dict[str, Any]) -> int:
+def default_steps(config: Manifest) -> int:
     """Two rollouts of an on-policy algorithm (so parameters change twice), at least 256."""
-    n_steps = config["algo"]["params"].get("n_steps", 64)
-    return max(256, 2 * n_steps * config["parallel"]["envs"])
+    n_steps = config.algo.params.get("n_steps", 64)
+    return max(256, 2 * n_steps * config.parallel.envs)
 
 
 def attempt(config: dict[str, Any], seed: int, steps: int) -> dict[str, Any]:
@@ -102,10 +105,10 @@ def first_divergence(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any] | N
     return None
 
 
-def _spawn(config: dict[str, Any], seed: int, steps: int, tmp: Path, n: int) -> dict[str, Any]:
+def _spawn(config: Manifest, seed: int, steps: int, tmp: Path, n: int) -> dict[str, Any]:
     """One attempt in a fresh Python process, as two separate runs would be."""
     cfg_file, out = tmp / "config.json", tmp / f"attempt-{n}.json"
-    cfg_file.write_text(json.dumps(config), encoding="utf-8")
+    cfg_file.write_text(config.model_dump_json(), encoding="utf-8")
     cmd = [
         sys.executable,
         "-m",
@@ -131,11 +134,11 @@ def check(manifest_path: Path, steps: int | None, seed: int, console: Console) -
     from runner.provenance import determinism
 
     res = resolved(load_manifest(manifest_path))
-    variant, spec = next(iter(res["variants"].items()))
-    config, backend = spec["config"], spec["config"]["env"]["backend"]
+    variant, spec = next(iter(res.variants.items()))
+    config, backend = spec.config, spec.config.env.backend
     steps = steps or default_steps(config)
     console.print(
-        f"check-determinism: {backend} {config['env']['id']}, variant {variant}, "
+        f"check-determinism: {backend} {config.env.id}, variant {variant}, "
         f"seed {seed}, {steps} steps, twice"
     )
     t0 = time.perf_counter()
@@ -145,8 +148,8 @@ def check(manifest_path: Path, steps: int | None, seed: int, console: Console) -
     result = {
         "result": determinism.BITWISE if where is None else "diverged",
         "first_divergence": where,
-        "env": config["env"]["id"],
-        "algo": config["algo"]["name"],
+        "env": config.env.id,
+        "algo": config.algo.name,
         "steps": steps,
         "seconds": round(time.perf_counter() - t0, 2),
         "checked": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

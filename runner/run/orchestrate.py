@@ -7,7 +7,7 @@ import os
 import shutil
 import signal
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +20,9 @@ from runner import provenance
 from runner.backends import unit_interpreter
 from runner.checks.load import load_manifest
 from runner.errors import BackendUnavailable, UnitFailed, UserInputError
-from runner.manifest import Manifest, resolved
-from runner.manifest.parse import read_yaml
+from runner.executors import Chosen, Plan, choose
+from runner.manifest import Manifest, ResolvedRun, read_resolved, resolved
+from runner.manifest.resolved import RESOLVED
 from runner.record.lock import locked
 from runner.record.rundir import (
     UnitRef,
@@ -47,12 +48,10 @@ JOBS = ("train", "eval", "bench")
 @dataclass
 class RunOptions:
     jobs: list[str] | None  # None: the jobs the manifest declares (manifest_jobs)
-    executor: str = "local"
+    executor: Chosen = field(default_factory=choose)
     out: Path = Path("runs")
     resume: Path | None = None
-    ray_address: str | None = None
     report: bool = True
-    cluster: Any = None  # runner.executors.slurm_profile.SlurmSettings for --executor slurm
 
 
 def parse_jobs(text: str) -> list[str]:
@@ -73,25 +72,23 @@ def manifest_jobs(manifest: Manifest) -> list[str]:
 
 def prepare_run_dir(
     manifest_path: Path, manifest: Manifest, opts: RunOptions
-) -> tuple[Path, dict[str, Any]]:
+) -> tuple[Path, ResolvedRun]:
     """A new run directory with manifest, resolved manifest and provenance; or the resumed one."""
     if opts.resume is not None:
         run_dir = opts.resume
-        old = run_dir / "resolved.yaml"
-        if not old.is_file():
-            raise UserInputError(f"--resume {run_dir}: not a run directory (no resolved.yaml)")
-        res, _ = read_yaml(old)
-        if not isinstance(res, dict) or not isinstance(res.get("variants"), dict):
-            raise UserInputError(f"{old}: damaged (no variants); the run cannot be resumed")
-        if _without_interpreters(res) != resolved(manifest):
+        if not (run_dir / RESOLVED).is_file():
+            raise UserInputError(f"--resume {run_dir}: not a run directory (no {RESOLVED})")
+        res = read_resolved(run_dir)
+        # a resumed run keeps the interpreters it recorded
+        if res.without_interpreters() != resolved(manifest):
             raise UserInputError(
                 f"--resume {run_dir}: {manifest_path} resolves differently from the manifest that "
                 "run was started with; resume with the run's own manifest.yaml"
             )
         return run_dir, res
     res = resolved(manifest)
-    for variant in res["variants"].values():  # null: the runner's own Python
-        variant["interpreter"] = unit_interpreter(variant["config"]["env"]["backend"])
+    for variant in res.variants.values():  # null: the runner's own Python
+        variant.interpreter = unit_interpreter(variant.config.env.backend)
     try:
         run_dir = new_run_dir(opts.out, manifest.name)
     except (ValueError, OSError) as exc:
@@ -100,9 +97,8 @@ def prepare_run_dir(
         raise UserInputError(f"--out {opts.out}: cannot create the run directory ({exc})") from None
     try:
         shutil.copyfile(manifest_path, run_dir / "manifest.yaml")
-        write_text_atomic(run_dir / "resolved.yaml", yaml.safe_dump(res, sort_keys=False))
-        backends = {v["config"]["env"]["backend"] for v in res["variants"].values()}
-        prov = provenance.collect(sys.argv, manifest_path, backends, _pythons(res))
+        write_text_atomic(run_dir / RESOLVED, yaml.safe_dump(res.dump(), sort_keys=False))
+        prov = provenance.collect(sys.argv, manifest_path, res.backends(), res.pythons())
         write_json_atomic(run_dir / "provenance.json", prov)
     except BaseException:  # a full disk, a signal: no half-made run directory stays behind
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -110,28 +106,11 @@ def prepare_run_dir(
     return run_dir, res
 
 
-def _without_interpreters(res: dict[str, Any]) -> dict[str, Any]:
-    """resolved.yaml as `resolved()` makes it: a resumed run keeps the interpreters it recorded."""
-    variants = {
-        name: {k: v for k, v in variant.items() if k != "interpreter"}
-        for name, variant in res.get("variants", {}).items()
-    }
-    return {**res, "variants": variants}
-
-
-def _pythons(res: dict[str, Any]) -> dict[str, str]:
-    """variant -> the interpreter its units run with (recorded, else the runner's own)."""
-    return {
-        name: variant.get("interpreter") or sys.executable
-        for name, variant in res["variants"].items()
-    }
-
-
-def parallelism(manifest: Manifest, res: dict[str, Any]) -> tuple[int, int]:
+def parallelism(manifest: Manifest, res: ResolvedRun) -> tuple[int, int]:
     """(units at once, CPUs each unit needs): sized for the hungriest variant."""
     from runner.executors.needs import cpus_of
 
-    per_unit = max(cpus_of(v["config"]) for v in res["variants"].values())
+    per_unit = max(cpus_of(v.config) for v in res.variants.values())
     cpus = (
         len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     )
@@ -158,17 +137,16 @@ def _finish_provenance(run_dir: Path, units: list[UnitRef]) -> None:
 
 
 def run_units(
-    run_dir: Path, res: dict[str, Any], manifest: Manifest, opts: RunOptions, console: Console
+    run_dir: Path, res: ResolvedRun, manifest: Manifest, opts: RunOptions, console: Console
 ) -> dict[UnitRef, int]:
-    from runner.executors import launch
     from runner.executors.needs import unit_needs
     from runner.run.progress import ProgressView
 
     unit_jobs = [j for j in opts.jobs or [] if j in ("train", "eval")]
     if not unit_jobs:
         return {}
-    units = [UnitRef(v, s) for v in res["variants"] for s in res["seeds"]]
-    budgets = {name: v["config"]["train"]["timesteps"] for name, v in res["variants"].items()}
+    units = res.units()
+    budgets = {name: v.config.train.timesteps for name, v in res.variants.items()}
     for key in recover_done(run_dir, units, unit_jobs, budgets):
         console.print(
             f"[yellow]{escape(key)}: status.json was unreadable; its model and eval result are "
@@ -187,24 +165,14 @@ def run_units(
     if not todo:
         return {}
     at_once, _ = parallelism(manifest, res)
-    steps = {u: res["variants"][u.variant]["config"]["train"]["timesteps"] for u in units}
+    steps = {u: res.variants[u.variant].config.train.timesteps for u in units}
     view = ProgressView(run_dir, units, steps)
     results: dict[UnitRef, Any] = {}
     stopping = True
     with Live(view, console=console, auto_refresh=False, transient=True) as live:
         try:
-            results = launch(
-                opts.executor,
-                run_dir,
-                todo,
-                unit_jobs,
-                pythons=_pythons(res),
-                max_parallel=at_once,
-                needs=unit_needs(res, todo),
-                on_tick=live.refresh,
-                address=opts.ray_address,
-                cluster=opts.cluster,
-            )
+            plan = Plan(run_dir, todo, unit_jobs, res.pythons(), unit_needs(res, todo), at_once)
+            results = opts.executor.launch(plan, live.refresh)
             stopping = False
             return results
         finally:
@@ -230,7 +198,7 @@ def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
             return _run_locked(run_dir, res, manifest, opts, console)
 
 
-def preflight(manifest_path: Path, manifest: Manifest, executor: str, console: Console) -> None:
+def preflight(manifest_path: Path, manifest: Manifest, executor: Chosen, console: Console) -> None:
     """Before any unit: warn about what the machine cannot give, then build every variant's env
     and model once (ManifestError, one line per variant, if one cannot be built). On a cluster
     (Ray, Slurm) the device is not checked here, where the units do not run."""
@@ -241,20 +209,19 @@ def preflight(manifest_path: Path, manifest: Manifest, executor: str, console: C
     for line in resources.warnings(res, parallelism(manifest, res)[0]):
         console.print(f"[yellow]warning: {escape(line)}[/]")
     pythons = {
-        name: unit_interpreter(variant["config"]["env"]["backend"])
-        for name, variant in res["variants"].items()
+        name: unit_interpreter(variant.config.env.backend) for name, variant in res.variants.items()
     }
-    construct(manifest_path, check_device=executor == "local", pythons=pythons)
+    construct(manifest_path, check_device=executor.executor.runs_here, pythons=pythons)
 
 
 def _run_locked(
-    run_dir: Path, res: dict[str, Any], manifest: Manifest, opts: RunOptions, console: Console
+    run_dir: Path, res: ResolvedRun, manifest: Manifest, opts: RunOptions, console: Console
 ) -> Path:
     from runner.report.summary import write_summary
     from runner.run.progress import print_failures, summary_table
 
     console.print(f"run directory: [bold]{escape(str(run_dir))}[/]")
-    units = [UnitRef(v, s) for v in res["variants"] for s in res["seeds"]]
+    units = res.units()
     for key in recover_stale(run_dir, units):
         console.print(f"[yellow]{escape(key)}: left running by a runner that stopped[/]")
     try:
@@ -263,7 +230,7 @@ def _run_locked(
         write_summary(run_dir, res)
         resume_hint(console, run_dir)
         raise
-    if getattr(opts.cluster, "detach", False):
+    if opts.executor.settings.detached:
         console.print(f"submitted; follow with: rlcrate status {escape(str(run_dir))}")
         return run_dir
     jobs = opts.jobs or []

@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from runner.record.rundir import UnitRef, read_json, read_status
+from runner.record.rundir import UnitRef, read_progress, read_status
 from runner.report.summary import claims_met
 
 
@@ -37,11 +37,11 @@ class ProgressView:
         for u in self.units:
             st = read_status(u.dir(self.run_dir)).get("state", "pending")
             states[st] = states.get(st, 0) + 1
-            prog = read_json(u.dir(self.run_dir) / "progress.json") or {}
-            steps = self.total_steps[u] if st == "done" else prog.get("steps", 0)
+            prog = read_progress(u.dir(self.run_dir))  # damaged: shown as no progress yet
+            steps = self.total_steps[u] if st == "done" else (prog.steps if prog else 0)
             done_steps += steps
             if st == "running":
-                rate = prog.get("steps_per_s") or 0.0
+                rate = prog.steps_per_s if prog else 0.0
                 left = (self.total_steps[u] - steps) / rate if rate else None
                 rows.append(
                     (u.key, f"{steps:,}/{self.total_steps[u]:,}", f"{rate:,.0f}", _eta(left))

@@ -7,45 +7,48 @@ Each names the variant and what to change.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 from runner.record.machine import cpu_count, memory_mb
+
+if TYPE_CHECKING:
+    from runner.manifest import Manifest, ResolvedRun
 
 PROCESS_MB = 150  # a gymnasium worker or a Godot game process, measured on CartPole/BallChase
 UNIT_MB = 500  # the unit process itself: torch, SB3, the model
 ON_POLICY_DEFAULT_STEPS = {"PPO": 2048, "A2C": 5, "RecurrentPPO": 128, "TRPO": 2048}
 
 
-def processes_per_unit(config: dict[str, Any]) -> int:
+def processes_per_unit(config: Manifest) -> int:
     """Env processes one unit starts (gymnasium subproc workers, Godot games); threads excluded."""
-    par, backend = config["parallel"], config["env"]["backend"]
-    if backend == "gymnasium" and par["mode"] == "subproc":
-        return int(par["envs"])
+    par, backend = config.parallel, config.env.backend
+    if backend == "gymnasium" and par.mode == "subproc":
+        return par.envs
     if backend == "godot":
-        return int(par["workers"])
+        return par.workers
     return 0
 
 
-def overshoot(config: dict[str, Any]) -> tuple[int, int] | None:
+def overshoot(config: Manifest) -> tuple[int, int] | None:
     """(steps per update, steps actually trained) when an on-policy rollout overshoots the
     budget: SB3 collects whole rollouts of envs x n_steps."""
-    algo = config["algo"]
-    default = ON_POLICY_DEFAULT_STEPS.get(algo["name"])
-    n_steps = algo["params"].get("n_steps", default)
+    algo = config.algo
+    default = ON_POLICY_DEFAULT_STEPS.get(algo.name)
+    n_steps = algo.params.get("n_steps", default)
     if default is None or not isinstance(n_steps, int) or n_steps < 1:
         return None
-    rollout = n_steps * int(config["parallel"]["envs"])
-    budget = int(config["train"]["timesteps"])
+    rollout = n_steps * config.parallel.envs
+    budget = config.train.timesteps
     trained = math.ceil(budget / rollout) * rollout
     return (rollout, trained) if trained > budget * 1.5 else None
 
 
-def warnings(res: dict[str, Any], units_at_once: int) -> list[str]:
+def warnings(res: ResolvedRun, units_at_once: int) -> list[str]:
     """One line per thing this run asks that the machine or the step budget cannot give."""
     cpus, mem = cpu_count(), memory_mb()
     out = []
-    for name, variant in res["variants"].items():
-        cfg = variant["config"]
+    for name, variant in res.variants.items():
+        cfg = variant.config
         procs = processes_per_unit(cfg) * units_at_once
         if procs > 2 * cpus:
             out.append(
@@ -64,9 +67,9 @@ def warnings(res: dict[str, Any], units_at_once: int) -> list[str]:
             out.append(
                 f"variant {name}: one update collects parallel.envs x n_steps = {rollout} steps, "
                 f"so it trains {trained} steps for train.timesteps = "
-                f"{cfg['train']['timesteps']}; lower parallel.envs or algo.params.n_steps"
+                f"{cfg.train.timesteps}; lower parallel.envs or algo.params.n_steps"
             )
-        threads = int(cfg["algo"]["torch_threads"])
+        threads = cfg.algo.torch_threads
         if threads > cpus:
             out.append(
                 f"variant {name}: algo.torch_threads = {threads} on {cpus} CPUs; use at most {cpus}"

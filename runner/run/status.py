@@ -12,9 +12,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.errors import UserInputError
-from runner.manifest.parse import read_yaml
-from runner.record.rundir import UnitRef, read_json, read_status
+from runner.manifest import read_resolved
+from runner.record.rundir import UnitRef, read_progress, read_status
 
 TERMINAL = ("done", "failed")
 
@@ -26,14 +25,6 @@ class RunState:
     failed: bool = False  # some unit failed, or its Slurm job ended without finishing it
     notes: list[str] = field(default_factory=list)
     bench_only: bool = False  # a bench run: no units, its results in bench.json
-
-
-def _units(run_dir: Path) -> list[UnitRef]:
-    path = run_dir / "resolved.yaml"
-    if not path.is_file():
-        raise UserInputError(f"{run_dir}: not a run directory (no resolved.yaml)")
-    res, _ = read_yaml(path)
-    return [UnitRef(v, s) for v in res["variants"] for s in res["seeds"]]
 
 
 def _slurm_answers() -> str | None:
@@ -54,10 +45,10 @@ def _slurm_jobs(
 ) -> tuple[dict[str, str], dict[str, str], str | None]:
     """({unit key: job id}, {unit key: job state, '' when unknown}) of a Slurm run (empty for
     other runs), and a note when Slurm could not be asked."""
-    from runner.executors.slurm import jobs_file, slurm_states
+    from runner.executors.slurm import read_jobs, slurm_states
 
-    found = read_json(jobs_file(run_dir))
-    if not isinstance(found, dict) or not found:
+    found = read_jobs(run_dir)  # damaged: one line naming the file (RunFileError)
+    if not found:
         return {}, {}, None
     keys = {u.key for u in units}
     ids = {k: str(j) for k, j in found.items() if k in keys}
@@ -72,7 +63,7 @@ def collect(run_dir: Path) -> RunState:
     """The table rows and what they add up to; writes nothing."""
     from runner.executors.slurm import ACTIVE
 
-    units = _units(run_dir)
+    units = read_resolved(run_dir).units()  # damaged: one line naming the file (RunFileError)
     out = RunState()
     if not (run_dir / "units").is_dir() and (run_dir / "bench.json").is_file():
         out.bench_only = True  # `rlcrate bench` (or --jobs bench) ran no units
@@ -82,11 +73,10 @@ def collect(run_dir: Path) -> RunState:
         out.notes.append(note)
     terminal = TERMINAL if job_states else (*TERMINAL, "interrupted")  # Slurm requeues those
     for u in units:
-        st = read_status(u.dir(run_dir))
+        st = read_status(u.dir(run_dir), strict=True)
         state = str(st.get("state", "pending"))
-        prog = read_json(u.dir(run_dir) / "progress.json")
-        prog = prog if isinstance(prog, dict) else {}
-        steps = f"{prog.get('steps', 0):,}/{prog.get('total', 0):,}" if prog else "-"
+        prog = read_progress(u.dir(run_dir), strict=True)
+        steps = f"{prog.steps:,}/{prog.total:,}" if prog else "-"
         error = str(st.get("error") or "")
         job = job_states.get(u.key)
         ended = state in terminal

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from runner.manifest.parse import read_yaml
+from runner.manifest.resolved import read_resolved
 from runner.manifest.schema import Manifest
 from runner.record.rundir import UnitRef, read_status, write_status
 from runner.record.seeding import derive, seed_everything
@@ -22,8 +22,7 @@ from runner.trainers import get_trainer, trainer_for
 
 
 def unit_config(run_dir: Path, variant: str) -> Manifest:
-    data, _ = read_yaml(run_dir / "resolved.yaml")
-    return Manifest.model_validate(data["variants"][variant]["config"])
+    return read_resolved(run_dir).variants[variant].config
 
 
 def _sigterm(signum: int, frame: Any) -> None:

@@ -1,0 +1,176 @@
+"""The executor contract: what runs a run's units somewhere (here, on Ray, on Slurm).
+
+An executor is a module, registered by name in `runner.executors.EXECUTORS`, whose members match
+the `Executor` protocol below; mypy checks every registered module against it. Its `Settings`
+(a pydantic model) is where everything it can be told lives: each field marked with `option()`
+becomes a command-line option of `run`, `train`, `eval` and `reproduce`, and, when the model
+names a `profile_option`, the fields not marked `cli_only` can come from a YAML profile file.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from runner.errors import UserInputError
+
+if TYPE_CHECKING:
+    from runner.executors.needs import Needs
+    from runner.record.rundir import UnitRef
+
+Tick = Callable[[], None]
+
+
+def option(
+    flag: str,
+    help: str,
+    default: Any = None,
+    *,
+    default_factory: Callable[[], Any] | None = None,
+    cli_only: bool = False,
+) -> Any:
+    """A settings field that is also the command-line option `flag` (a mapping field takes
+    repeated KEY=VALUE); `cli_only` keeps it out of the profile file (e.g. --detach, a choice
+    for one invocation)."""
+    extra: dict[str, Any] = {"flag": flag, "cli_only": cli_only}
+    if default_factory is not None:
+        return Field(default_factory=default_factory, description=help, json_schema_extra=extra)
+    return Field(default, description=help, json_schema_extra=extra)
+
+
+class ExecutorSettings(BaseModel):
+    """Base of every executor's settings. Fields made with `option()` are command-line options;
+    the others come only from the profile file (when the executor has one)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # the option naming a YAML file of these settings (flags override it key by key); None: none
+    profile_option: ClassVar[str | None] = None
+
+    @property
+    def detached(self) -> bool:
+        """True when `launch` returns once the units are submitted (followed with `status`)."""
+        return False
+
+    def takes_image(self, image: str) -> bool:
+        """True when this executor itself runs each unit in `image` (Slurm: a .sif under
+        Apptainer; it records the image), so the runner stays here rather than moving into
+        the image."""
+        return False
+
+    @classmethod
+    def flags(cls) -> dict[str, str]:
+        """field name -> its command-line option."""
+        return {
+            name: str(extra["flag"])
+            for name, f in cls.model_fields.items()
+            if isinstance(extra := f.json_schema_extra, dict) and "flag" in extra
+        }
+
+    @classmethod
+    def profile_keys(cls) -> list[str]:
+        return [
+            name
+            for name, f in cls.model_fields.items()
+            if not (isinstance(extra := f.json_schema_extra, dict) and extra.get("cli_only"))
+        ]
+
+    @classmethod
+    def build(cls, profile: Path | None, given: Mapping[str, Any]) -> ExecutorSettings:
+        """The profile's settings, then the options given (not None) on top; a mapping option
+        adds to the profile's mapping. One line naming the option or the profile's field when
+        a value is wrong."""
+        data = load_profile(cls, profile) if profile else {}
+        for key, value in given.items():
+            if isinstance(value, dict):
+                data[key] = {**(data.get(key) or {}), **value}
+            elif value is not None:
+                data[key] = value
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            name = str(err["loc"][0]) if err["loc"] else ""
+            where = cls.flags().get(name) or f"{profile}: {name}"
+            raise UserInputError(f"{where}: {err['msg'].removeprefix('Value error, ')}") from None
+
+
+def load_profile(settings: type[ExecutorSettings], path: Path) -> dict[str, Any]:
+    """A profile file's settings as a dict; the first problem as one line naming the file,
+    line and field."""
+    from runner.manifest.load import parse_yaml, read_text
+    from runner.manifest.problems import Problem, line_of
+
+    source = str(path)
+    data, lines = parse_yaml(read_text(path), source)
+
+    def problem(loc: tuple[Any, ...], message: str) -> UserInputError:
+        return UserInputError(str(Problem(source, line_of(loc, lines), loc, message)))
+
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise problem((), "expected a mapping of settings")
+    known = settings.profile_keys()
+    for key in data:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise problem((key,), f"unknown key; {hint}expected one of {', '.join(known)}")
+    try:
+        settings.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise problem(tuple(err["loc"]), err["msg"].removeprefix("Value error, ")) from None
+    return dict(data)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The units to run and what each needs: the same whichever executor runs them."""
+
+    run_dir: Path
+    units: list[UnitRef]
+    jobs: list[str]  # train, eval
+    pythons: Mapping[str, str | None]  # variant -> the interpreter its units run with
+    needs: Mapping[UnitRef, Needs]  # CPUs and GPUs per unit (schedulers ask for them)
+    max_parallel: int  # units at once where the executor decides (here: the CPU count)
+
+
+S = TypeVar("S", bound=ExecutorSettings)
+
+
+class Executor(Protocol[S]):
+    """Every member is required; an executor with nothing to say returns the documented
+    default."""
+
+    @property
+    def Settings(self) -> type[S]:  # noqa: N802 (a class, named as one)
+        """Everything the executor can be told (see `ExecutorSettings`)."""
+        ...
+
+    @property
+    def runs_here(self) -> bool:
+        """True when units run on this machine (its devices are checked before they start)."""
+        ...
+
+    def launch(self, plan: Plan, settings: S, on_tick: Tick) -> dict[UnitRef, int]:
+        """Run the plan's units; {unit: exit status} of those that ended (none when detached).
+        Calls `on_tick` about once a second. On KeyboardInterrupt: running units are asked to
+        checkpoint and stop, then the interrupt propagates."""
+        ...
+
+    def status(self, run_dir: Path, units: list[UnitRef]) -> dict[str, str]:
+        """unit key -> where the executor holds that unit (Slurm: its job id and state), for
+        `rlcrate status`; {} when the executor keeps no record beyond the runner."""
+        ...
+
+    def cancel(self, run_dir: Path, units: list[UnitRef]) -> None:
+        """Stop whatever the executor still holds for these units (Slurm: scancel their jobs);
+        nothing when units never outlive the runner."""
+        ...

@@ -1,0 +1,133 @@
+"""The run model: `resolved.yaml`, the manifest with every default filled in and the matrix
+expanded into variants, as pydantic models; and the one reader of that file.
+
+A run directory's `resolved.yaml` is the one source of truth for what ran. Every reader (the
+runner on `--resume`, `status`, `eval`, `archive`, `reproduce`, each unit) goes through
+`read_resolved` (a run directory) or `parse_resolved` (an archive's copy) and then works with
+the typed `ResolvedRun`; nothing indexes the file's dict.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
+
+from runner.errors import RunFileError
+from runner.manifest.matrix import expand, override_modes
+from runner.manifest.schema import Manifest
+from runner.record.rundir import UnitRef
+
+RESOLVED = "resolved.yaml"
+
+
+class ResolvedVariant(BaseModel):
+    """One variant: its overrides of the manifest, how each was applied, the full config its
+    units run with, and (recorded by `run`) the Python they run with."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    overrides: dict[str, Any] = Field(description="Dotted manifest path -> value.")
+    override_modes: dict[str, Literal["merge", "replace"]] = Field(
+        default_factory=dict,
+        description="merge: a mapping set over a mapping (other keys kept); replace: the rest.",
+    )
+    config: Manifest = Field(description="The manifest this variant's units run.")
+    interpreter: str | None = Field(
+        None, description="The Python its units run with; null: the runner's own."
+    )
+
+    @field_serializer("config")
+    def _config(self, config: Manifest) -> dict[str, Any]:
+        # a variant's config is one point of the matrix: it has no matrix and no claims of its own
+        return config.model_dump(mode="json", exclude={"matrix", "expect"})
+
+    @property
+    def python(self) -> str:
+        """The interpreter its units run with: the recorded one, else the runner's own."""
+        return self.interpreter or sys.executable
+
+
+class ResolvedRun(Manifest):
+    """resolved.yaml: the manifest's own fields, filled in, and its variants."""
+
+    seeds: list[int] = Field(min_length=1, description="Master seeds; one unit each.")
+    variants: dict[str, ResolvedVariant] = Field(
+        min_length=1, description="Variant name -> its overrides and config."
+    )
+    sources: dict[str, str] = Field(
+        default_factory=dict,
+        description="Dotted path -> where a value came from when not the manifest (e.g. "
+        "`rl-zoo3 2.9.2 ppo.yml Acrobot-v1`).",
+    )
+
+    def units(self) -> list[UnitRef]:
+        """Every (variant, seed) unit, variant by variant."""
+        return [UnitRef(v, s) for v in self.variants for s in self.seeds]
+
+    def backends(self) -> set[str]:
+        return {v.config.env.backend for v in self.variants.values()}
+
+    def pythons(self) -> dict[str, str]:
+        """variant -> the interpreter its units run with (recorded, else the runner's own)."""
+        return {name: v.python for name, v in self.variants.items()}
+
+    def without_interpreters(self) -> ResolvedRun:
+        """As `resolve()` makes it: the interpreters are facts of a machine, not of a manifest."""
+        variants = {n: v.model_copy(update={"interpreter": None}) for n, v in self.variants.items()}
+        return self.model_copy(update={"variants": variants})
+
+    def dump(self) -> dict[str, Any]:
+        """The plain data written to resolved.yaml."""
+        return self.model_dump(mode="json")
+
+
+def resolve(manifest: Manifest) -> ResolvedRun:
+    """The manifest with every default filled in and the matrix expanded into variants.
+
+    Each variant records how its overrides were applied: `merge` for a mapping set over a
+    mapping (the other keys kept), `replace` for everything else.
+    """
+    data = manifest.model_dump(mode="json")
+    data["variants"] = {
+        v.name: {
+            "overrides": v.overrides,
+            "override_modes": override_modes(manifest, v.overrides),
+            "config": v.config.model_dump(mode="json", exclude={"matrix", "expect"}),
+        }
+        for v in expand(manifest)
+        if v.config is not None
+    }
+    data["sources"] = dict(manifest._sources)
+    # through JSON, as the file holds it (tuples become lists): equal to the model read back
+    return ResolvedRun.model_validate(json.loads(json.dumps(data)))
+
+
+def parse_resolved(data: Any, source: str) -> ResolvedRun:
+    """The run model of a resolved.yaml's data; `source` names the file in the one-line error."""
+    if not isinstance(data, dict):
+        found = "nothing" if data is None else f"a {type(data).__name__}"
+        raise RunFileError(f"{source}: damaged (expected a mapping with `variants`, found {found})")
+    try:
+        return ResolvedRun.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "top level"
+        more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+        msg = err["msg"].removeprefix("Value error, ")
+        raise RunFileError(f"{source}: damaged at {where}: {msg}{more}") from None
+
+
+def read_resolved(run_dir: Path) -> ResolvedRun:
+    """The run model of a run directory; RunFileError (exit 2, one line naming the file) when
+    it has no resolved.yaml or the file is not one."""
+    from runner.manifest.parse import read_yaml
+
+    path = run_dir / RESOLVED
+    if not path.is_file():
+        raise RunFileError(f"{run_dir}: not a run directory (no {RESOLVED})")
+    data, _ = read_yaml(path)
+    return parse_resolved(data, str(path))

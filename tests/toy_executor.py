@@ -1,0 +1,39 @@
+"""A toy executor, for the tests only: one module implementing `runner.executors.base.Executor`,
+registered through RLCRATE_EXECUTORS (no list in rlcrate changes). It runs the units one after
+another, here, and leaves its `--toy-note` beside each unit it ran."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from runner.executors import unit_command
+from runner.executors.base import ExecutorSettings, Plan, Tick, option
+from runner.record.rundir import UnitRef
+
+runs_here = True
+
+
+class Settings(ExecutorSettings):
+    note: str = option("--toy-note", "Written to toy.txt beside each unit the toy ran.", "")
+
+
+def launch(plan: Plan, settings: Settings, on_tick: Tick) -> dict[UnitRef, int]:
+    results = {}
+    for unit in plan.units:
+        unit_dir = unit.dir(plan.run_dir)
+        unit_dir.mkdir(parents=True, exist_ok=True)
+        (unit_dir / "toy.txt").write_text(settings.note)
+        with open(unit_dir / "unit.log", "ab") as log:
+            cmd = unit_command(plan.run_dir, unit, plan.jobs, plan.pythons)
+            results[unit] = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
+        on_tick()
+    return results
+
+
+def status(run_dir: Path, units: list[UnitRef]) -> dict[str, str]:
+    return {}
+
+
+def cancel(run_dir: Path, units: list[UnitRef]) -> None:
+    return None
