@@ -25,7 +25,10 @@ from runner.cli.run import (
     RayAddressOpt,
     ResumeOpt,
     RunDirArg,
+    SeedsOpt,
+    SetOpt,
     console,
+    overrides_of,
     run_manifest,
 )
 from runner.errors import BackendUnavailable, RunnerError, UserInputError
@@ -90,14 +93,19 @@ def run_cmd(
             "only).",
         ),
     ] = True,
+    sets: SetOpt = None,
+    seeds: SeedsOpt = None,
 ) -> None:
     """Run the manifest's jobs for every (variant, seed) unit; print progress and a summary.
 
     The units run where the manifest's `image:` says (local by default); `--image` overrides it:
     `--image local` runs here, `--image cpu|cuda|TAG` inside that image.
     """
+    overrides = overrides_of(sets, seeds)
     cluster = cc.cluster_settings(executor, profile, partition, account, time, sbatch, detach)
-    run_manifest(manifest, jobs, executor, image, out, resume, ray_address, cluster, expect)
+    run_manifest(
+        manifest, jobs, executor, image, out, resume, ray_address, cluster, expect, overrides
+    )
 
 
 @app.command("status")
@@ -113,9 +121,12 @@ def train_cmd(
     image: ImageOpt = None,
     out: OutOpt = Path("runs"),
     resume: ResumeOpt = None,
+    sets: SetOpt = None,
+    seeds: SeedsOpt = None,
 ) -> None:
     """Train every unit (no evaluation)."""
-    run_manifest(manifest, "train", executor, image, out, resume, None)
+    overrides = overrides_of(sets, seeds)
+    run_manifest(manifest, "train", executor, image, out, resume, None, overrides=overrides)
 
 
 @app.command("eval")
@@ -131,8 +142,11 @@ def eval_cmd(
         ),
     ],
     executor: ExecutorOpt = "local",
+    sets: SetOpt = None,
 ) -> None:
-    """Evaluate the trained models of a run directory with the manifest's eval protocol."""
+    """Evaluate the trained models of a run directory with the manifest's eval protocol.
+
+    The run's own --set and --seeds apply; give --set again only to repeat them."""
     from runner.manifest.parse import read_yaml
     from runner.record.lock import locked
     from runner.record.rundir import UnitRef, read_status, write_status
@@ -147,13 +161,23 @@ def eval_cmd(
                 d = UnitRef(v, s).dir(resume)
                 if read_status(d).get("state") == "done":
                     write_status(d, "pending")  # evaluate again
-        run(manifest, RunOptions(["eval"], executor, Path("runs"), resume), console())
+        opts = RunOptions(
+            ["eval"], executor, Path("runs"), resume, overrides=overrides_of(sets, None)
+        )
+        run(manifest, opts, console())
 
 
 @app.command("bench")
-def bench_cmd(manifest: ManifestArg, image: ImageOpt = None, out: OutOpt = Path("runs")) -> None:
+def bench_cmd(
+    manifest: ManifestArg,
+    image: ImageOpt = None,
+    out: OutOpt = Path("runs"),
+    sets: SetOpt = None,
+    seeds: SeedsOpt = None,
+) -> None:
     """Benchmark env-only and training steps/s over the manifest's bench.sweep."""
-    run_manifest(manifest, "bench", "local", image, out, None, None)
+    overrides = overrides_of(sets, seeds)
+    run_manifest(manifest, "bench", "local", image, out, None, None, overrides=overrides)
 
 
 @app.command("validate")
@@ -167,15 +191,19 @@ def validate_cmd(
             "before any unit starts (no training).",
         ),
     ] = False,
+    sets: SetOpt = None,
+    seeds: SeedsOpt = None,
 ) -> None:
-    """Check a manifest; every problem names the file, line and field."""
+    """Check a manifest; every problem names the file, line and field (or the --set that
+    caused it)."""
     from runner.checks.installed import not_checked_here
     from runner.checks.load import load_manifest
     from runner.manifest import expand, resolved
     from runner.run import resources
     from runner.run.orchestrate import parallelism
 
-    m = load_manifest(manifest)
+    overrides = overrides_of(sets, seeds)
+    m = load_manifest(manifest, overrides=overrides)
     res = resolved(m)
     for line in resources.warnings(res, parallelism(m, res)[0]):
         typer.echo(f"warning: {line}", err=True)
@@ -185,7 +213,7 @@ def validate_cmd(
 
         variants = res["variants"].items()
         pythons = {n: unit_interpreter(v["config"]["env"]["backend"]) for n, v in variants}
-        construct(manifest, pythons=pythons)
+        construct(manifest, pythons=pythons, overrides=overrides)
     variants = expand(m)
     typer.echo(
         f"{manifest}: ok ({len(variants)} variant(s) x {len(m.seeds)} seed(s) = "
@@ -194,6 +222,29 @@ def validate_cmd(
     note = not_checked_here({v.config.env.backend for v in variants if v.config})
     if note:
         typer.echo(f"note: {note}")
+
+
+@app.command("track")
+def track_cmd(run_dir: RunDirArg) -> None:
+    """Upload to the manifest's trackers (track: mlflow, wandb) what a run's units have and
+    their tracked runs lack, e.g. after a tracking server was unreachable during the run.
+
+    Idempotent: each unit's track.json records what was uploaded; a second call sends nothing new.
+    """
+    from runner.record.lock import locked
+    from runner.manifest.parse import read_yaml
+    from runner.track import check_installed, track_run, wanted
+
+    res, _ = read_yaml(run_dir / "resolved.yaml")
+    if not isinstance(res, dict) or not isinstance(res.get("variants"), dict):
+        raise UserInputError(f"{run_dir}: not a run directory (no readable resolved.yaml)")
+    if not wanted(res.get("track")):
+        raise UserInputError(f"{run_dir / 'resolved.yaml'}: track: the run has no trackers")
+    check_installed(res.get("track"))
+    with locked(run_dir):
+        done = track_run(run_dir, res, lambda line: typer.echo(f"warning: {line}", err=True))
+    for name, n in done.items():
+        typer.echo(f"{name}: {n} unit(s) brought up to date")
 
 
 @app.command("schema")

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from runner.errors import UserInputError
+
+if TYPE_CHECKING:
+    from runner.manifest.overrides import Override
 
 ManifestArg = Annotated[
     Path, typer.Argument(help="Manifest YAML file.", exists=True, dir_okay=False, readable=True)
@@ -35,6 +38,25 @@ ImageOpt = Annotated[
         "--image",
         help="Where the units run: local (here), cpu, cuda or a full image tag; with slurm, a "
         ".sif (Apptainer). Default: the manifest's `image:` (itself local by default).",
+    ),
+]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        "-s",
+        metavar="PATH=VALUE",
+        help="Change one manifest value without editing the file (repeatable): a dotted path, "
+        "a YAML value, e.g. -s algo.params.n_steps=64 -s env.kwargs={max_episode_steps: 200}. "
+        "Validated as the file is; applied before the matrix is expanded; recorded in the run.",
+    ),
+]
+SeedsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--seeds",
+        help="The seeds to run instead of the manifest's: a list (0,3) or a count (5: seeds "
+        "0 to 4). Recorded in the run.",
     ),
 ]
 RayAddressOpt = Annotated[
@@ -63,6 +85,7 @@ def run_manifest(
     ray_address: str | None,
     cluster: Any = None,
     expect: bool = True,
+    overrides: list[Override] | None = None,
 ) -> None:
     from runner.executors import EXECUTORS
     from runner.run.orchestrate import RunOptions, parse_jobs, run
@@ -72,7 +95,10 @@ def run_manifest(
         raise typer.BadParameter(
             f"expected {' or '.join(EXECUTORS)}, got {executor!r}", param_hint="--executor"
         )
-    where = image or _manifest_image(manifest)
+    overrides = overrides or []
+    if resume is not None and not overrides:  # the run's own --set and --seeds
+        overrides = recorded_overrides(resume)
+    where = image or _manifest_image(manifest, overrides)
     if where != "local" and cluster is not None and where.endswith(".sif"):
         cluster.image, where = str(Path(where).resolve()), "local"  # each Slurm unit in Apptainer
     if where != "local":
@@ -80,13 +106,16 @@ def run_manifest(
 
         args = (["--jobs", jobs] if jobs else []) + ["--executor", executor]
         args += [] if expect else ["--no-expect"]
+        args += cli_args(overrides)
         if resume is not None:  # the run's parent folders become /out; its units resume there
             out, inner = _resume_in_image(resume)
             args += ["--resume", inner]
         code = run_in_image(manifest, where, out, args)
         typer.echo(f"(paths under /out above are under {out.resolve()} on this host)")
         raise typer.Exit(code)
-    opts = RunOptions(job_list, executor, out, resume, ray_address, cluster=cluster)
+    opts = RunOptions(
+        job_list, executor, out, resume, ray_address, cluster=cluster, overrides=overrides
+    )
     run_dir = run(manifest, opts, console())  # fills in opts.jobs from the manifest when None
     if expect and "eval" in (opts.jobs or []) and not getattr(cluster, "detach", False):
         from runner.run.expect import gate
@@ -104,8 +133,27 @@ def _resume_in_image(resume: Path) -> tuple[Path, str]:
     return run_dir.parent.parent, f"{OUT_DIR}/{run_dir.parent.name}/{run_dir.name}"
 
 
-def _manifest_image(manifest: Path) -> str:
+def _manifest_image(manifest: Path, overrides: list[Override]) -> str:
     """The manifest's `image:` (schema only: the backend need not be installed here)."""
     from runner.checks.load import load_manifest
 
-    return load_manifest(manifest, check=False).image
+    return load_manifest(manifest, check=False, overrides=overrides).image
+
+
+def overrides_of(sets: list[str] | None, seeds: str | None) -> list[Override]:
+    """The command line's --set and --seeds as overrides (UserInputError, exit 2, when bad)."""
+    from runner.manifest.overrides import build
+
+    return build(sets or [], seeds)
+
+
+def recorded_overrides(run_dir: Path) -> list[Override]:
+    from runner.manifest.overrides import of_run
+
+    return of_run(run_dir)
+
+
+def cli_args(overrides: list[Override]) -> list[str]:
+    from runner.manifest.overrides import cli_args as args
+
+    return args(overrides)

@@ -38,11 +38,13 @@ def resolved(manifest: Manifest) -> dict[str, Any]:
     mapping (the other keys kept), `replace` for everything else.
     """
     data = manifest.model_dump(mode="json")
+    if data.get("track") is None:  # absent, as in runs made before tracking existed
+        data.pop("track", None)
     data["variants"] = {
         v.name: {
             "overrides": v.overrides,
             "override_modes": override_modes(manifest, v.overrides),
-            "config": v.config.model_dump(mode="json", exclude={"matrix", "expect"}),
+            "config": v.config.model_dump(mode="json", exclude={"matrix", "expect", "track"}),
         }
         for v in expand(manifest)
         if v.config is not None

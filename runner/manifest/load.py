@@ -7,12 +7,15 @@ message); the CLI prints them one per line as `FILE:LINE: dotted.path: message`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from runner.errors import ManifestError
+from runner.manifest.overrides import Override, attribute
+from runner.manifest.overrides import apply as apply_overrides
 from runner.manifest.parse import parse_yaml, read_text  # the parse stage: bounded YAML
 from runner.manifest.problems import Lines, Loc, Problem, validation_problems
 from runner.manifest.schema import Manifest
@@ -72,15 +75,19 @@ def _anchor_paths(manifest: Manifest, base: Path) -> Manifest:
     return manifest
 
 
-def read_manifest(path: Path) -> tuple[Manifest, list[Problem], Lines]:
+def read_manifest(
+    path: Path, overrides: Sequence[Override] = ()
+) -> tuple[Manifest, list[Problem], Lines]:
     """Parse and validate a manifest: the manifest, the schema's problems and each field's line.
 
     When the schema rejects some fields, the manifest comes back with defaults in place of the
     rejected values, so the checks (`runner.checks.load`) can still run on the rest and one
-    `validate` shows every problem at once.
+    `validate` shows every problem at once. `overrides` (the command line's --set and --seeds)
+    change the data before it is validated; a problem they cause names them.
     """
     source = str(path)
     data, lines = parse_yaml(read_text(path), source)
+    data = apply_overrides(data, overrides)
     try:
         manifest = validate_data(data, source, lines)
         problems: list[Problem] = []
@@ -89,14 +96,14 @@ def read_manifest(path: Path) -> tuple[Manifest, list[Problem], Lines]:
         try:
             manifest = Manifest.model_validate(_without(data, exc.locs))
         except (ValidationError, TypeError):
-            raise exc from None
+            raise ManifestError(attribute(exc.problems, overrides)) from None
     return _anchor_paths(manifest, path.resolve().parent), problems, lines
 
 
-def load_unchecked(path: str | Path) -> Manifest:
+def load_unchecked(path: str | Path, overrides: Sequence[Override] = ()) -> Manifest:
     """Parse and validate a manifest without the checks that consult backends and trainers (for
     the layers below them); raise ManifestError listing every schema problem."""
-    manifest, problems, _ = read_manifest(Path(path))
+    manifest, problems, _ = read_manifest(Path(path), overrides)
     if problems:
-        raise ManifestError(sorted(problems, key=lambda p: p.line))
+        raise ManifestError(sorted(attribute(problems, overrides), key=lambda p: p.line))
     return manifest
