@@ -6,6 +6,7 @@ artifact when asked. Offline mode writes W&B's own run folders (under WANDB_DIR)
 from __future__ import annotations
 
 import os
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ class WandbSink:
         run_id = entry.get("run_id") if same else None
         if not run_id:
             entry = {"project": self.project, "entity": self.spec.get("entity"), "mode": self.mode}
-            run_id = entry["run_id"] = wandb.util.generate_id()
+            run_id = entry["run_id"] = secrets.token_hex(4)  # W&B's own ids: 8 of [a-z0-9]
         steps = entry.setdefault("steps", {})
         new = {
             tag: [p for p in points if p[0] > steps.get(tag, -1)]
