@@ -231,8 +231,8 @@ def track_cmd(run_dir: RunDirArg) -> None:
 
     Idempotent: each unit's track.json records what was uploaded; a second call sends nothing new.
     """
-    from runner.record.lock import locked
     from runner.manifest.parse import read_yaml
+    from runner.record.lock import locked
     from runner.track import check_installed, track_run, wanted
 
     res, _ = read_yaml(run_dir / "resolved.yaml")

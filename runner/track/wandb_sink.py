@@ -23,7 +23,7 @@ class WandbSink:
     def __init__(self, run_dir: Path, res: dict[str, Any], spec: dict[str, Any]):
         self.run_dir, self.res, self.spec = run_dir, res, spec
         self.project = spec.get("project") or res["name"]
-        self.mode = spec.get("mode") or "online"
+        self.mode: Any = spec.get("mode") or "online"  # online | offline (the schema says)
         self.where = f"W&B project {self.project} ({self.mode})"
 
     def open(self) -> None:
