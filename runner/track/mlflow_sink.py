@@ -73,30 +73,55 @@ class MlflowSink:
 
     def upload(self, data: UnitData) -> bool:
         """Bring the unit's tracked run up to date; True when anything was sent."""
-        from mlflow.entities import Metric, Param
+        entry = self._unit_run(data)
+        sent = self._params(entry, data)
+        sent = self._metrics(entry, data) or sent
+        state.save(data.dir, self.name, entry)
+        if self.spec.get("log_model") and data.model is not None:
+            model_sum = state.fingerprint(data.model)
+            if model_sum != entry.get("model"):
+                self.client.log_artifact(entry["run_id"], str(data.model))
+                entry["model"], sent = model_sum, True
+                state.save(data.dir, self.name, entry)
+        self._set_status(entry["run_id"], data.state)
+        return sent
 
+    def _unit_run(self, data: UnitData) -> dict[str, Any]:
+        """The unit's record, with its tracked run: the one it has (a resumed unit continues
+        it), or a new one nested under the run's parent."""
         entry = state.load(data.dir, self.name)
         same = entry.get("uri") == self.uri and entry.get("experiment") == self.experiment
-        if not same or not entry.get("run_id"):
-            run = self.client.create_run(
-                self.exp_id,
-                run_name=data.unit.key,
-                tags={
-                    "mlflow.parentRunId": self.parent_id,
-                    "rlcrate.run": self.run_dir.name,
-                    "rlcrate.variant": data.unit.variant,
-                    "rlcrate.seed": str(data.unit.seed),
-                },
-            )
-            entry = {"uri": self.uri, "experiment": self.experiment, "run_id": run.info.run_id}
-            state.save(data.dir, self.name, entry)
-        run_id = entry["run_id"]
-        sent = False
-        if not entry.get("params"):
-            params = [Param(k, v[:MAX_PARAM]) for k, v in sorted(data.params.items())]
-            for i in range(0, len(params), 100):  # MLflow takes 100 params per batch
-                self.client.log_batch(run_id, params=params[i : i + 100])
-            entry["params"], sent = True, True
+        if same and entry.get("run_id"):
+            return entry
+        run = self.client.create_run(
+            self.exp_id,
+            run_name=data.unit.key,
+            tags={
+                "mlflow.parentRunId": self.parent_id,
+                "rlcrate.run": self.run_dir.name,
+                "rlcrate.variant": data.unit.variant,
+                "rlcrate.seed": str(data.unit.seed),
+            },
+        )
+        entry = {"uri": self.uri, "experiment": self.experiment, "run_id": run.info.run_id}
+        state.save(data.dir, self.name, entry)
+        return entry
+
+    def _params(self, entry: dict[str, Any], data: UnitData) -> bool:
+        from mlflow.entities import Param
+
+        if entry.get("params"):
+            return False
+        params = [Param(k, v[:MAX_PARAM]) for k, v in sorted(data.params.items())]
+        for i in range(0, len(params), 100):  # MLflow takes 100 params per batch
+            self.client.log_batch(entry["run_id"], params=params[i : i + 100])
+        entry["params"] = True
+        return True
+
+    def _metrics(self, entry: dict[str, Any], data: UnitData) -> bool:
+        """The scalars past the last step sent, and the eval result if it changed."""
+        from mlflow.entities import Metric
+
         steps = entry.setdefault("steps", {})
         metrics = [
             Metric(tag, value, int(wall * 1000), step)
@@ -105,24 +130,15 @@ class MlflowSink:
             if step > steps.get(tag, -1)
         ]
         eval_sum = state.fingerprint(data.eval_file) if data.eval_file else None
-        if data.eval and eval_sum != entry.get("eval"):
-            stamp = int(data.eval_file.stat().st_mtime * 1000) if data.eval_file else 0
+        if data.eval_file and data.eval and eval_sum != entry.get("eval"):
+            stamp = int(data.eval_file.stat().st_mtime * 1000)
             metrics += [Metric(k, v, stamp, 0) for k, v in data.eval.items()]
         for i in range(0, len(metrics), BATCH):
-            self.client.log_batch(run_id, metrics=metrics[i : i + BATCH])
+            self.client.log_batch(entry["run_id"], metrics=metrics[i : i + BATCH])
         for tag, points in data.scalars.items():
             steps[tag] = max([steps.get(tag, -1), *(p[0] for p in points)])
         entry["eval"] = eval_sum or entry.get("eval")
-        sent = sent or bool(metrics)
-        state.save(data.dir, self.name, entry)
-        if self.spec.get("log_model") and data.model is not None:
-            model_sum = state.fingerprint(data.model)
-            if model_sum != entry.get("model"):
-                self.client.log_artifact(run_id, str(data.model))
-                entry["model"], sent = model_sum, True
-                state.save(data.dir, self.name, entry)
-        self._set_status(run_id, data.state)
-        return sent
+        return bool(metrics)
 
     def _set_status(self, run_id: str, unit_state: str) -> None:
         status = {"done": "FINISHED", "failed": "FAILED", "interrupted": "KILLED"}
