@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml images/cpu/requirements.lock
 	    images/cpu/requirements.lock > $(CONSTRAINTS)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q $(TORCH)
-	$(BIN)/pip install -q -c $(CONSTRAINTS) -e '.[all,dev]' $(TORCH)
+	$(BIN)/pip install -q -c $(CONSTRAINTS) -e '.[all,dev,track]' $(TORCH)
 	# rl-zoo3 for `algo.defaults: zoo`: only its hyperparams/*.yml are read (see the zoo extra)
 	$(BIN)/pip install -q --no-deps -c $(CONSTRAINTS) rl-zoo3
 	touch $@

@@ -11,7 +11,7 @@ from tests.helpers import rlcrate, tiny_manifest
     ("args", "words"),
     [
         (["reproduce", "{a}", "--units", "0"], "--units: expected a positive number"),
-        (["reproduce", "{a}", "--seeds", "x"], "--seeds: expected comma-separated integers"),
+        (["reproduce", "{a}", "--seeds", "x"], "--seeds: expected comma-separated seeds"),
         (["reproduce", "{a}", "--seeds", "0", "--units", "1"], "give one of them, not both"),
         (["reproduce", "{a}", "--alpha", "0.9"], "--alpha: expected a significance level"),
         (["reproduce", "{a}"], "refused, the stream is"),

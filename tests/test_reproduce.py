@@ -44,7 +44,7 @@ def _reproduce(archive: Path, out: Path, *extra: str) -> tuple[subprocess.Comple
 
 
 def test_identical_sample_by_seed(bundle, tmp_path):
-    res, report = _reproduce(bundle, tmp_path / "rerun", "--seeds", "1")
+    res, report = _reproduce(bundle, tmp_path / "rerun", "--seeds", "1,")
     assert res.returncode == 0, res.stdout + res.stderr
     assert report["verdict"] == "identical" and report["holds"] is True
     assert report["seeds"] == [1] and "verdict: identical (1 unit(s) rerun" in res.stdout
@@ -82,7 +82,7 @@ def _other_cpu(files):
 
 def test_bitwise_level_any_difference_is_different(bundle, tmp_path):
     bad = altered(bundle, tmp_path / "a.tar.gz", _shift(1.0, 1), sums=True)
-    res, report = _reproduce(bad, tmp_path / "rerun", "--seeds", "0")
+    res, report = _reproduce(bad, tmp_path / "rerun", "--seeds", "0,")
     assert res.returncode == 1, res.stdout + res.stderr
     assert report["verdict"] == "different" and report["variants"][0]["level"] == "bitwise"
     assert report["variants"][0]["units"][0]["identical"] is False
@@ -98,7 +98,7 @@ def test_statistical_when_environment_differs(bundle, tmp_path, delta, verdict, 
         _shift(delta, None if delta > 100 else 1)(files)
 
     bad = altered(bundle, tmp_path / "a.tar.gz", edit, sums=True)
-    res, report = _reproduce(bad, tmp_path / "rerun", "--seeds", "0")
+    res, report = _reproduce(bad, tmp_path / "rerun", "--seeds", "0,")
     assert res.returncode == code, res.stdout + res.stderr
     assert report["verdict"] == verdict and report["same_environment"] is False
     assert "Mann-Whitney U" in report["line"] and "Some Other CPU" in res.stdout

@@ -41,6 +41,7 @@ LAYERS = (
     "backends",
     "trainers",
     "provenance",
+    "track",
     "report",
     "checks",
     "executors",

@@ -37,6 +37,8 @@ from runner.archive.verdict import (
 from runner.archive.verify import Verified, verify
 from runner.errors import UnitFailed, UserInputError
 from runner.executors import Chosen, choose
+from runner.manifest.overrides import apply as apply_overrides
+from runner.manifest.overrides import from_record
 from runner.manifest.parse import parse_yaml
 from runner.manifest.resolved import ResolvedRun, parse_resolved
 from runner.provenance import envdiff
@@ -119,17 +121,24 @@ def _check_manifest(v: Verified, res: ResolvedRun, tmp: Path) -> None:
     path = tmp / "manifest.yaml"
     path.write_bytes(v.files["manifest.yaml"])
     # the interpreter each variant ran with is a fact of the run's machine, not of the manifest
-    if resolved(load_manifest(path)) != res.without_interpreters():
+    overrides = from_record(res.command_line)  # the run's --set and --seeds
+    if resolved(load_manifest(path, overrides=overrides)) != res.without_interpreters():
         raise UserInputError(
             f"{v.path}: refused, its manifest.yaml does not resolve to its resolved.yaml "
             "(edited after the run, or another rlcrate version); nothing was rerun"
         )
 
 
-def _derived_manifest(v: Verified, seeds: list[int], tmp: Path, name: str) -> Path:
+def _derived_manifest(
+    v: Verified, res: ResolvedRun, seeds: list[int], tmp: Path, name: str
+) -> Path:
+    """The archived manifest with the run's --set and --seeds applied, these seeds, and no
+    tracking (a rerun to compare is not an experiment to log in someone's tracking server)."""
     text = v.files["manifest.yaml"].decode("utf-8", "replace")
     data = parse_yaml(text, f"{v.path}:manifest.yaml")[0]
+    data = apply_overrides(data, from_record(res.command_line))
     data["seeds"] = seeds
+    data.pop("track", None)
     path = tmp / "rerun" / f"{name}.yaml"
     path.parent.mkdir()
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
@@ -292,7 +301,7 @@ def reproduce(archive_file: Path, opts: ReproduceOptions, console: Console) -> b
     )
     with tempfile.TemporaryDirectory(prefix="rlcrate-reproduce-") as tmp:
         _check_manifest(v, res, Path(tmp))
-        manifest = _derived_manifest(v, seeds, Path(tmp), res.name)
+        manifest = _derived_manifest(v, res, seeds, Path(tmp), res.name)
         run_dir = _rerun(manifest, res.name, opts, console)
     _check_rerun(archive_file, v, res, seeds, run_dir)
     rows = _environment(v, res, run_dir)

@@ -12,10 +12,11 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from runner.errors import ManifestError
+from runner.manifest.overrides import Override, attribute, cli_args
 from runner.manifest.problems import Problem
 
 TIMEOUT_S = 600.0
@@ -26,6 +27,7 @@ def construct(
     *,
     check_device: bool = True,
     pythons: Mapping[str, str | None] | None = None,
+    overrides: Sequence[Override] = (),
 ) -> None:
     """Build every variant's env and model once, each with the Python its units will run with
     (`pythons`: variant -> interpreter, None for the runner's own); ManifestError with one line
@@ -35,18 +37,23 @@ def construct(
         groups.setdefault(python or sys.executable, []).append(variant)
     found: list[Problem] = []
     for python, variants in (groups or {sys.executable: []}).items():
-        found += _construct_with(python, manifest_path, variants, check_device)
+        found += _construct_with(python, manifest_path, variants, check_device, overrides)
     if found:
         raise ManifestError(found)
 
 
 def _construct_with(
-    python: str, manifest_path: Path, variants: list[str], check_device: bool
+    python: str,
+    manifest_path: Path,
+    variants: list[str],
+    check_device: bool,
+    overrides: Sequence[Override] = (),
 ) -> list[Problem]:
     with tempfile.TemporaryDirectory(prefix="rlcrate-construct-") as tmp:
         out = Path(tmp) / "problems.json"
         cmd = [python, "-m", "runner.trainers.sb3.construct", str(manifest_path), str(out)]
         cmd += [f"--only={','.join(variants)}"] if variants else []
+        cmd += cli_args(overrides)
         if not check_device:
             cmd.append("--cpu")
         proc = subprocess.Popen(
@@ -79,4 +86,6 @@ def _construct_with(
         code = proc.returncode
         why = f"exit status {code}" if code >= 0 else f"killed by {signal.Signals(-code).name}"
         return [Problem(source, 0, (), f"building the envs and models failed ({why}): {tail[0]}")]
-    return [Problem(source, line, tuple(loc), msg) for line, loc, msg in found]
+    return attribute(
+        [Problem(source, line, tuple(loc), msg) for line, loc, msg in found], overrides
+    )

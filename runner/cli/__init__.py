@@ -23,11 +23,14 @@ from runner.cli.run import (
     OutOpt,
     ResumeOpt,
     RunDirArg,
+    SeedsOpt,
+    SetOpt,
     console,
     executor_options,
+    overrides_of,
     run_manifest,
 )
-from runner.errors import BackendUnavailable, RunnerError
+from runner.errors import BackendUnavailable, RunnerError, UserInputError
 from runner.executors import Chosen, choose
 
 app = typer.Typer(
@@ -83,6 +86,8 @@ def run_cmd(
             "only).",
         ),
     ] = True,
+    sets: SetOpt = None,
+    seeds: SeedsOpt = None,
     *,
     executor: Chosen,
 ) -> None:
@@ -91,7 +96,8 @@ def run_cmd(
     The units run where the manifest's `image:` says (local by default); `--image` overrides it:
     `--image local` runs here, `--image cpu|cuda|TAG` inside that image.
     """
-    run_manifest(manifest, jobs, executor, image, out, resume, expect)
+    overrides = overrides_of(sets, seeds)
+    run_manifest(manifest, jobs, executor, image, out, resume, expect, overrides)
 
 
 @app.command("status")
@@ -107,11 +113,14 @@ def train_cmd(
     image: ImageOpt = None,
     out: OutOpt = Path("runs"),
     resume: ResumeOpt = None,
+    sets: SetOpt = None,
+    seeds: SeedsOpt = None,
     *,
     executor: Chosen,
 ) -> None:
     """Train every unit (no evaluation)."""
-    run_manifest(manifest, "train", executor, image, out, resume)
+    overrides = overrides_of(sets, seeds)
+    run_manifest(manifest, "train", executor, image, out, resume, overrides=overrides)
 
 
 @app.command("eval")
@@ -127,10 +136,13 @@ def eval_cmd(
             file_okay=False,
         ),
     ],
+    sets: SetOpt = None,
     *,
     executor: Chosen,
 ) -> None:
-    """Evaluate the trained models of a run directory with the manifest's eval protocol."""
+    """Evaluate the trained models of a run directory with the manifest's eval protocol.
+
+    The run's own --set and --seeds apply; give --set again only to repeat them."""
     from runner.manifest import read_resolved
     from runner.record.lock import locked
     from runner.record.rundir import read_status, write_status
@@ -141,13 +153,23 @@ def eval_cmd(
             d = unit.dir(resume)
             if read_status(d).get("state") == "done":
                 write_status(d, "pending")  # evaluate again
-        run(manifest, RunOptions(["eval"], executor, Path("runs"), resume), console())
+        opts = RunOptions(
+            ["eval"], executor, Path("runs"), resume, overrides=overrides_of(sets, None)
+        )
+        run(manifest, opts, console())
 
 
 @app.command("bench")
-def bench_cmd(manifest: ManifestArg, image: ImageOpt = None, out: OutOpt = Path("runs")) -> None:
+def bench_cmd(
+    manifest: ManifestArg,
+    image: ImageOpt = None,
+    out: OutOpt = Path("runs"),
+    sets: SetOpt = None,
+    seeds: SeedsOpt = None,
+) -> None:
     """Benchmark env-only and training steps/s over the manifest's bench.sweep."""
-    run_manifest(manifest, "bench", choose(), image, out, None)  # here: no cluster
+    overrides = overrides_of(sets, seeds)
+    run_manifest(manifest, "bench", choose(), image, out, None, overrides=overrides)  # no cluster
 
 
 @app.command("validate")
@@ -169,8 +191,11 @@ def validate_cmd(
             "(manifest, rlcrate default, or the rl-zoo3 file and entry).",
         ),
     ] = False,
+    sets: SetOpt = None,
+    seeds: SeedsOpt = None,
 ) -> None:
-    """Check a manifest; every problem names the file, line and field."""
+    """Check a manifest; every problem names the file, line and field (or the --set that
+    caused it)."""
     from runner.checks.installed import not_checked_here
     from runner.checks.load import load_manifest
     from runner.checks.show import deep_note, show_lines
@@ -178,7 +203,8 @@ def validate_cmd(
     from runner.run import resources
     from runner.run.orchestrate import parallelism
 
-    m = load_manifest(manifest)
+    overrides = overrides_of(sets, seeds)
+    m = load_manifest(manifest, overrides=overrides)
     res = resolved(m)
     for line in resources.warnings(res, parallelism(m, res)[0]):
         typer.echo(f"warning: {line}", err=True)
@@ -187,7 +213,7 @@ def validate_cmd(
         from runner.checks.dry import construct
 
         pythons = {n: unit_interpreter(v.config.env.backend) for n, v in res.variants.items()}
-        construct(manifest, pythons=pythons)
+        construct(manifest, pythons=pythons, overrides=overrides)
     variants = expand(m)
     typer.echo(
         f"{manifest}: ok ({len(variants)} variant(s) x {len(m.seeds)} seed(s) = "
@@ -201,6 +227,27 @@ def validate_cmd(
     if show:
         for line in show_lines(res.dump()):
             typer.echo(line)
+
+
+@app.command("track")
+def track_cmd(run_dir: RunDirArg) -> None:
+    """Upload to the manifest's trackers (track: mlflow, wandb) what a run's units have and
+    their tracked runs lack, e.g. after a tracking server was unreachable during the run.
+
+    Idempotent: each unit's track.json records what was uploaded; a second call sends nothing new.
+    """
+    from runner.manifest import read_resolved
+    from runner.record.lock import locked
+    from runner.track import check_installed, track_run, wanted
+
+    res = read_resolved(run_dir).dump()  # damaged: one line naming the file
+    if not wanted(res.get("track")):
+        raise UserInputError(f"{run_dir / 'resolved.yaml'}: track: the run has no trackers")
+    check_installed(res.get("track"))
+    with locked(run_dir):
+        done = track_run(run_dir, res, lambda line: typer.echo(f"warning: {line}", err=True))
+    for name, n in done.items():
+        typer.echo(f"{name}: {n} unit(s) brought up to date")
 
 
 @app.command("schema")

@@ -12,12 +12,10 @@ from runner.errors import UserInputError
 
 
 def _seed_list(text: str | None) -> list[int] | None:
-    if not text:
-        return None
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise UserInputError(f"--seeds: expected comma-separated integers, got {text!r}") from None
+    """`rlcrate run --seeds`'s parser: 0,2 these seeds, 3, seed 3 alone, 2 a count (0 and 1)."""
+    from runner.manifest.overrides import parse_seeds
+
+    return parse_seeds(text) if text else None
 
 
 def register(app: typer.Typer) -> None:
@@ -70,7 +68,12 @@ def register(app: typer.Typer) -> None:
             typer.Option("--units", help="Rerun a sample: the first seeds covering N units."),
         ] = None,
         seeds: Annotated[
-            str | None, typer.Option("--seeds", help="Rerun only these seeds, e.g. 0,2.")
+            str | None,
+            typer.Option(
+                "--seeds",
+                help="Rerun only these seeds: a list (0,2; one seed: 2,) or a count (2: seeds "
+                "0 and 1).",
+            ),
         ] = None,
         image: ImageOpt = None,
         out: OutOpt = Path("runs"),

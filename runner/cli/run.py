@@ -14,6 +14,7 @@ from runner.errors import UserInputError
 
 if TYPE_CHECKING:
     from runner.executors import Chosen
+    from runner.manifest.overrides import Override
 
 ManifestArg = Annotated[
     Path, typer.Argument(help="Manifest YAML file.", exists=True, dir_okay=False, readable=True)
@@ -40,6 +41,25 @@ ImageOpt = Annotated[
         ".sif (Apptainer). Default: the manifest's `image:` (itself local by default).",
     ),
 ]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        "-s",
+        metavar="PATH=VALUE",
+        help="Change one manifest value without editing the file (repeatable): a dotted path, "
+        "a YAML value, e.g. -s algo.params.n_steps=64 -s env.kwargs={max_episode_steps: 200}. "
+        "Validated as the file is; applied before the matrix is expanded; recorded in the run.",
+    ),
+]
+SeedsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--seeds",
+        help="The seeds to run instead of the manifest's: a list (0,3) or a count (5: seeds "
+        "0 to 4). Recorded in the run.",
+    ),
+]
 
 
 def console():
@@ -58,11 +78,15 @@ def run_manifest(
     out: Path,
     resume: Path | None,
     expect: bool = True,
+    overrides: list[Override] | None = None,
 ) -> None:
     from runner.run.orchestrate import RunOptions, parse_jobs, run
 
     job_list = parse_jobs(jobs) if jobs else None  # None: the jobs the manifest declares
-    where = image or _manifest_image(manifest)
+    overrides = overrides or []
+    if resume is not None and not overrides:  # the run's own --set and --seeds
+        overrides = recorded_overrides(resume)
+    where = image or _manifest_image(manifest, overrides)
     if where != "local" and executor.settings.takes_image(where):
         where = "local"  # the executor runs each unit in the image (Slurm: a .sif, Apptainer)
     if where != "local":
@@ -70,13 +94,14 @@ def run_manifest(
 
         args = (["--jobs", jobs] if jobs else []) + ["--executor", executor.name]
         args += [] if expect else ["--no-expect"]
+        args += cli_args(overrides)
         if resume is not None:  # the run's parent folders become /out; its units resume there
             out, inner = _resume_in_image(resume)
             args += ["--resume", inner]
         code = run_in_image(manifest, where, out, args)
         typer.echo(f"(paths under /out above are under {out.resolve()} on this host)")
         raise typer.Exit(code)
-    opts = RunOptions(job_list, executor, out, resume)
+    opts = RunOptions(job_list, executor, out, resume, overrides=overrides)
     run_dir = run(manifest, opts, console())  # fills in opts.jobs from the manifest when None
     if expect and "eval" in (opts.jobs or []) and not executor.settings.detached:
         from runner.run.expect import gate
@@ -94,8 +119,27 @@ def _resume_in_image(resume: Path) -> tuple[Path, str]:
     return run_dir.parent.parent, f"{OUT_DIR}/{run_dir.parent.name}/{run_dir.name}"
 
 
-def _manifest_image(manifest: Path) -> str:
+def _manifest_image(manifest: Path, overrides: list[Override]) -> str:
     """The manifest's `image:` (schema only: the backend need not be installed here)."""
     from runner.checks.load import load_manifest
 
-    return load_manifest(manifest, check=False).image
+    return load_manifest(manifest, check=False, overrides=overrides).image
+
+
+def overrides_of(sets: list[str] | None, seeds: str | None) -> list[Override]:
+    """The command line's --set and --seeds as overrides (UserInputError, exit 2, when bad)."""
+    from runner.manifest.overrides import build
+
+    return build(sets or [], seeds)
+
+
+def recorded_overrides(run_dir: Path) -> list[Override]:
+    from runner.manifest.overrides import of_run
+
+    return of_run(run_dir)
+
+
+def cli_args(overrides: list[Override]) -> list[str]:
+    from runner.manifest.overrides import cli_args as args
+
+    return args(overrides)

@@ -7,13 +7,15 @@ message); the CLI prints them one per line as `FILE:LINE: dotted.path: message`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from runner.errors import ManifestError
+from runner.manifest.overrides import Override, attribute
+from runner.manifest.overrides import apply as apply_overrides
 from runner.manifest.parse import parse_yaml, read_text  # the parse stage: bounded YAML
 from runner.manifest.problems import Lines, Loc, Problem, at, validation_problems
 from runner.manifest.schema import Manifest
@@ -105,16 +107,19 @@ def value_sources(m: Manifest, given: Any, supplied: dict[str, str]) -> dict[str
 
 
 def read_manifest(
-    path: Path, defaults: Defaults | None = None
+    path: Path, defaults: Defaults | None = None, overrides: Sequence[Override] = ()
 ) -> tuple[Manifest, list[Problem], Lines]:
     """Parse and validate a manifest: the manifest, the schema's problems and each field's line.
 
     When the schema rejects some fields, the manifest comes back with defaults in place of the
     rejected values, so the checks (`runner.checks.load`) can still run on the rest and one
-    `validate` shows every problem at once. `defaults` fills in `algo.defaults: zoo` first.
+    `validate` shows every problem at once. `overrides` (the command line's --set and --seeds)
+    change the data first, and a problem they cause names them; `defaults` then fills in
+    `algo.defaults: zoo` (so `--set algo.defaults=zoo` works too).
     """
     source = str(path)
     data, lines = parse_yaml(read_text(path), source)
+    data = apply_overrides(data, overrides)
     given, supplied = data, dict[str, str]()
     if _wants_defaults(data) and defaults is not None:
         try:
@@ -129,16 +134,18 @@ def read_manifest(
         try:
             manifest = Manifest.model_validate(_without(data, exc.locs))
         except (ValidationError, TypeError):
-            raise exc from None
+            raise ManifestError(attribute(exc.problems, overrides)) from None
     manifest = _anchor_paths(manifest, path.resolve().parent)
     manifest._sources = value_sources(manifest, given, supplied)
     return manifest, problems, lines
 
 
-def load_unchecked(path: str | Path, defaults: Defaults | None = None) -> Manifest:
+def load_unchecked(
+    path: str | Path, defaults: Defaults | None = None, overrides: Sequence[Override] = ()
+) -> Manifest:
     """Parse and validate a manifest without the checks that consult backends and trainers (for
     the layers below them); raise ManifestError listing every schema problem."""
-    manifest, problems, _ = read_manifest(Path(path), defaults)
+    manifest, problems, _ = read_manifest(Path(path), defaults, overrides)
     if problems:
-        raise ManifestError(sorted(problems, key=lambda p: p.line))
+        raise ManifestError(sorted(attribute(problems, overrides), key=lambda p: p.line))
     return manifest

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from runner.manifest.schema import Manifest
 
 # Paths a variant may not change: they describe the run as a whole.
-FIXED_TOP = ("rlcrate", "name", "seeds", "matrix", "expect", "image")
+FIXED_TOP = ("rlcrate", "name", "seeds", "matrix", "expect", "image", "track")
 # Fields whose values are free-form mappings: any sub-key is allowed below them.
 FREE_FORM = {("env", "kwargs"), ("algo", "params"), ("bench", "sweep")}
 

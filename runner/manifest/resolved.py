@@ -43,7 +43,7 @@ class ResolvedVariant(BaseModel):
     @field_serializer("config")
     def _config(self, config: Manifest) -> dict[str, Any]:
         # a variant's config is one point of the matrix: it has no matrix and no claims of its own
-        return config.model_dump(mode="json", exclude={"matrix", "expect"})
+        return config.model_dump(mode="json", exclude={"matrix", "expect", "track"})
 
     @property
     def python(self) -> str:
@@ -57,6 +57,10 @@ class ResolvedRun(Manifest):
     seeds: list[int] = Field(min_length=1, description="Master seeds; one unit each.")
     variants: dict[str, ResolvedVariant] = Field(
         min_length=1, description="Variant name -> its overrides and config."
+    )
+    command_line: dict[str, Any] | None = Field(
+        None,
+        description="What the command line changed: {argv, set, seeds} (`--set`, `--seeds`).",
     )
     sources: dict[str, str] = Field(
         default_factory=dict,
@@ -76,9 +80,10 @@ class ResolvedRun(Manifest):
         return {name: v.python for name, v in self.variants.items()}
 
     def without_interpreters(self) -> ResolvedRun:
-        """As `resolve()` makes it: the interpreters are facts of a machine, not of a manifest."""
+        """As `resolve()` makes it: the interpreters are facts of a machine, not of a manifest,
+        and the command line is how it was asked for (its --set and --seeds are in the rest)."""
         variants = {n: v.model_copy(update={"interpreter": None}) for n, v in self.variants.items()}
-        return self.model_copy(update={"variants": variants})
+        return self.model_copy(update={"variants": variants, "command_line": None})
 
     def dump(self) -> dict[str, Any]:
         """The plain data written to resolved.yaml."""
@@ -96,7 +101,7 @@ def resolve(manifest: Manifest) -> ResolvedRun:
         v.name: {
             "overrides": v.overrides,
             "override_modes": override_modes(manifest, v.overrides),
-            "config": v.config.model_dump(mode="json", exclude={"matrix", "expect"}),
+            "config": v.config.model_dump(mode="json", exclude={"matrix", "expect", "track"}),
         }
         for v in expand(manifest)
         if v.config is not None

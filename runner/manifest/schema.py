@@ -191,6 +191,66 @@ class BenchSpec(_Strict):
     )
 
 
+def _uri_problem(uri: str) -> str | None:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(uri)
+    if not parts.scheme or len(parts.scheme) < 2:  # a bare path, or a Windows drive letter
+        return "expected a URI such as http://host:5000 or file:///path/mlruns"
+    if parts.scheme in ("http", "https") and not parts.hostname:
+        return f"expected a host after {parts.scheme}://"
+    if not (parts.netloc or parts.path):
+        return "expected a URI such as http://host:5000 or file:///path/mlruns"
+    return None
+
+
+class MlflowSpec(_Strict):
+    """Track each unit as an MLflow run, nested under one parent run per rlcrate run."""
+
+    uri: str | None = Field(
+        None,
+        description="Tracking URI (http://host:5000, file:///path/mlruns, sqlite:///f.db); "
+        "unset: MLflow's own MLFLOW_TRACKING_URI. Credentials only from MLflow's environment "
+        "variables (MLFLOW_TRACKING_USERNAME, MLFLOW_TRACKING_TOKEN ...), never here.",
+    )
+    experiment: str | None = Field(
+        None, min_length=1, description="Experiment name; unset: the manifest's name."
+    )
+    log_model: bool = Field(False, description="Also upload each unit's model.zip as an artifact.")
+
+    @field_validator("uri")
+    @classmethod
+    def _a_uri(cls, uri: str | None) -> str | None:
+        problem = None if uri is None else _uri_problem(uri)
+        if problem:
+            raise ValueError(f"{problem} (got {uri!r})")
+        return uri
+
+
+class WandbSpec(_Strict):
+    """Track each unit as a Weights & Biases run, grouped (`group=`) by the rlcrate run id."""
+
+    project: str | None = Field(
+        None, min_length=1, description="W&B project; unset: the manifest's name."
+    )
+    entity: str | None = Field(
+        None, min_length=1, description="W&B entity (user or team); unset: W&B's default."
+    )
+    mode: Literal["online", "offline"] = Field(
+        "online",
+        description="online: upload as it goes; offline: write run folders under WANDB_DIR "
+        "for `wandb sync`. Credentials only from W&B's own login or WANDB_API_KEY.",
+    )
+    log_model: bool = Field(False, description="Also log each unit's model.zip as an artifact.")
+
+
+class TrackSpec(_Strict):
+    """Experiment tracking (optional extras: rlcrate[track]). Tracking never fails a unit."""
+
+    mlflow: MlflowSpec | None = Field(None, description="Track in MLflow.")
+    wandb: WandbSpec | None = Field(None, description="Track in Weights & Biases.")
+
+
 Comparison = dict[Literal[">=", ">", "<=", "<", "=="], float]
 
 
@@ -221,6 +281,11 @@ class Manifest(_Strict):
     expect: dict[str, Comparison] = Field(
         default_factory=dict,
         description="Claims on summary metrics, e.g. {eval.mean_reward: {'>=': 80}}.",
+    )
+    track: TrackSpec | None = Field(
+        None,
+        description="Experiment tracking: each unit a tracked run in MLflow and/or Weights & "
+        "Biases, grouped under the rlcrate run.",
     )
     # dotted path -> where its value came from (`manifest`, `rlcrate default`, `rl-zoo3 ...`);
     # set by load_manifest, written to resolved.yaml as `sources`

@@ -52,6 +52,7 @@ class RunOptions:
     out: Path = Path("runs")
     resume: Path | None = None
     report: bool = True
+    overrides: list[Any] = field(default_factory=list)  # --set, --seeds (manifest.overrides)
 
 
 def parse_jobs(text: str) -> list[str]:
@@ -79,14 +80,18 @@ def prepare_run_dir(
         if not (run_dir / RESOLVED).is_file():
             raise UserInputError(f"--resume {run_dir}: not a run directory (no {RESOLVED})")
         res = read_resolved(run_dir)
-        # a resumed run keeps the interpreters it recorded
+        # a resumed run keeps the interpreters and command line it recorded (--set and --seeds
+        # are applied to both sides)
         if res.without_interpreters() != resolved(manifest):
             raise UserInputError(
                 f"--resume {run_dir}: {manifest_path} resolves differently from the manifest that "
                 "run was started with; resume with the run's own manifest.yaml"
             )
         return run_dir, res
+    from runner.manifest.overrides import record
+
     res = resolved(manifest)
+    res.command_line = record(opts.overrides, sys.argv)
     for variant in res.variants.values():  # null: the runner's own Python
         variant.interpreter = unit_interpreter(variant.config.env.backend)
     try:
@@ -99,6 +104,7 @@ def prepare_run_dir(
         shutil.copyfile(manifest_path, run_dir / "manifest.yaml")
         write_text_atomic(run_dir / RESOLVED, yaml.safe_dump(res.dump(), sort_keys=False))
         prov = provenance.collect(sys.argv, manifest_path, res.backends(), res.pythons())
+        prov["command_line"] = res.command_line
         write_json_atomic(run_dir / "provenance.json", prov)
     except BaseException:  # a full disk, a signal: no half-made run directory stays behind
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -185,20 +191,24 @@ def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
 
     The run directory is locked while this runner uses it (a second `--resume` is refused).
     """
-    manifest = load_manifest(manifest_path)
+    if opts.resume is not None and not opts.overrides:  # the run's own --set and --seeds
+        from runner.manifest.overrides import of_run
+
+        opts.overrides = of_run(opts.resume)
+    manifest = load_manifest(manifest_path, overrides=opts.overrides)
     if opts.jobs is None:
         opts.jobs = manifest_jobs(manifest)
     _check_installed(manifest)
     signal.signal(signal.SIGTERM, _as_interrupt)  # SIGTERM stops as cleanly as Ctrl-C
     with locked(opts.resume) if opts.resume is not None else contextlib.nullcontext():
         resumed = prepare_run_dir(manifest_path, manifest, opts) if opts.resume else None
-        preflight(manifest_path, manifest, opts.executor, console)  # a resume checked first
+        preflight(manifest_path, manifest, opts, console)  # a resume checked first
         run_dir, res = resumed or prepare_run_dir(manifest_path, manifest, opts)
         with locked(run_dir):
             return _run_locked(run_dir, res, manifest, opts, console)
 
 
-def preflight(manifest_path: Path, manifest: Manifest, executor: Chosen, console: Console) -> None:
+def preflight(manifest_path: Path, manifest: Manifest, opts: RunOptions, console: Console) -> None:
     """Before any unit: warn about what the machine cannot give, then build every variant's env
     and model once (ManifestError, one line per variant, if one cannot be built). On a cluster
     (Ray, Slurm) the device is not checked here, where the units do not run."""
@@ -211,7 +221,12 @@ def preflight(manifest_path: Path, manifest: Manifest, executor: Chosen, console
     pythons = {
         name: unit_interpreter(variant.config.env.backend) for name, variant in res.variants.items()
     }
-    construct(manifest_path, check_device=executor.executor.runs_here, pythons=pythons)
+    construct(
+        manifest_path,
+        check_device=opts.executor.executor.runs_here,
+        pythons=pythons,
+        overrides=opts.overrides,
+    )
 
 
 def _run_locked(
@@ -233,6 +248,8 @@ def _run_locked(
     if opts.executor.settings.detached:
         console.print(f"submitted; follow with: rlcrate status {escape(str(run_dir))}")
         return run_dir
+    if any(j in (opts.jobs or []) for j in ("train", "eval")):
+        track(run_dir, res.dump(), console)
     jobs = opts.jobs or []
     units_ran = any(j in jobs for j in ("train", "eval"))
     summary = write_summary(run_dir, res) if units_ran else None
@@ -253,6 +270,23 @@ def _run_locked(
     return run_dir
 
 
+def track(run_dir: Path, res: dict[str, Any], console: Console) -> None:
+    """Upload the units to the manifest's trackers (a warning, never a failure, when one cannot
+    be reached)."""
+    from runner.track import track_run, wanted
+
+    if not wanted(res.get("track")):
+        return
+
+    def warn(line: str) -> None:
+        console.print(f"[yellow]warning: {escape(line)}[/]", soft_wrap=True)
+
+    done = track_run(run_dir, res, warn)
+    for name, n in done.items():
+        if n:
+            console.print(f"tracked: {n} unit(s) in {name}")
+
+
 def resume_hint(console: Console, run_dir: Path) -> None:
     """The command that continues the run, on a line of its own that is never wrapped, so it
     pastes as it is from a terminal or a log file."""
@@ -269,6 +303,9 @@ def _check_installed(manifest: Manifest) -> None:
     problem = local_run_problem({v.config.env.backend for v in expand(manifest) if v.config})
     if problem:
         raise BackendUnavailable(problem)
+    from runner.track import check_installed
+
+    check_installed(manifest.model_dump(mode="json").get("track"))
 
 
 def _as_interrupt(signum: int, frame: Any) -> None:

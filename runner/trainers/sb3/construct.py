@@ -86,7 +86,7 @@ def build_once(cfg: Manifest, *, check_device: bool = True) -> tuple[tuple[str, 
 
 
 def problems(
-    path: Path, *, check_device: bool = True, only: set[str] | None = None
+    path: Path, *, check_device: bool = True, only: set[str] | None = None, overrides: Any = ()
 ) -> list[list[Any]]:
     """[line, path, message] for every variant that cannot be built (each distinct config once)."""
     from runner.manifest import expand
@@ -98,7 +98,7 @@ def problems(
     _, lines = read_yaml(path)
     out: list[list[Any]] = []
     seen: dict[str, tuple[tuple[str, ...], str] | None] = {}
-    for variant in expand(load_unchecked(path, zoo.apply)):
+    for variant in expand(load_unchecked(path, zoo.apply, overrides)):
         if variant.config is None or (only is not None and variant.name not in only):
             continue
         cfg = variant.config.model_dump_json(exclude={"matrix", "expect", "bench", "seeds"})
@@ -118,11 +118,14 @@ def main(argv: list[str]) -> int:
 
     warnings.simplefilter("ignore")  # SB3's advice on batch sizes is not a problem here
     logging.disable(logging.WARNING)
+    from runner.manifest.overrides import from_args
+
     only = next((a.split("=", 1)[1] for a in argv if a.startswith("--only=")), None)
     found = problems(
         Path(argv[0]),
         check_device="--cpu" not in argv,
         only=set(only.split(",")) if only is not None else None,
+        overrides=from_args(argv),
     )
     Path(argv[1]).write_text(json.dumps(found), encoding="utf-8")
     return 0

@@ -1,0 +1,63 @@
+"""What has been tracked, recorded beside what it describes: `track.json` in each unit directory
+(per sink: where, the tracked run id, the last step uploaded per scalar, fingerprints of the eval
+result and model uploaded) and in the run directory (per sink: the parent run or group). No
+credentials are ever written here."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from runner.record.rundir import UnitRef, read_json, write_json_atomic
+
+TRACK_FILE = "track.json"
+
+
+def load(folder: Path, sink: str) -> dict[str, Any]:
+    data = read_json(folder / TRACK_FILE)
+    entry = data.get(sink) if isinstance(data, dict) else None
+    return dict(entry) if isinstance(entry, dict) else {}
+
+
+def save(folder: Path, sink: str, entry: dict[str, Any]) -> None:
+    data = read_json(folder / TRACK_FILE)
+    data = data if isinstance(data, dict) else {}
+    data[sink] = entry
+    write_json_atomic(folder / TRACK_FILE, data)
+
+
+def fingerprint(path: Path) -> str | None:
+    """SHA-256 of a file (None if it is missing): has it changed since it was uploaded?"""
+    if not path.is_file():
+        return None
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def where_tracked(unit_dir: Path) -> dict[str, Any]:
+    """For provenance: per sink, where the unit is tracked and its tracked run id."""
+    data = read_json(unit_dir / TRACK_FILE)
+    if not isinstance(data, dict):
+        return {}
+    keys = ("uri", "experiment", "project", "entity", "mode", "run_id", "url")
+    return {
+        sink: {k: e[k] for k in keys if e.get(k) is not None}
+        for sink, e in data.items()
+        if isinstance(e, dict) and e.get("run_id")
+    }
+
+
+def record_in_provenance(run_dir: Path, units: list[UnitRef]) -> None:
+    prov = read_json(run_dir / "provenance.json")
+    if not isinstance(prov, dict):
+        return
+    prov_units = prov.setdefault("units", {})
+    for u in units:
+        tracked = where_tracked(u.dir(run_dir))
+        if tracked:
+            prov_units.setdefault(u.key, {})["track"] = tracked
+    write_json_atomic(run_dir / "provenance.json", prov)
