@@ -7,13 +7,14 @@ from pathlib import Path
 from typing import Any
 
 from runner.backends import atari
-from runner.backends.base import unknown_id
+from runner.backends.base import Traits, unknown_id
 from runner.errors import BackendUnavailable, FieldError
 from runner.manifest.schema import EnvSpec, ParallelSpec
 
 # Modules that register extra ids with Gymnasium when imported, by id namespace. Imported only
 # when an id needs them (ale_py alone costs seconds).
 PLUGINS = {"ALE": "ale_py"}
+TRAITS = Traits(module="gymnasium", extra="gymnasium")
 
 
 def available() -> str | None:
@@ -51,6 +52,26 @@ def check_env(env: EnvSpec) -> None:
     if env.id not in registry:
         registry = _registry()  # every plugin, so the error lists the same ids every time
         raise unknown_id("gymnasium", env.id, registry)
+
+
+def processes(parallel: ParallelSpec) -> int:
+    return parallel.envs if parallel.mode == "subproc" else 0
+
+
+def nondeterminism(env: EnvSpec) -> str | None:
+    return None
+
+
+def env_files(env: EnvSpec) -> tuple[str, Path] | None:
+    return None  # made from an installed package
+
+
+def step_split(venv: Any) -> Any | None:
+    return None
+
+
+def doctor_rows() -> list[tuple[str, bool, str]]:
+    return []
 
 
 def check_parallel(parallel: ParallelSpec) -> str | None:

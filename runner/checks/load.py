@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from runner.backends import anchor_paths
 from runner.checks.manifest import check_manifest
 from runner.errors import ManifestError
 from runner.manifest.load import read_manifest
@@ -19,6 +20,7 @@ def load_manifest(path: str | Path, *, check: bool = True) -> Manifest:
     """
     path = Path(path)
     manifest, problems, lines = read_manifest(path)
+    manifest = anchor_paths(manifest, path.resolve().parent)
     if check:
         found = check_manifest(manifest, str(path), lines)
         problems += [p for p in found if p not in problems]

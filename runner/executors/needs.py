@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from runner.backends import get_backend
 from runner.record.rundir import UnitRef
-
-GPU_BACKENDS = ("isaaclab", "brax")
 
 
 @dataclass(frozen=True)
@@ -26,7 +25,8 @@ def gpus_of(config: dict[str, Any]) -> int:
     """One GPU for a unit that trains on CUDA or steps a GPU simulator; `auto` asks for none (it
     uses a GPU where the scheduler happened to give one)."""
     device = str(config["algo"].get("device", "cpu"))
-    return int(device.startswith("cuda") or config["env"]["backend"] in GPU_BACKENDS)
+    gpu_sim = get_backend(config["env"]["backend"]).TRAITS.needs_gpu
+    return int(device.startswith("cuda") or gpu_sim)
 
 
 def unit_needs(res: dict[str, Any], units: list[UnitRef]) -> dict[UnitRef, Needs]:

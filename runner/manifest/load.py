@@ -60,20 +60,9 @@ def _without(data: Any, locs: list[Loc]) -> Any:
     return data
 
 
-def _anchor_paths(manifest: Manifest, base: Path) -> Manifest:
-    """A relative game path in env.id means relative to the manifest's folder, not the shell's."""
-    env_id = manifest.env.id
-    if manifest.env.backend == "godot" and ("/" in env_id or env_id.startswith(".")):
-        candidate = base / env_id
-        if not Path(env_id).is_absolute() and candidate.exists():
-            return manifest.model_copy(
-                update={"env": manifest.env.model_copy(update={"id": str(candidate.resolve())})}
-            )
-    return manifest
-
-
 def read_manifest(path: Path) -> tuple[Manifest, list[Problem], Lines]:
     """Parse and validate a manifest: the manifest, the schema's problems and each field's line.
+    Paths in it are as written (`runner.backends.anchor_paths` anchors them at its folder).
 
     When the schema rejects some fields, the manifest comes back with defaults in place of the
     rejected values, so the checks (`runner.checks.load`) can still run on the rest and one
@@ -90,7 +79,7 @@ def read_manifest(path: Path) -> tuple[Manifest, list[Problem], Lines]:
             manifest = Manifest.model_validate(_without(data, exc.locs))
         except (ValidationError, TypeError):
             raise exc from None
-    return _anchor_paths(manifest, path.resolve().parent), problems, lines
+    return manifest, problems, lines
 
 
 def load_unchecked(path: str | Path) -> Manifest:

@@ -12,32 +12,29 @@ import os
 from pathlib import Path
 from typing import Any
 
-BITWISE, STATISTICAL = "bitwise", "statistical"
-
-# What each backend declares, on CPU with one torch thread. Godot is bitwise only unpaced: its
-# fixed timestep then does not depend on the wall clock.
-DECLARED = {
-    "gymnasium": BITWISE,
-    "envpool": BITWISE,
-    "godot": BITWISE,
-    "isaaclab": STATISTICAL,
-    "brax": STATISTICAL,
-}
+from runner.backends.base import BITWISE, STATISTICAL
 
 
 def declared(config: dict[str, Any]) -> tuple[str, str]:
     """(level, why) for one variant's resolved config."""
+    from runner.backends import get_backend
+    from runner.manifest.schema import EnvSpec
+
     env, algo = config["env"], config["algo"]
-    backend = env["backend"]
-    if DECLARED.get(backend, STATISTICAL) == STATISTICAL:
-        return STATISTICAL, f"{backend} runs on an accelerator"
-    if backend == "godot" and env.get("pacing") == "paced":
-        return STATISTICAL, "godot paced: game time follows the wall clock"
+    backend = get_backend(env["backend"])
+    if backend.TRAITS.determinism == STATISTICAL:
+        return STATISTICAL, f"{env['backend']} runs on an accelerator"
+    try:
+        why = backend.nondeterminism(EnvSpec.model_validate(env))
+    except ValueError:  # an env this version cannot read (an old archive): nothing promised
+        why = "the env's settings are not this version's"
+    if why:
+        return STATISTICAL, why
     if algo.get("device", "cpu") != "cpu":
         return STATISTICAL, f"algo.device {algo.get('device')}: GPU kernels need not repeat"
     if algo.get("torch_threads", 1) != 1:
         return STATISTICAL, f"algo.torch_threads {algo['torch_threads']}: sums in varying order"
-    return BITWISE, f"{backend} on CPU with one torch thread"
+    return BITWISE, f"{env['backend']} on CPU with one torch thread"
 
 
 def level(config: dict[str, Any], recorded: dict[str, Any] | None) -> tuple[str, str]:

@@ -18,12 +18,11 @@ ON_POLICY_DEFAULT_STEPS = {"PPO": 2048, "A2C": 5, "RecurrentPPO": 128, "TRPO": 2
 
 def processes_per_unit(config: dict[str, Any]) -> int:
     """Env processes one unit starts (gymnasium subproc workers, Godot games); threads excluded."""
-    par, backend = config["parallel"], config["env"]["backend"]
-    if backend == "gymnasium" and par["mode"] == "subproc":
-        return int(par["envs"])
-    if backend == "godot":
-        return int(par["workers"])
-    return 0
+    from runner.backends import get_backend
+    from runner.manifest.schema import ParallelSpec
+
+    parallel = ParallelSpec.model_validate(config["parallel"])
+    return get_backend(config["env"]["backend"]).processes(parallel)
 
 
 def overshoot(config: dict[str, Any]) -> tuple[int, int] | None:

@@ -133,9 +133,3 @@ def train_once(
     fields = train()
     record_finished(unit_dir, fields)
     return fields
-
-
-def latest_checkpoint(unit_dir: Path) -> tuple[int, Path] | None:
-    """The newest checkpoint (steps, path), for trainers that load their own format."""
-    found = checkpoints(unit_dir)
-    return found[0] if found else None

@@ -89,6 +89,7 @@ def problems(
     path: Path, *, check_device: bool = True, only: set[str] | None = None
 ) -> list[list[Any]]:
     """[line, path, message] for every variant that cannot be built (each distinct config once)."""
+    from runner.backends import anchor_paths
     from runner.manifest import expand
     from runner.manifest.load import load_unchecked
     from runner.manifest.parse import read_yaml
@@ -97,7 +98,8 @@ def problems(
     _, lines = read_yaml(path)
     out: list[list[Any]] = []
     seen: dict[str, tuple[tuple[str, ...], str] | None] = {}
-    for variant in expand(load_unchecked(path)):
+    manifest = anchor_paths(load_unchecked(path), path.resolve().parent)
+    for variant in expand(manifest):
         if variant.config is None or (only is not None and variant.name not in only):
             continue
         cfg = variant.config.model_dump_json(exclude={"matrix", "expect", "bench", "seeds"})
