@@ -7,8 +7,8 @@ TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 APT_PACKAGES := godot3-server buildah podman debootstrap uidmap tini slurm-wlm munge
 
-.PHONY: venv system-deps quickstart test test-fast test-latest test-isaaclab lint type all clean \
-        brax-env isaaclab-env isaaclab-lock
+.PHONY: venv system-deps quickstart test test-fast test-latest test-gpu-env lint type all clean \
+        gpu-env
 
 # Dev and CI install the exact versions the CPU image locks (hashes and torch's +cpu local
 # version stripped: pip takes no hashes in a constraints file, and TORCH pins torch).
@@ -41,7 +41,7 @@ quickstart: venv
 # time: much of the suite waits on Slurm, Ray, Godot and image builds rather than computing.
 TEST_WORKERS ?= 2
 test: export RLCRATE_ENGINE ?= buildah
-test: venv system-deps brax-env
+test: venv system-deps
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=20
 
 test-fast: venv
@@ -58,51 +58,48 @@ test-latest:
 	$(LATEST)/bin/pip list --format=freeze > $(LATEST)/versions.txt
 	$(LATEST)/bin/pytest -q -m "not slow" -p no:cacheprovider
 
-# Brax's venv, where `backend: brax` units run: Brax 0.14.2's PPO needs jax 0.9, which neither
-# image lock has (the CPU lock has no JAX, the CUDA lock jax 0.12). Same Python and the CPU lock's
-# pins otherwise (numpy left to the resolver, which picks the lock's 2.4.6 today).
-BRAX_ENV   := .cache/brax-env
-BRAX_STAMP := $(BRAX_ENV)/.installed
-
-$(BRAX_STAMP): pyproject.toml images/cpu/requirements.lock | $(STAMP)
-	test -x $(BRAX_ENV)/bin/python || $(PY) -m venv $(BRAX_ENV)
-	sed -e '/^numpy==/d' $(CONSTRAINTS) > $(BRAX_ENV)/constraints.txt
-	$(BRAX_ENV)/bin/pip install -q $(TORCH)
-	$(BRAX_ENV)/bin/pip install -q -c $(BRAX_ENV)/constraints.txt -e '.[train,jax]' $(TORCH)
-	touch $@
-
-brax-env: $(BRAX_STAMP)
-
-# Isaac Lab's own Python 3.12 environment, where `backend: isaaclab` units run (Isaac Lab 3.0.0
-# needs Python 3.12 and torch 2.11.0; about 7.5 GB, a few minutes from a warm package cache).
-# Installed exactly from the lock (hashes checked), with rlcrate itself from this checkout
-# (editable, no dependencies: the lock has them). Rebuilt only when the lock changes.
+# The GPU environment: Python 3.12 with exactly images/cuda/requirements.lock (hashes checked),
+# the lock Dockerfile.cuda installs: Isaac Lab 3.0 and RSL-RL, torch 2.11 (its CUDA build, which
+# runs on the CPU too), Brax with JAX 0.9 and JAX's CUDA plugins, Stable-Baselines3, EnvPool,
+# godot-rl. `backend: isaaclab` units run in it, and `backend: brax` units where the runner's own
+# Python lacks Brax. rlcrate itself goes in from this checkout (editable, no dependencies: the lock
+# has them). About 9 GB; rebuilt only when the lock changes. Test tools live beside it
+# ($(GPU_TOOLS), on PYTHONPATH for `make test-gpu-env` only), so the environment holds exactly the
+# lock and rlcrate.
 # The first working Python 3.12 (a pyenv shim named python3.12 may not be one).
-ISAACLAB_PYTHON ?= $(shell for p in python3.12 $(HOME)/.pyenv/versions/3.12*/bin/python3.12; do \
+GPU_PYTHON ?= $(shell for p in python3.12 $(HOME)/.pyenv/versions/3.12*/bin/python3.12; do \
     $$p --version >/dev/null 2>&1 && { echo $$p; break; }; done)
-ISAACLAB_ENV    := .cache/isaaclab-env
-ISAACLAB_STAMP  := $(ISAACLAB_ENV)/.installed
-UV_BIN          := $(BIN)/uv
+GPU_ENV   := .cache/gpu-env
+GPU_TOOLS := .cache/gpu-env-tools
+GPU_LOCK  := images/cuda/requirements.lock
+GPU_STAMP := $(GPU_ENV)/.installed
+UV_BIN    := $(BIN)/uv
 
-$(ISAACLAB_STAMP): images/isaaclab/requirements.lock pyproject.toml | $(STAMP)
-	test -x $(ISAACLAB_ENV)/bin/python || $(UV_BIN) venv -q -p $(ISAACLAB_PYTHON) $(ISAACLAB_ENV)
-	$(UV_BIN) pip install -q --python $(ISAACLAB_ENV)/bin/python --require-hashes \
-	    -r images/isaaclab/requirements.lock
-	$(UV_BIN) pip install -q --python $(ISAACLAB_ENV)/bin/python --no-deps -e .
-	touch $@
+$(GPU_STAMP): $(GPU_LOCK) pyproject.toml | $(STAMP)
+	@images/check-lock.sh cuda
+	@test -n "$(GPU_PYTHON)" || { echo "make gpu-env: no working python3.12 found (Isaac Lab 3.0 needs Python 3.12)" >&2; exit 2; }
+	test -x $(GPU_ENV)/bin/python || $(UV_BIN) venv -q -p $(GPU_PYTHON) $(GPU_ENV)
+	@# The build backend first, from the lock (hashes checked), so that the one sdist in the lock
+	@# (antlr4-python3-runtime) is built with it rather than with an unhashed download.
+	images/lock-select.sh $(GPU_LOCK) setuptools wheel > $(GPU_ENV)/build-backend.txt
+	$(UV_BIN) pip install -q --python $(GPU_ENV)/bin/python --require-hashes --no-deps \
+	    -r $(GPU_ENV)/build-backend.txt
+	$(UV_BIN) pip install -q --python $(GPU_ENV)/bin/python --require-hashes --no-deps \
+	    --no-build-isolation -r $(GPU_LOCK)
+	$(UV_BIN) pip install -q --python $(GPU_ENV)/bin/python --no-deps --no-build-isolation -e .
+	rm -rf $(GPU_TOOLS)
+	$(UV_BIN) pip install -q --python $(GPU_ENV)/bin/python --target $(GPU_TOOLS) \
+	    'pytest>=8' 'pytest-xdist>=3.8'
+	sha256sum $(GPU_LOCK) > $@
 
-isaaclab-env: $(ISAACLAB_STAMP)
+gpu-env: $(GPU_STAMP)
 
-# Regenerate the Isaac Lab lock (for Linux x86_64, glibc >= 2.35 as Isaac Lab's wheels need).
-isaaclab-lock: venv
-	$(UV_BIN) pip compile -q images/isaaclab/requirements.in --python $(ISAACLAB_PYTHON) \
-	    --python-platform x86_64-manylinux_2_35 --generate-hashes --no-header \
-	    -o images/isaaclab/requirements.lock
-
-# A tiny Isaac-Cartpole-Direct train + eval through `rlcrate run` in that environment (CPU,
-# Newton; minutes: the first run compiles Warp kernels, cached in ~/.cache/warp).
-test-isaaclab: venv isaaclab-env
-	$(BIN)/pytest -q -m isaaclab --run-isaaclab
+# Isaac Lab's tests (a tiny Isaac-Cartpole-Direct train + eval through `rlcrate run`; the first
+# run compiles Warp kernels, cached in ~/.cache/warp), the Brax tests and the fast suite, all in
+# the GPU environment on this CPU: what the CUDA image ships is what CI tests.
+test-gpu-env: venv gpu-env
+	PYTHONPATH=$(GPU_TOOLS) $(GPU_ENV)/bin/python -m pytest -q -p no:cacheprovider \
+	    -m "isaaclab or brax or not slow" --run-isaaclab
 
 lint: venv
 	$(BIN)/ruff check runner tests

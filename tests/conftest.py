@@ -48,7 +48,7 @@ def pytest_addoption(parser):
     parser.addoption(
         "--run-isaaclab",
         action="store_true",
-        help="run the Isaac Lab tests (make test-isaaclab; they need `make isaaclab-env`)",
+        help="run the Isaac Lab tests (make test-gpu-env runs them in the GPU environment)",
     )
 
 
@@ -84,7 +84,7 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_collection_modifyitems(config, items):
-    skip = pytest.mark.skip(reason="Isaac Lab runs in its own target: make test-isaaclab")
+    skip = pytest.mark.skip(reason="Isaac Lab runs in the GPU environment: make test-gpu-env")
     for item in items:
         if item.get_closest_marker("isaaclab") and not config.getoption("--run-isaaclab"):
             item.add_marker(skip)

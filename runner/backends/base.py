@@ -11,12 +11,25 @@ one), so everything other modules need to know about a backend is asked of it he
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from runner.errors import FieldError
+
+# The GPU environment: Python 3.12 with images/cuda/requirements.lock, the lock Dockerfile.cuda
+# installs (`make gpu-env` builds it in the checkout; RLCRATE_GPU_ENV names another folder).
+# Isaac Lab's units run in it, and Brax's where the runner's own Python lacks Brax.
+GPU_ENV_DEFAULT = Path(__file__).resolve().parents[2] / ".cache" / "gpu-env"
+
+
+def gpu_env_python() -> Path:
+    return Path(os.environ.get("RLCRATE_GPU_ENV") or GPU_ENV_DEFAULT) / "bin" / "python"
+
+
+GPU_ENV_HINT = "run `make gpu-env` in the rlcrate checkout (it installs the CUDA image's own lock)"
 
 if TYPE_CHECKING:
     from runner.manifest.schema import EnvSpec, ParallelSpec
@@ -40,9 +53,9 @@ class Traits:
     # Its units need Stable-Baselines3, torch and TensorBoard in the runner's own Python too
     # (False: they run in the backend's own environment, which brings its own).
     needs_train_extra: bool = True
-    # Installed into an environment of its own (its units run there): `install` says how.
-    own_environment: bool = False
-    install: str = ""  # how to install it, when not `pip install 'rlcrate[extra]'`
+    # How to install it, when more than `pip install 'rlcrate[extra]'` (an environment of its
+    # own, such as the GPU environment): doctor and the install hints give this advice instead.
+    install: str = ""
     # What else to install when `versions()` reports a program missing (doctor's hint).
     program_hint: str = ""
     # A relative env.id may name a file (a game project): relative to the manifest's folder.

@@ -91,9 +91,14 @@ def not_checked_here(backends: set[str]) -> str | None:
 
 def local_run_problem(backends: set[str]) -> str | None:
     """Why the units cannot run in this Python environment, or None."""
+    from runner.backends import get_backend
+
     for backend in sorted(backends):
         missing = missing_packages(backend)
         if missing:
+            reason = get_backend(backend).available()
+            if reason:  # the backend's own advice: its extra, or the environment its units run in
+                return f"the {backend} backend cannot run here: {reason}"
             return (
                 f"the {backend} backend needs {', '.join(missing)}, not installed here: "
                 f"{install_hint(backend)}{image_hint(backend)}"

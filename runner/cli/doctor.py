@@ -27,8 +27,8 @@ def _backend_row(name: str) -> tuple[str, str, str]:
     missing = installed.missing_packages(name)
     if reason is None and not missing:
         return YES, YES, ""
-    if missing and module.TRAITS.own_environment:
-        return NO, NO, reason or ""  # its own environment (Isaac Lab, Brax): its own advice
+    if missing and module.TRAITS.install:
+        return NO, NO, reason or ""  # its own install advice (Isaac Lab, Brax)
     if missing:
         hint = module.TRAITS.program_hint
         no_program = hint and any("error" in v for v in module.versions().values())

@@ -1,19 +1,44 @@
 """`rlcrate doctor`'s accelerator rows: JAX's devices, Isaac Lab and Isaac Sim, CUDA and driver.
 
-Each row asks the Python that would run the backend's units (Brax's venv, Isaac Lab's 3.12
-environment), since the runner's own Python may have neither package.
+Each row asks the Python that would run the backend's units (the runner's own for Brax when it
+has it, else the GPU environment, Python 3.12 from images/cuda/requirements.lock), since the
+runner's own Python may have neither package.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 from runner.errors import RunnerError
 
 Row = tuple[str, str, str]
 OK, NO = "[green]ok[/]", "[red]no[/]"
+
+
+def _gpu_env() -> Row:
+    """The one GPU environment (`make gpu-env`): where it is, and whether it holds the lock that
+    this checkout has (the stamp records the lock's sha256 it was built from)."""
+    from runner.backends.base import GPU_ENV_HINT, gpu_env_python
+
+    python = gpu_env_python()
+    if not python.is_file():
+        return "GPU environment", NO, f"not built ({GPU_ENV_HINT})"
+    env = python.parent.parent
+    stamp = env / ".installed"
+    built = stamp.read_text().split()[0] if stamp.is_file() and stamp.read_text().strip() else ""
+    lock = Path(__file__).resolve().parents[2] / "images" / "cuda" / "requirements.lock"
+    if lock.is_file() and built != hashlib.sha256(lock.read_bytes()).hexdigest():
+        return (
+            "GPU environment",
+            NO,
+            f"{env} was not built from this checkout's {lock.name}: "
+            + ("run `make gpu-env` again"),
+        )
+    return "GPU environment", OK, f"{env} (images/cuda/requirements.lock {built[:12]})"
 
 
 def _backend_rows() -> list[Row]:
@@ -45,4 +70,4 @@ def _cuda() -> Row:
 
 
 def accelerator_rows() -> list[Row]:
-    return [*_backend_rows(), _cuda()]
+    return [_gpu_env(), *_backend_rows(), _cuda()]

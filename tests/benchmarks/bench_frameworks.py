@@ -28,8 +28,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 EXE = Path(sys.executable).with_name("rlcrate")
-BRAX_PY = os.environ.get("RLCRATE_PYTHON_BRAX") or str(ROOT / ".cache/brax-env/bin/python")
-ISAAC_PY = os.environ.get("RLCRATE_PYTHON_ISAACLAB") or str(ROOT / ".cache/isaaclab-env/bin/python")
+BRAX_PY = os.environ.get("RLCRATE_PYTHON_BRAX") or sys.executable  # both locks carry Brax
+ISAAC_PY = os.environ.get("RLCRATE_PYTHON_ISAACLAB") or str(ROOT / ".cache/gpu-env/bin/python")
 BRAX_ENV = {"backend": "brax", "id": "inverted_pendulum",
             "kwargs": {"backend": "generalized", "episode_length": 200}}  # fmt: skip
 BRAX_PPO = {"unroll_length": 16, "batch_size": 32, "num_minibatches": 4,

@@ -4,7 +4,7 @@
 
 Steps (each records its figures, or why it was skipped or failed, and the time it took):
   host       nvidia-smi, CPU count, load
-  brax       Brax PPO training steps/s, ant, 1024 and 4096 envs (Brax's Python, JAX on the GPU)
+  brax       Brax PPO training steps/s, ant, 1024 and 4096 envs (the GPU environment's JAX)
   isaaclab   Isaac-Cartpole-Direct train + eval through `rlcrate run` on cuda:0 (task defaults)
   sb3        SB3 PPO on CartPole through `rlcrate run`, device cuda vs cpu (steps/s)
   scaling    `rlcrate bench` env-only steps/s over 1..16 workers: EnvPool Pong, Godot BallChase
@@ -26,10 +26,10 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 EXE = Path(sys.executable).with_name("rlcrate")
+# The GPU environment (make gpu-env) has JAX's CUDA plugin; the runner's own JAX is the CPU one.
+GPU_PY = ROOT / ".cache/gpu-env/bin/python"
 BRAX_PY = os.environ.get("RLCRATE_PYTHON_BRAX") or (
-    str(ROOT / ".cache/brax-env/bin/python")
-    if (ROOT / ".cache/brax-env/bin/python").exists()
-    else sys.executable
+    str(GPU_PY) if GPU_PY.exists() else sys.executable
 )
 DEADLINE_S = 420
 T0 = time.monotonic()

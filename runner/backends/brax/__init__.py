@@ -7,9 +7,10 @@ every other key goes to the env's constructor. `brax_ppo` trains with Brax's own
 SB3 VecEnv over the jitted, vmapped env: the slow path (every step crosses from JAX to NumPy and
 torch and back), as Brax's own documentation says of its gym wrappers.
 
-Brax's PPO runs with JAX 0.9, which neither image lock has, so Brax usually lives in its own venv
-(`make brax-env`): its units run there through the per-unit interpreter, and the runner reads
-Brax's registry, PPO signature and package versions from that venv's files.
+Brax 0.14.2's PPO runs with JAX 0.9, which both image locks (and so the runner's own environment)
+carry. A runner installed without the jax extra runs Brax's units in the GPU environment
+(`make gpu-env`) through the per-unit interpreter, and reads Brax's registry, PPO signature and
+package versions from that environment's files.
 """
 
 from __future__ import annotations
@@ -21,18 +22,16 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from runner.backends.base import STATISTICAL, Traits, unknown_id
+from runner.backends.base import GPU_ENV_HINT, STATISTICAL, Traits, gpu_env_python, unknown_id
 from runner.errors import BackendUnavailable, FieldError
 from runner.manifest.schema import EnvSpec, ParallelSpec
 
 PIPELINES = ("generalized", "positional", "spring", "mjx")
 RUNNER_KWARGS = ("backend", "episode_length")  # read by rlcrate, not the env constructor
 EPISODE_LENGTH = 1000
-ROOT = Path(__file__).resolve().parents[3]  # runner/backends/X/__init__.py -> the checkout
-ENV_PYTHON = ROOT / ".cache" / "brax-env" / "bin" / "python"
 INSTALL = (
-    "run `make brax-env` in the rlcrate checkout, or install 'rlcrate[jax]' into a Python and "
-    "set RLCRATE_PYTHON_BRAX to it"
+    f"install rlcrate's jax extra (pip install 'rlcrate[jax]'), or {GPU_ENV_HINT}, or set "
+    "RLCRATE_PYTHON_BRAX to a Python that has brax==0.14.2 and rlcrate"
 )
 
 
@@ -43,8 +42,9 @@ def _own() -> bool:
 
 
 def interpreter() -> str | None:
-    """The runner's own Python when it has Brax, else the brax venv's when it exists."""
-    return None if _own() or not ENV_PYTHON.is_file() else str(ENV_PYTHON)
+    """The runner's own Python when it has Brax, else the GPU environment's when it exists."""
+    python = gpu_env_python()
+    return None if _own() or not python.is_file() else str(python)
 
 
 def _units_python() -> str | None:
@@ -159,16 +159,14 @@ def step_split(venv: Any) -> Any | None:
     return None
 
 
-# Its units run in Brax's own venv (jax 0.9, which neither image's lock has), which brings its own
-# SB3 and torch.
+# Both image locks carry Brax and JAX 0.9; a runner without them runs Brax's units in the GPU
+# environment, which brings its own SB3 and torch.
 TRAITS = Traits(
     module="brax",
     extra="jax",
-    images=(),
     needs_gpu=True,
     determinism=STATISTICAL,
     needs_train_extra=False,
-    own_environment=True,
     install=INSTALL,
 )
 JAX_PROBE = "import jax; print(jax.__version__, *[str(d) for d in jax.devices()])"

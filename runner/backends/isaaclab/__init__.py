@@ -1,9 +1,9 @@
 """Isaac Lab tasks by id, trained through Isaac Lab's own Stable-Baselines3 wrapper.
 
 Isaac Lab 3.0.0 requires Python 3.12 and pins torch 2.11.0, so its units run in their own
-environment (the per-unit interpreter, `interpreter()`): `make isaaclab-env` builds it from
-images/isaaclab/requirements.lock, and RLCRATE_PYTHON_ISAACLAB names any other (the cuda image's
-lock cannot run it yet: see README, Images). The runner asks that Python for Isaac Lab's task
+environment (the per-unit interpreter, `interpreter()`): the GPU environment, which `make gpu-env`
+builds from images/cuda/requirements.lock (the CUDA image's own lock), or any other Python that
+RLCRATE_PYTHON_ISAACLAB names. The runner asks that Python for Isaac Lab's task
 registry once and caches the answer. `parallel.envs` is the task's num_envs; env.kwargs `device`,
 `physics`, `cuda_graph` and `asset_root` choose how it runs (`env.picks`), and every
 other key is a dotted attribute of the task's configuration (e.g. `episode_length_s: 3.0`).
@@ -22,26 +22,23 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from runner.backends.base import STATISTICAL, Traits, unknown_id
+from runner.backends.base import GPU_ENV_HINT, STATISTICAL, Traits, gpu_env_python, unknown_id
 from runner.errors import BackendUnavailable, FieldError
 from runner.manifest.schema import EnvSpec, ParallelSpec
 from runner.record.rundir import write_text_atomic
 
 ROOT = Path(__file__).resolve().parents[3]  # runner/backends/X/__init__.py -> the checkout
-ENV_PYTHON = ROOT / ".cache" / "isaaclab-env" / "bin" / "python"
 INSTALL = (
-    "run `make isaaclab-env` in the rlcrate checkout (Python 3.12 and Isaac Lab from "
-    "images/isaaclab/requirements.lock), set RLCRATE_PYTHON_ISAACLAB to a Python 3.12 that has "
-    "isaaclab==3.0.0 and rlcrate"
+    f"{GPU_ENV_HINT}, or set RLCRATE_PYTHON_ISAACLAB to a Python 3.12 that has isaaclab==3.0.0 "
+    "and rlcrate"
 )
-# In no image yet (the cuda image's lock cannot run it: see README, Images).
+# In the CUDA image only (its lock is the GPU environment's).
 TRAITS = Traits(
     module="isaaclab",
     extra="isaaclab",
-    images=(),
+    images=("cuda",),
     needs_gpu=True,
     determinism=STATISTICAL,
-    own_environment=True,
     install=INSTALL,
 )
 GPU_ONLY = "needs an NVIDIA GPU, and this machine has none (nvidia-smi lists no GPU)"
@@ -58,7 +55,8 @@ def _in_isaaclab_python() -> bool:
 def interpreter() -> str | None:
     if _in_isaaclab_python():
         return sys.executable
-    return str(ENV_PYTHON) if ENV_PYTHON.is_file() else None
+    python = gpu_env_python()
+    return str(python) if python.is_file() else None
 
 
 def _python() -> str | None:
@@ -68,7 +66,8 @@ def _python() -> str | None:
 def available() -> str | None:
     python = _python()
     if python is None:
-        return f"Isaac Lab's Python 3.12 environment was not found ({INSTALL})"
+        where = gpu_env_python()
+        return f"the GPU environment (Python 3.12 with Isaac Lab) is not at {where}: {INSTALL}"
     if not os.access(python, os.X_OK):
         return f"{python} is not an executable Python ({INSTALL})"
     return None
