@@ -83,6 +83,7 @@ def test_trainer_has_the_contract(name):
     assert set(HOOKS) == {
         "check_params",
         "check_limits",
+        "dry_build",
         "train",
         "evaluate",
         "determinism_attempt",

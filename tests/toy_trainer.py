@@ -50,6 +50,10 @@ def _episode(cfg: Manifest, right: float, seed: int) -> tuple[float, int]:
     return total, n
 
 
+def dry_build(cfg: Manifest, venv: Any) -> None:
+    venv.reset()
+
+
 def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
     t0, started = time.perf_counter(), time.time()
     (unit_dir / MODEL_FILE).write_text(json.dumps({"right": cfg.algo.params.get("right", 1.0)}))

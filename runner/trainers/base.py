@@ -52,6 +52,12 @@ class Trainer(Protocol):
         by every `validate`, before any unit starts."""
         ...
 
+    def dry_build(self, cfg: Manifest, venv: Any) -> None:
+        """The dry construction (`validate --deep`, before any unit): build the model on
+        `venv` (one env of the variant's backend) and take one action; raise what a unit would
+        raise. A loop that builds its model only inside training does nothing here."""
+        ...
+
     def train(self, cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
         """Train `cfg.train.timesteps` env steps (continuing from the newest checkpoint, if any);
         leave MODEL_FILE and TB_DIR; return TRAIN_FIELDS. On KeyboardInterrupt (Ctrl-C,

@@ -35,6 +35,7 @@ __all__ = [
     "check_limits",
     "check_params",
     "determinism_attempt",
+    "dry_build",
     "evaluate",
     "train",
 ]
@@ -256,6 +257,11 @@ def bench(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
     from runner.trainers.brax_ppo.benchmark import bench as measure
 
     return measure(cfg, seeds)
+
+
+def dry_build(cfg: Manifest, venv: Any) -> None:
+    """ppo.train builds its networks inside its jitted loop; what it asserts on first is checked
+    by `check_limits`, and its params by `check_params`."""
 
 
 def determinism_attempt(cfg: Manifest, seeds: dict[str, int], steps: int) -> dict[str, Any]:

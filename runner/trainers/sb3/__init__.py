@@ -163,3 +163,8 @@ def determinism_attempt(cfg: Manifest, seeds: dict[str, int], steps: int) -> dic
     from runner.trainers.sb3.determinism import attempt
 
     return attempt(cfg, seeds, steps)
+
+
+def dry_build(cfg: Manifest, venv: Any) -> None:
+    model = make_model(cfg, venv, seed=0, tb_dir=None)
+    model.predict(venv.reset(), deterministic=True)

@@ -48,8 +48,8 @@ def _first_line(exc: BaseException) -> str:
 def build_once(cfg: Manifest, *, check_device: bool = True) -> tuple[tuple[str, ...], str] | None:
     """(field path, message) if the variant's env or model cannot be built; None if it can."""
     from runner.record.seeding import derive, seed_everything
-    from runner.trainers import trainer_for
-    from runner.trainers.sb3.common import make_env, make_model
+    from runner.trainers import get_trainer, trainer_for
+    from runner.trainers.sb3.common import make_env
 
     if check_device:
         problem = device_problem(cfg.algo.device)
@@ -74,10 +74,7 @@ def build_once(cfg: Manifest, *, check_device: bool = True) -> tuple[tuple[str, 
     except Exception as exc:
         return ("env",), f"cannot build the env: {_first_line(exc)}"
     try:
-        if trainer_for(cfg.algo.name) != "sb3":  # its own loop builds its model itself
-            return None
-        model = make_model(cfg, venv, seed=0, tb_dir=None)
-        model.predict(venv.reset(), deterministic=True)
+        get_trainer(trainer_for(cfg.algo.name)).dry_build(cfg, venv)
     except Exception as exc:
         return ("algo",), f"cannot build the {cfg.algo.name} model: {_first_line(exc)}"
     finally:
