@@ -48,7 +48,7 @@ def test_install_hints_offer_only_an_image_that_has_the_backend(monkeypatch):
     monkeypatch.setattr(installed, "missing_packages", lambda backend: [backend])
     isaac = installed.local_run_problem({"isaaclab"}) or ""
     assert "--image cuda" in isaac and "--image cpu" not in isaac  # the CPU image has no Isaac Lab
-    assert "make gpu-env" in isaac
+    assert "make gpu-env" in isaac and installed.image_hint("isaaclab").endswith("(--image cuda)")
     assert "--image cpu" in (installed.local_run_problem({"brax"}) or "")  # both images have Brax
     assert "--image cpu" in (installed.local_run_problem({"envpool"}) or "")
     # no image at all: no image offered
@@ -72,7 +72,7 @@ def test_check_determinism_on_a_backend_that_is_not_installed():
     line = _one_line(
         rlcrate("check-determinism", str(ROOT / "manifests/isaaclab-cartpole-tiny.yaml"))
     )
-    assert "isaaclab" in line and "make isaaclab-env" in line
+    assert "isaaclab" in line and "make gpu-env" in line
 
 
 def test_check_determinism_with_a_broken_backend_install_is_one_line(tmp_path):

@@ -98,7 +98,7 @@ def local_run_problem(backends: set[str]) -> str | None:
         if missing:
             reason = get_backend(backend).available()
             if reason:  # the backend's own advice: its extra, or the environment its units run in
-                return f"the {backend} backend cannot run here: {reason}"
+                return f"the {backend} backend cannot run here: {reason}{image_hint(backend)}"
             return (
                 f"the {backend} backend needs {', '.join(missing)}, not installed here: "
                 f"{install_hint(backend)}{image_hint(backend)}"
