@@ -92,3 +92,20 @@ def test_trainer_has_the_contract(name):
     for hook in HOOKS:
         want = list(inspect.signature(getattr(Trainer, hook)).parameters)[1:]
         assert list(inspect.signature(getattr(trainer, hook)).parameters) == want, hook
+
+
+@needs_brax
+def test_brax_resume_falls_back_past_a_damaged_checkpoint(tmp_path, capsys):
+    """brax_ppo.train resumes from `newest_readable(unit_dir, load_params)`, as SB3's trainer."""
+    import numpy as np
+
+    from runner.trainers.brax_ppo import load_params, save_params
+    from runner.trainers.resume import newest_readable
+
+    ckpts = tmp_path / "checkpoints"
+    save_params(ckpts / "step-64.zip", {"w": np.arange(3.0)}, {"env": "x"})
+    (ckpts / "step-128.zip").write_bytes(b"not a zip")  # the newest, damaged
+    start = newest_readable(tmp_path, lambda path: load_params(path)[0])
+    assert start is not None and start.steps_done == 64
+    assert np.array_equal(start.model["w"], np.arange(3.0))
+    assert "step-128.zip is unreadable" in capsys.readouterr().err
