@@ -17,7 +17,12 @@ from runner.manifest.schema import BACKEND_NAMES, EnvSpec, ParallelSpec
 
 HOOKS = [n for n, v in vars(Backend).items() if inspect.isfunction(v) and not n.startswith("_")]
 # A cheap env per backend for the runtime checks (others use their first id).
-CHEAP = {"gymnasium": "CartPole-v1", "envpool": "CartPole-v1", "godot": "ballchase"}
+CHEAP = {
+    "gymnasium": "CartPole-v1",
+    "envpool": "CartPole-v1",
+    "godot": "ballchase",
+    "isaaclab": "Isaac-Cartpole-Direct",  # runs on a CPU with a local stand-in for its asset
+}
 # Making envs starts processes for these (seconds), so that part of the conformance is slow.
 SLOW_TO_MAKE = {"godot"}
 
@@ -100,7 +105,15 @@ def test_backend_checks_without_making_envs(name):
 
 @pytest.mark.parametrize(
     "name",
-    [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_TO_MAKE else n for n in BACKENDS],
+    [
+        pytest.param(n, marks=pytest.mark.slow)
+        if n in SLOW_TO_MAKE
+        # in-process only in the GPU environment (make test-gpu-env); Warp compiles its kernels
+        else pytest.param(n, marks=[pytest.mark.slow, pytest.mark.isaaclab])
+        if n == "isaaclab"
+        else n
+        for n in BACKENDS
+    ],
 )
 def test_backend_makes_a_vec_env_that_steps(name, tmp_path: Path):
     module, env = _usable(name)

@@ -55,7 +55,12 @@ class EnvSpec(_Strict):
         "(deterministic); 'paced' runs game time at `speedup` x real time.",
     )
     speedup: float = Field(1.0, gt=0, description="godot, paced: game time / real time.")
-    action_repeat: int = Field(1, ge=1, description="godot: physics ticks per agent action.")
+    action_repeat: int = Field(
+        1,
+        ge=1,
+        description="godot, brax and gymnasium's rlcrate/BallChaseSim-v0: physics ticks per "
+        "agent action.",
+    )
     timeout: float = Field(
         60.0, gt=0, description="Seconds to wait for an env process to connect or answer a step."
     )

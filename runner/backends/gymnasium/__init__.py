@@ -1,4 +1,8 @@
-"""Gymnasium backend: any registered id, DummyVecEnv or SubprocVecEnv by `parallel.mode`."""
+"""Gymnasium backend: any registered id, DummyVecEnv or SubprocVecEnv by `parallel.mode`.
+
+Ids in the `rlcrate/` namespace are rlcrate's own (`rlcrate/BallChaseSim-v0`, the BallChase
+surrogate): they step every env in one NumPy call, in-process, whatever `parallel.mode` says.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,8 @@ from runner.manifest.schema import EnvSpec, ParallelSpec
 
 # Modules that register extra ids with Gymnasium when imported, by id namespace. Imported only
 # when an id needs them (ale_py alone costs seconds).
-PLUGINS = {"ALE": "ale_py"}
+PLUGINS = {"ALE": "ale_py", "rlcrate": "runner.backends.gymnasium.ballchase"}
+SURROGATE = "rlcrate/BallChaseSim-v0"
 TRAITS = Traits(module="gymnasium", extra="gymnasium")
 
 
@@ -52,6 +57,19 @@ def check_env(env: EnvSpec) -> None:
     if env.id not in registry:
         registry = _registry()  # every plugin, so the error lists the same ids every time
         raise unknown_id("gymnasium", env.id, registry)
+    if env.id == SURROGATE:
+        from runner.backends.gymnasium import ballchase
+
+        ballchase.config(_sim_kwargs(env))
+
+
+def _sim_kwargs(env: EnvSpec) -> dict[str, Any]:
+    if "action_repeat" in env.kwargs:
+        raise FieldError(
+            ("env", "kwargs", "action_repeat"),
+            f"{SURROGATE} takes env.action_repeat (as the godot backend does), not a kwarg",
+        )
+    return {**env.kwargs, "action_repeat": env.action_repeat}
 
 
 def processes(parallel: ParallelSpec) -> int:
@@ -132,6 +150,11 @@ def make_vec_env(env: EnvSpec, parallel: ParallelSpec, *, seed: int, log_dir: Pa
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     check_env(env)
+    if env.id == SURROGATE:
+        from runner.backends.gymnasium import ballchase, ballchase_vec
+
+        cfg = ballchase.config(_sim_kwargs(env))
+        return ballchase_vec.BallChaseVecEnv(cfg, n_envs=parallel.envs, seed=seed)
     mode = parallel.mode
     kwargs = atari.gym_kwargs(env)
     fns = [_maker(env.id, kwargs, seed + i, env.atari) for i in range(parallel.envs)]
