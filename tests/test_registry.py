@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from runner.backends import BACKENDS, get_backend
-from runner.backends.base import Backend
+from runner.backends.base import BITWISE, STATISTICAL, Backend, Traits
 from runner.errors import FieldError, UserInputError
 from runner.manifest.schema import BACKEND_NAMES, EnvSpec, ParallelSpec
 
@@ -39,8 +39,17 @@ def test_one_list_of_backend_names():
 def test_the_contract_names_every_hook():
     assert set(HOOKS) == {
         "available", "env_ids", "check_env", "spaces", "action_kind", "check_parallel",
-        "make_vec_env", "versions", "interpreter",
+        "make_vec_env", "versions", "processes", "nondeterminism", "env_files", "step_split",
+        "doctor_rows", "interpreter",
     }  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(BACKENDS))
+def test_backend_declares_its_traits(name):
+    traits = get_backend(name).TRAITS
+    assert isinstance(traits, Traits) and traits.module and traits.extra
+    assert traits.determinism in (BITWISE, STATISTICAL)
+    assert set(traits.images) <= {"cpu", "cuda"}
 
 
 @pytest.mark.parametrize("name", list(BACKENDS))

@@ -148,3 +148,35 @@ def test_no_submodule_shadows_a_name_of_its_package():
         }
         clashes += [f"{init.relative_to(ROOT)}: {name}" for name in sorted(defined & subs)]
     assert not clashes, clashes
+
+
+# Packages that are registries: the only places that may compare a backend's or trainer's name.
+REGISTRIES = ("runner/backends/", "runner/trainers/", "runner/executors/")
+
+
+def _registered_names() -> set[str]:
+    from runner.backends import BACKENDS
+    from runner.trainers import TRAINERS
+
+    return set(BACKENDS) | set(TRAINERS)
+
+
+def _named_in(node: ast.AST, names: set[str]) -> set[str]:
+    """Registered names among the string constants of a compared operand (also in a tuple)."""
+    elts = node.elts if isinstance(node, ast.Tuple | ast.List | ast.Set) else [node]
+    return {e.value for e in elts if isinstance(e, ast.Constant) and e.value in names}
+
+
+def test_no_module_outside_a_registry_compares_a_registered_name():
+    """`backend == "godot"` or `name in ("gymnasium", ...)` outside the registries is knowledge
+    in the wrong home: ask the backend (its TRAITS or a hook) or the trainer instead."""
+    names, found = _registered_names(), []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        where = path.relative_to(ROOT).as_posix()
+        if where.startswith(REGISTRIES):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare):
+                for operand in [node.left, *node.comparators]:
+                    found += [f"{where}:{node.lineno}: {n!r}" for n in _named_in(operand, names)]
+    assert not found, "registered names compared outside their registry:\n" + "\n".join(found)

@@ -8,9 +8,10 @@ import pytest
 
 from runner.backends import brax
 from runner.errors import BackendUnavailable
-from runner.trainers import OWN_LOOPS, TRAINERS, get_trainer, trainer_for
+from runner.manifest.schema import Manifest
+from runner.trainers import TRAINERS, get_trainer, trainer_for
 from runner.trainers.base import Trainer
-from runner.trainers.sb3.algos import ALGOS, check
+from runner.trainers.sb3.algos import ALGOS
 
 # brax_ppo's params are checked against `ppo.train` in Brax's Python (the runner's own here).
 needs_brax = pytest.mark.skipif(brax.available() is not None, reason=f"brax: {brax.available()}")
@@ -22,23 +23,53 @@ def test_every_sb3_algorithm_is_trained_by_sb3():
     assert {trainer_for(a) for a in ALGOS} == {"sb3"}
 
 
+def _cfg(algo: str, backend: str, params: dict | None = None, envs: int = 16) -> Manifest:
+    env_id = "inverted_pendulum" if backend == "brax" else "CartPole-v1"
+    return Manifest.model_validate(
+        {
+            "rlcrate": 1,
+            "name": "t",
+            "env": {"backend": backend, "id": env_id},
+            "parallel": {"envs": envs},
+            "algo": {"name": algo, "params": params or {}},
+        }
+    )
+
+
+def _problems(cfg: Manifest) -> tuple | None:
+    trainer = get_trainer(trainer_for(cfg.algo.name))
+    return trainer.check_limits(cfg) or trainer.check_params(cfg, None)
+
+
 @needs_brax
 def test_own_loops_resolve_to_their_trainer_and_backend_only():
     assert trainer_for("brax_ppo") == "brax_ppo"
-    assert check("brax_ppo", {}, None, backend="brax") is None
-    field, msg = check("brax_ppo", {}, None, backend="gymnasium")
-    assert field == "name" and "brax_ppo runs only on the brax backend" in msg
-    assert check("PPO", {}, "Box", backend="brax") is None  # SB3 through the VecEnv adapter
-    assert set(OWN_LOOPS) & set(ALGOS) == set()
+    assert _problems(_cfg("brax_ppo", "brax")) is None
+    field, msg = _problems(_cfg("brax_ppo", "gymnasium"))
+    assert field == "algo.name" and "brax_ppo runs only on the brax backend" in msg
+    assert get_trainer("sb3").check_params(_cfg("PPO", "brax"), "Box") is None  # SB3 adapter
+    assert set(TRAINERS) - {"sb3"} & set(ALGOS) == set()
 
 
 @needs_brax
 def test_own_loop_params_are_checked_against_its_function():
-    field, msg = check("brax_ppo", {"unroll_lenght": 5}, None, backend="brax")
+    field, msg = _problems(_cfg("brax_ppo", "brax", {"unroll_lenght": 5}))
     assert field == "params.unroll_lenght" and "did you mean 'unroll_length'" in msg
-    field, msg = check("brax_ppo", {"num_envs": 5}, None, backend="brax")
+    field, msg = _problems(_cfg("brax_ppo", "brax", {"num_envs": 5}))
     assert field == "params.num_envs" and "set by the runner" in msg
-    assert check("brax_ppo", {"network": {}, "entropy_cost": 0.01}, None, backend="brax") is None
+    assert _problems(_cfg("brax_ppo", "brax", {"network": {}, "entropy_cost": 0.01})) is None
+
+
+def test_brax_batch_must_split_evenly_over_the_envs():
+    """ppo.train asserts batch_size x num_minibatches % num_envs == 0; checked without Brax."""
+    trainer = get_trainer("brax_ppo")
+    params = {"batch_size": 16, "num_minibatches": 4}
+    assert trainer.check_limits(_cfg("brax_ppo", "brax", params, envs=16)) is None
+    field, msg = trainer.check_limits(_cfg("brax_ppo", "brax", params, envs=24))
+    assert field == "parallel.envs" and "(16 x 4 = 64)" in msg and "(24)" in msg
+    # Brax's own defaults (batch_size 32, num_minibatches 16) count when unset
+    assert trainer.check_limits(_cfg("brax_ppo", "brax", envs=512)) is None
+    assert trainer.check_limits(_cfg("brax_ppo", "brax", envs=24)) is not None
 
 
 def test_a_trainer_not_in_this_version_says_so():
@@ -49,7 +80,35 @@ def test_a_trainer_not_in_this_version_says_so():
 @pytest.mark.parametrize("name", list(TRAINERS))
 def test_trainer_has_the_contract(name):
     trainer = get_trainer(name)
-    assert set(HOOKS) == {"train", "evaluate", "bench"}
+    assert set(HOOKS) == {
+        "check_params",
+        "check_limits",
+        "dry_build",
+        "train",
+        "evaluate",
+        "determinism_attempt",
+        "bench",
+    }
     for hook in HOOKS:
         want = list(inspect.signature(getattr(Trainer, hook)).parameters)[1:]
         assert list(inspect.signature(getattr(trainer, hook)).parameters) == want, hook
+
+
+@needs_brax
+def test_brax_resume_falls_back_past_a_damaged_checkpoint(tmp_path, capsys):
+    """brax_ppo.train resumes from `newest_readable` (its checkpoints hold no step: the name
+    gives it), falling back past damaged ones as SB3's trainer does."""
+    import numpy as np
+
+    from runner.trainers.brax_ppo import load_params, save_params
+    from runner.trainers.resume import newest_readable, step_in_name
+
+    ckpts = tmp_path / "checkpoints"
+    save_params(ckpts / "step-64.zip", {"w": np.arange(3.0)}, {"env": "x"})
+    (ckpts / "step-128.zip").write_bytes(b"not a zip")  # the newest, damaged
+    start = newest_readable(
+        tmp_path, lambda path: load_params(path)[0], 1000, steps_of=step_in_name
+    )
+    assert start is not None and start.steps_done == 64
+    assert np.array_equal(start.model["w"], np.arange(3.0))
+    assert "step-128.zip is unreadable" in capsys.readouterr().err

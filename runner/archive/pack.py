@@ -102,21 +102,21 @@ def check_finished(run_dir: Path, states: dict[str, str], opts: ArchiveOptions) 
 
 
 def game_hashes(res: ResolvedRun) -> dict[str, Any]:
-    """SHA-256 of every file of each Godot game (bundled, project folder or exported binary)."""
+    """SHA-256 of every file each env is made from (a Godot game: bundled, project folder or
+    exported binary); envs made from an installed package have none."""
+    from runner.backends import get_backend
+
     out: dict[str, Any] = {}
-    envs = {
-        v.config.env.id: v.config.env
-        for v in res.variants.values()
-        if v.config.env.backend == "godot"
-    }
+    envs = {v.config.env.id: v.config.env for v in res.variants.values()}
     for env_id, env in sorted(envs.items()):
         try:
-            from runner.backends.godot import _target
-
-            kind, path = _target(env)
+            found = get_backend(env.backend).env_files(env)
         except Exception as exc:  # the game may be gone; the archive records that
             out[env_id] = {"error": str(exc)}
             continue
+        if found is None:
+            continue
+        kind, path = found
         files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
         out[env_id] = {
             "kind": kind,

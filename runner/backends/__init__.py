@@ -10,10 +10,11 @@ import importlib
 import os
 import shutil
 from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Final, cast
 
 from runner.errors import UserInputError
-from runner.manifest.schema import BACKEND_NAMES
+from runner.manifest.schema import BACKEND_NAMES, Manifest
 
 if TYPE_CHECKING:
     from runner.backends.base import Backend
@@ -21,11 +22,32 @@ if TYPE_CHECKING:
 BACKENDS: Final[dict[str, str]] = {name: f"runner.backends.{name}" for name in BACKEND_NAMES}
 
 
+def register(name: str, module: str) -> None:
+    """Add a backend at run time (tests' toy backend); a shipped one is a name in `BackendName`
+    (runner.manifest.schema), its module `runner.backends.<name>`."""
+    cast("dict[str, str]", BACKENDS)[name] = module
+    get_backend.cache_clear()
+
+
 @cache
 def get_backend(name: str) -> Backend:
     if name not in BACKENDS:
         raise UserInputError(f"Unknown backend '{name}'. Valid backends: {', '.join(BACKENDS)}.")
     return cast("Backend", importlib.import_module(BACKENDS[name]))
+
+
+def anchor_paths(manifest: Manifest, base: Path) -> Manifest:
+    """A relative env.id that names a file (a game project, for a backend whose ids may be
+    paths) means relative to the manifest's folder, not the shell's."""
+    env_id = manifest.env.id
+    if not get_backend(manifest.env.backend).TRAITS.ids_are_paths:
+        return manifest
+    if "/" in env_id or env_id.startswith("."):
+        candidate = base / env_id
+        if not Path(env_id).is_absolute() and candidate.exists():
+            env = manifest.env.model_copy(update={"id": str(candidate.resolve())})
+            return manifest.model_copy(update={"env": env})
+    return manifest
 
 
 def python_env_var(name: str) -> str:

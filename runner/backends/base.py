@@ -1,10 +1,11 @@
 """The backend contract, and helpers backends share.
 
-A backend is a module (registered in `runner.backends.BACKENDS`) whose functions match the
-`Backend` protocol below; mypy checks every registered module against it, and
+A backend is a module (registered in `runner.backends.BACKENDS`) whose `TRAITS` and functions
+match the `Backend` protocol below; mypy checks every registered module against it, and
 `tests/test_registry.py` runs the same conformance test over each. A new backend is a new module
-with these functions, its name added to `BackendName` in the manifest schema: nothing else in
-the runner names a backend.
+with these, its name added to `BackendName` in the manifest schema: nothing else in the runner
+names a backend (tests/test_structure.py checks that no module outside the registries compares
+one), so everything other modules need to know about a backend is asked of it here.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -33,8 +35,37 @@ if TYPE_CHECKING:
     from runner.manifest.schema import EnvSpec, ParallelSpec
 
 
+BITWISE, STATISTICAL = "bitwise", "statistical"
+
+
+@dataclass(frozen=True)
+class Traits:
+    """What a backend declares once, read by the modules that used to know it by name."""
+
+    module: str  # the Python module whose presence means it is installed (`checks.installed`)
+    extra: str  # the pip extra that installs it: `pip install 'rlcrate[extra]'`
+    # The rlcrate images that have it: install hints offer `--image X` only for these.
+    images: tuple[str, ...] = ("cpu", "cuda")
+    needs_gpu: bool = False  # its units step a GPU simulator: a scheduler gives each a GPU
+    # How far results repeat on CPU with one torch thread: `bitwise` (same eval returns) or
+    # `statistical` (only the distribution); `nondeterminism()` names exceptions per env.
+    determinism: str = BITWISE
+    # Its units need Stable-Baselines3, torch and TensorBoard in the runner's own Python too
+    # (False: they run in the backend's own environment, which brings its own).
+    needs_train_extra: bool = True
+    # How to install it, when more than `pip install 'rlcrate[extra]'` (an environment of its
+    # own, such as the GPU environment): doctor and the install hints give this advice instead.
+    install: str = ""
+    # What else to install when `versions()` reports a program missing (doctor's hint).
+    program_hint: str = ""
+    # A relative env.id may name a file (a game project): relative to the manifest's folder.
+    ids_are_paths: bool = False
+
+
 class Backend(Protocol):
     """Every hook is required; a backend with nothing to say returns the documented default."""
+
+    TRAITS: Traits
 
     def available(self) -> str | None:
         """None when this machine can run the backend, else a one-line reason (shown by
@@ -79,6 +110,31 @@ class Backend(Protocol):
         {component: {"path": ..., "version": ...}}, or {component: {"error": reason}} when one
         is missing. provenance.json records each component under its name; `rlcrate doctor`
         shows it as '<component> binary'. Empty when there are none."""
+        ...
+
+    def processes(self, parallel: ParallelSpec) -> int:
+        """Env processes one unit starts besides itself (threads excluded; for the resource
+        warnings); 0 when every env steps in the unit's own process."""
+        ...
+
+    def nondeterminism(self, env: EnvSpec) -> str | None:
+        """Why this env does not repeat bitwise although the backend does (e.g. Godot paced:
+        game time follows the wall clock), or None."""
+        ...
+
+    def env_files(self, env: EnvSpec) -> tuple[str, Path] | None:
+        """(kind, path) of the files the env is made from (a game), hashed into archives; None
+        when the env comes from an installed package."""
+        ...
+
+    def step_split(self, venv: Any) -> Any | None:
+        """For `bench.profile`: an object splitting the env step of this VecEnv into parts
+        (`seconds`, `calls`, `reported`, `detach()`), or None when the step is one part."""
+        ...
+
+    def doctor_rows(self) -> list[tuple[str, bool, str]]:
+        """`rlcrate doctor`'s rows for what this backend needs beyond its packages (JAX's
+        devices, Isaac Sim): (what, ok, detail). Asks the Python its units run in."""
         ...
 
     def interpreter(self) -> str | None:

@@ -12,14 +12,8 @@ import os
 import shutil
 import subprocess
 
-# backend -> (the Python module it needs, the extra that installs it)
-BACKEND_PACKAGES = {
-    "gymnasium": ("gymnasium", "gymnasium"),
-    "envpool": ("envpool", "envpool"),
-    "godot": ("godot_rl", "godot"),
-    "isaaclab": ("isaaclab", "isaaclab"),
-    "brax": ("brax", "jax"),
-}
+from runner.backends import get_backend, python_env_var
+
 TRAIN_MODULES = ("stable_baselines3", "torch", "tensorboard")
 # engine -> a command that succeeds only when the engine can actually run containers here
 ENGINE_PROBES = {
@@ -36,8 +30,6 @@ def has_module(name: str) -> bool:
 def own_interpreter(backend: str) -> bool:
     """Units of this backend run under another Python (RLCRATE_PYTHON_<NAME>, or the backend's
     own interpreter), whose packages are not this environment's business."""
-    from runner.backends import get_backend, python_env_var
-
     return bool(os.environ.get(python_env_var(backend)) or get_backend(backend).interpreter())
 
 
@@ -45,13 +37,21 @@ def missing_packages(backend: str) -> list[str]:
     """Python modules a local run of this backend needs that are not installed here."""
     if own_interpreter(backend):
         return []
-    module = BACKEND_PACKAGES.get(backend, (backend, backend))[0]
-    needed = (module,) if backend == "brax" else (module, *TRAIN_MODULES)
+    traits = get_backend(backend).TRAITS
+    needed = (traits.module, *(TRAIN_MODULES if traits.needs_train_extra else ()))
     return [m for m in needed if not has_module(m)]
 
 
 def install_hint(backend: str) -> str:
-    return f"pip install 'rlcrate[{BACKEND_PACKAGES.get(backend, (backend, backend))[1]}]'"
+    traits = get_backend(backend).TRAITS
+    return traits.install or f"pip install 'rlcrate[{traits.extra}]'"
+
+
+def image_hint(backend: str) -> str:
+    """`, or run in an image (--image X)` for the first rlcrate image that has the backend; empty
+    when none has it."""
+    images = get_backend(backend).TRAITS.images
+    return f", or run in an image (--image {images[0]})" if images else ""
 
 
 def engine_problem(engine: str, timeout: float = 30) -> str | None:
@@ -98,9 +98,9 @@ def local_run_problem(backends: set[str]) -> str | None:
         if missing:
             reason = get_backend(backend).available()
             if reason:  # the backend's own advice: its extra, or the environment its units run in
-                return f"the {backend} backend cannot run here: {reason}"
+                return f"the {backend} backend cannot run here: {reason}{image_hint(backend)}"
             return (
                 f"the {backend} backend needs {', '.join(missing)}, not installed here: "
-                f"{install_hint(backend)}, or run in an image (--image cpu)"
+                f"{install_hint(backend)}{image_hint(backend)}"
             )
     return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from runner.backends import anchor_paths
 from runner.checks.manifest import check_manifest
 from runner.errors import ManifestError
 from runner.manifest.load import read_manifest
@@ -25,6 +26,7 @@ def load_manifest(
     """
     path = Path(path)
     manifest, problems, lines = read_manifest(path, zoo.apply, overrides)
+    manifest = anchor_paths(manifest, path.resolve().parent)
     if check:
         found = check_manifest(manifest, str(path), lines)
         problems += [p for p in found if p not in problems]

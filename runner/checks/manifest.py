@@ -26,7 +26,7 @@ from runner.manifest.matrix import (
 )
 from runner.manifest.problems import Lines, Loc, Problem, at, validation_problems
 from runner.manifest.schema import Manifest
-from runner.trainers.sb3 import algos
+from runner.trainers import get_trainer, trainer_for
 from runner.trainers.sb3.checks import sb3_issues
 
 
@@ -91,12 +91,18 @@ def _check_env(
     return None
 
 
-def _check_parallel(cfg: Manifest, source: str, lines: Lines, out: list[Problem]) -> None:
+def _check_limits(cfg: Manifest, source: str, lines: Lines, out: list[Problem]) -> None:
+    """Limits that need no package (the backend's parallel layout, the trainer's cross-field
+    limits): checked even on a light install, before any unit starts."""
     from runner.backends import get_backend
 
     problem = get_backend(cfg.env.backend).check_parallel(cfg.parallel)
     if problem:
         out.append(at(source, lines, ("parallel", "workers"), problem))
+    found = get_trainer(trainer_for(cfg.algo.name)).check_limits(cfg)
+    if found:
+        field, msg = found
+        out.append(at(source, lines, tuple(field.split(".")), msg))
 
 
 def _check_atari(cfg: Manifest, source: str, lines: Lines, out: list[Problem]) -> None:
@@ -111,15 +117,12 @@ def _check_atari(cfg: Manifest, source: str, lines: Lines, out: list[Problem]) -
 def _check_algo(
     cfg: Manifest, kind: str | None, source: str, lines: Lines, out: list[Problem]
 ) -> None:
-    problem = algos.check(cfg.algo.name, cfg.algo.params, kind, backend=cfg.env.backend)
+    problem = get_trainer(trainer_for(cfg.algo.name)).check_params(cfg, kind)
     if problem:
         field, msg = problem
         out.append(at(source, lines, ("algo", *field.split(".")), msg))
     for loc, msg in sb3_issues(cfg.algo.name, cfg.algo.policy, cfg.algo.params, cfg.algo.device):
         out.append(at(source, lines, ("algo", *loc), msg))
-    if cfg.algo.normalize is not None and cfg.algo.name not in algos.ALGOS:
-        msg = f"normalize applies to Stable-Baselines3 algorithms; {cfg.algo.name} has its own loop"
-        out.append(at(source, lines, ("algo", "normalize"), msg))
     if cfg.algo.device.startswith("cuda") and not _gpu_present():
         msg = (
             f"'{cfg.algo.device}' needs an NVIDIA GPU, and this machine has none (nvidia-smi "
@@ -152,10 +155,10 @@ def check_manifest(m: Manifest, source: str, lines: Lines) -> list[Problem]:
     configs = _variant_configs(m, source, lines, out) or [m]
     env_seen: set[Any] = set()
     for cfg in configs:  # the same problem in several variants is reported once (below)
+        _check_limits(cfg, source, lines, out)
         if missing_packages(cfg.env.backend):  # a light install: checked where the units run
             continue
         kind = _check_env(cfg, source, lines, out, env_seen)
-        _check_parallel(cfg, source, lines, out)
         _check_atari(cfg, source, lines, out)
         _check_algo(cfg, kind, source, lines, out)
     sweep_ok = True

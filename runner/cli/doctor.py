@@ -27,11 +27,12 @@ def _backend_row(name: str) -> tuple[str, str, str]:
     missing = installed.missing_packages(name)
     if reason is None and not missing:
         return YES, YES, ""
-    if missing and name not in ("gymnasium", "envpool", "godot"):
-        return NO, NO, reason or ""  # its own environment (Isaac Lab, Brax): its own advice
+    if missing and module.TRAITS.install:
+        return NO, NO, reason or ""  # its own install advice (Isaac Lab, Brax)
     if missing:
-        no_binary = name == "godot" and any(r[2] == NO for r in _program_rows() if "godot" in r[0])
-        extra = " (and apt-get install godot3-server)" if no_binary else ""
+        hint = module.TRAITS.program_hint
+        no_program = hint and any("error" in v for v in module.versions().values())
+        extra = f" (and {hint})" if no_program else ""
         return NO, NO, f"{', '.join(missing)} missing: {installed.install_hint(name)}{extra}"
     return YES, NO, reason or ""
 

@@ -11,16 +11,9 @@ import hashlib
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from runner.errors import RunnerError
-
-ISAACSIM_WHY = (
-    "Isaac Sim's wheels come only from NVIDIA's own index (on the public index two of its "
-    "extension-cache packages are placeholders); Isaac Lab runs without it, on Newton"
-)
-JAX_PROBE = "import jax; print(jax.__version__, *[str(d) for d in jax.devices()])"
 
 Row = tuple[str, str, str]
 OK, NO = "[green]ok[/]", "[red]no[/]"
@@ -48,37 +41,18 @@ def _gpu_env() -> Row:
     return "GPU environment", OK, f"{env} (images/cuda/requirements.lock {built[:12]})"
 
 
-def _jax() -> Row:
-    from runner.backends import brax
+def _backend_rows() -> list[Row]:
+    """Each backend's own rows (JAX's devices, Isaac Lab and Isaac Sim)."""
+    from runner.backends import BACKENDS, get_backend
 
-    if brax.available():
-        return "JAX devices", NO, str(brax.available())
-    python = brax.interpreter() or sys.executable
-    try:
-        out = subprocess.run(
-            [python, "-c", JAX_PROBE], capture_output=True, text=True, timeout=120, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return "JAX devices", NO, f"{python}: {exc}"
-    if out.returncode != 0:
-        return "JAX devices", NO, (out.stderr.strip().splitlines() or ["failed"])[-1]
-    version, *devices = out.stdout.split()
-    return "JAX devices", OK, f"jax {version}: {', '.join(devices)} ({python})"
-
-
-def _isaac() -> list[Row]:
-    from runner.backends import isaaclab
-
-    reason = isaaclab.available()
-    if reason:
-        return [("Isaac Lab (Python 3.12)", NO, reason), ("Isaac Sim", NO, "needs Isaac Lab's env")]
-    try:
-        reg = isaaclab.registry()
-    except RunnerError as exc:
-        return [("Isaac Lab (Python 3.12)", NO, str(exc)), ("Isaac Sim", NO, "unknown")]
-    lab = f"Isaac Lab {reg['isaaclab']}, Python {reg['python']}, {len(reg['tasks'])} tasks"
-    sim = ("Isaac Sim", OK, "installed") if reg.get("isaacsim") else ("Isaac Sim", NO, ISAACSIM_WHY)
-    return [("Isaac Lab (Python 3.12)", OK, f"{lab} ({isaaclab.interpreter()})"), sim]
+    rows = []
+    for name in BACKENDS:
+        try:
+            found = get_backend(name).doctor_rows()
+        except RunnerError as exc:
+            found = [(f"backend {name}", False, str(exc))]
+        rows += [(what, OK if ok else NO, detail) for what, ok, detail in found]
+    return rows
 
 
 def _cuda() -> Row:
@@ -96,4 +70,4 @@ def _cuda() -> Row:
 
 
 def accelerator_rows() -> list[Row]:
-    return [_gpu_env(), _jax(), *_isaac(), _cuda()]
+    return [_gpu_env(), *_backend_rows(), _cuda()]

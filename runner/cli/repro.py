@@ -112,5 +112,7 @@ def register(app: typer.Typer) -> None:
 
         if steps is not None and steps < 1:
             raise UserInputError(f"--steps: expected a positive number of steps, got {steps}")
+        if seed < 0:  # NumPy's SeedSequence, which derives every seed, takes none below 0
+            raise UserInputError(f"--seed: expected a master seed of 0 or more, got {seed}")
 
         raise typer.Exit(check(manifest, steps, seed, console()))

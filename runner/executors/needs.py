@@ -5,12 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from runner.backends import get_backend
 from runner.record.rundir import UnitRef
 
 if TYPE_CHECKING:
     from runner.manifest import Manifest, ResolvedRun
-
-GPU_BACKENDS = ("isaaclab", "brax")
 
 
 @dataclass(frozen=True)
@@ -28,7 +27,8 @@ def cpus_of(config: Manifest) -> int:
 def gpus_of(config: Manifest) -> int:
     """One GPU for a unit that trains on CUDA or steps a GPU simulator; `auto` asks for none (it
     uses a GPU where the scheduler happened to give one)."""
-    return int(config.algo.device.startswith("cuda") or config.env.backend in GPU_BACKENDS)
+    gpu_sim = get_backend(config.env.backend).TRAITS.needs_gpu
+    return int(config.algo.device.startswith("cuda") or gpu_sim)
 
 
 def unit_needs(res: ResolvedRun, units: list[UnitRef]) -> dict[UnitRef, Needs]:

@@ -63,18 +63,6 @@ def _without(data: Any, locs: list[Loc]) -> Any:
     return data
 
 
-def _anchor_paths(manifest: Manifest, base: Path) -> Manifest:
-    """A relative game path in env.id means relative to the manifest's folder, not the shell's."""
-    env_id = manifest.env.id
-    if manifest.env.backend == "godot" and ("/" in env_id or env_id.startswith(".")):
-        candidate = base / env_id
-        if not Path(env_id).is_absolute() and candidate.exists():
-            return manifest.model_copy(
-                update={"env": manifest.env.model_copy(update={"id": str(candidate.resolve())})}
-            )
-    return manifest
-
-
 # Fills in `algo.defaults` (rl-zoo3's values) under the parsed manifest: (data, path -> source)
 # of the values it supplied; ValueError (one line) when it cannot. The SB3 trainer owns it
 # (runner.trainers.sb3.zoo); the layers above pass it in.
@@ -110,6 +98,7 @@ def read_manifest(
     path: Path, defaults: Defaults | None = None, overrides: Sequence[Override] = ()
 ) -> tuple[Manifest, list[Problem], Lines]:
     """Parse and validate a manifest: the manifest, the schema's problems and each field's line.
+    Paths in it are as written (`runner.backends.anchor_paths` anchors them at its folder).
 
     When the schema rejects some fields, the manifest comes back with defaults in place of the
     rejected values, so the checks (`runner.checks.load`) can still run on the rest and one
@@ -135,7 +124,6 @@ def read_manifest(
             manifest = Manifest.model_validate(_without(data, exc.locs))
         except (ValidationError, TypeError):
             raise ManifestError(attribute(exc.problems, overrides)) from None
-    manifest = _anchor_paths(manifest, path.resolve().parent)
     manifest._sources = value_sources(manifest, given, supplied)
     return manifest, problems, lines
 

@@ -15,32 +15,25 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from runner.manifest import Manifest
 
-BITWISE, STATISTICAL = "bitwise", "statistical"
-
-# What each backend declares, on CPU with one torch thread. Godot is bitwise only unpaced: its
-# fixed timestep then does not depend on the wall clock.
-DECLARED = {
-    "gymnasium": BITWISE,
-    "envpool": BITWISE,
-    "godot": BITWISE,
-    "isaaclab": STATISTICAL,
-    "brax": STATISTICAL,
-}
+from runner.backends.base import BITWISE, STATISTICAL
 
 
 def declared(config: Manifest) -> tuple[str, str]:
     """(level, why) for one variant's resolved config."""
+    from runner.backends import get_backend
+
     env, algo = config.env, config.algo
-    backend = env.backend
-    if DECLARED.get(backend, STATISTICAL) == STATISTICAL:
-        return STATISTICAL, f"{backend} runs on an accelerator"
-    if backend == "godot" and env.pacing == "paced":
-        return STATISTICAL, "godot paced: game time follows the wall clock"
+    backend = get_backend(env.backend)
+    if backend.TRAITS.determinism == STATISTICAL:
+        return STATISTICAL, f"{env.backend} runs on an accelerator"
+    why = backend.nondeterminism(env)
+    if why:
+        return STATISTICAL, why
     if algo.device != "cpu":
         return STATISTICAL, f"algo.device {algo.device}: GPU kernels need not repeat"
     if algo.torch_threads != 1:
         return STATISTICAL, f"algo.torch_threads {algo.torch_threads}: sums in varying order"
-    return BITWISE, f"{backend} on CPU with one torch thread"
+    return BITWISE, f"{env.backend} on CPU with one torch thread"
 
 
 def level(config: Manifest, recorded: dict[str, Any] | None) -> tuple[str, str]:

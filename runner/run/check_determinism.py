@@ -2,17 +2,19 @@
 
 A short slice of the manifest's first unit trains twice, each time in a fresh process with the
 same master seed (`python -m runner.run.check_determinism RESOLVED.json SEED STEPS OUT.json`).
-Each attempt records, per env step, SHA-256 digests of the observations, the actions and the
-rewards, and at the end a digest of the final parameters. Equal everywhere: `bitwise`; else the
-first step where they part, and in what. The result is remembered for this environment
+Both run in the Python the unit would run in (a backend's own environment: Brax's venv, Isaac
+Lab's), through the unit's trainer (`determinism_attempt`). Each attempt records what its
+trainer can watch: SB3's, per vector step, SHA-256 digests of the observations, the actions and
+the rewards; every trainer's, a digest of the final parameters. Equal everywhere: `bitwise`;
+else the first step where they part, and in what. The result is remembered for this environment
 (`runner.provenance.determinism.record`) and written into the provenance of later runs, where
 `reproduce` reads it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -23,45 +25,9 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 if TYPE_CHECKING:
-    from runner.manifest import Manifest
+    from runner.manifest.schema import Manifest
 
 STREAMS = ("observations", "actions", "rewards")
-
-
-def _digest(x: Any) -> str:
-    import numpy as np
-
-    h = hashlib.sha256()
-    if isinstance(x, dict):
-        for key in sorted(x):
-            h.update(key.encode())
-            h.update(_digest(x[key]).encode())
-    else:
-        h.update(np.ascontiguousarray(x).tobytes())
-    return h.hexdigest()[:16]
-
-
-def _recorder(venv: Any, log: list[list[str]]) -> Any:
-    from stable_baselines3.common.vec_env import VecEnvWrapper
-
-    class Recorder(VecEnvWrapper):
-        """Digests of what passes between the algorithm and the envs, one row per step."""
-
-        def reset(self) -> Any:
-            obs = self.venv.reset()
-            log.append([_digest(obs), "", ""])
-            return obs
-
-        def step_async(self, actions: Any) -> None:
-            self._action = _digest(actions)
-            self.venv.step_async(actions)
-
-        def step_wait(self) -> Any:
-            obs, rew, done, info = self.venv.step_wait()
-            log.append([_digest(obs), self._action, _digest(rew)])
-            return obs, rew, done, info
-
-    return Recorder(venv)
 
 
 def default_steps(config: Manifest) -> int:
@@ -71,25 +37,15 @@ def default_steps(config: Manifest) -> int:
 
 
 def attempt(config: dict[str, Any], seed: int, steps: int) -> dict[str, Any]:
-    """One attempt, in this process: train `steps` env steps and return the digests."""
+    """One attempt, in this process, through the unit's trainer."""
     from runner.manifest.schema import Manifest
     from runner.record.seeding import derive, seed_everything
-    from runner.trainers.sb3.common import make_env, make_model
+    from runner.trainers import get_trainer, trainer_for
 
     cfg = Manifest.model_validate(config)
     seeds = derive(seed)
     seed_everything(seeds, torch_threads=cfg.algo.torch_threads)
-    log: list[list[str]] = []
-    t0 = time.perf_counter()
-    venv = _recorder(make_env(cfg, seed=seeds["env"], monitor=False), log)
-    try:
-        model = make_model(cfg, venv, seed=seeds["model"], tb_dir=None)
-        model.learn(total_timesteps=steps, progress_bar=False)
-        state = model.policy.state_dict()
-        params = _digest({k: v.detach().cpu().numpy() for k, v in state.items()})
-    finally:
-        venv.close()
-    return {"steps": log, "params": params, "seconds": time.perf_counter() - t0}
+    return get_trainer(trainer_for(cfg.algo.name)).determinism_attempt(cfg, seeds, steps)
 
 
 def first_divergence(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any] | None:
@@ -105,12 +61,47 @@ def first_divergence(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any] | N
     return None
 
 
-def _spawn(config: Manifest, seed: int, steps: int, tmp: Path, n: int) -> dict[str, Any]:
-    """One attempt in a fresh Python process, as two separate runs would be."""
+def units_python(backend: str) -> str:
+    """The Python this backend's units run in, proven able to import the backend's package:
+    BackendUnavailable (exit 2, one line) when it is missing or broken there."""
+    from runner.backends import get_backend, python_env_var, unit_interpreter
+    from runner.checks.installed import install_hint, missing_packages
+    from runner.errors import BackendUnavailable
+
+    python = unit_interpreter(backend)
+    if python is None:  # the runner's own Python
+        missing = missing_packages(backend)
+        if missing:
+            raise BackendUnavailable(
+                f"the {backend} backend needs {', '.join(missing)}, not installed here: "
+                f"{install_hint(backend)}"
+            )
+        python = sys.executable
+    module = get_backend(backend).TRAITS.module
+    try:
+        probe = subprocess.run(
+            [python, "-c", f"import {module}"], capture_output=True, text=True, timeout=300
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise BackendUnavailable(f"{python} cannot import {module}: {exc}") from None
+    if probe.returncode != 0:
+        tail = (probe.stderr.strip().splitlines() or ["no output"])[-1]
+        where = python_env_var(backend) if python_env_var(backend) in os.environ else python
+        raise BackendUnavailable(
+            f"the Python that runs {backend} units ({where}: {python}) cannot import {module}: "
+            f"{tail}; reinstall it there ({install_hint(backend)})"
+        )
+    return python
+
+
+def _spawn(
+    python: str, config: dict[str, Any], seed: int, steps: int, tmp: Path, n: int
+) -> dict[str, Any]:
+    """One attempt in a fresh Python process (the units' own), as two separate runs would be."""
     cfg_file, out = tmp / "config.json", tmp / f"attempt-{n}.json"
-    cfg_file.write_text(config.model_dump_json(), encoding="utf-8")
+    cfg_file.write_text(json.dumps(config), encoding="utf-8")
     cmd = [
-        sys.executable,
+        python,
         "-m",
         "runner.run.check_determinism",
         str(cfg_file),
@@ -135,35 +126,37 @@ def check(manifest_path: Path, steps: int | None, seed: int, console: Console) -
 
     res = resolved(load_manifest(manifest_path))
     variant, spec = next(iter(res.variants.items()))
-    config, backend = spec.config, spec.config.env.backend
-    steps = steps or default_steps(config)
+    manifest, backend = spec.config, spec.config.env.backend
+    config = manifest.model_dump(mode="json", exclude={"matrix", "expect", "track"})
+    python = units_python(backend)
+    steps = steps or default_steps(manifest)
     console.print(
-        f"check-determinism: {backend} {config.env.id}, variant {variant}, "
-        f"seed {seed}, {steps} steps, twice"
+        f"check-determinism: {backend} {manifest.env.id}, variant {variant}, "
+        f"seed {seed}, asking {steps} env steps, twice"
     )
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="rlcrate-determinism-") as tmp:
-        a, b = (_spawn(config, seed, steps, Path(tmp), n) for n in (1, 2))
+        a, b = (_spawn(python, config, seed, steps, Path(tmp), n) for n in (1, 2))
     where = first_divergence(a, b)
     result = {
         "result": determinism.BITWISE if where is None else "diverged",
         "first_divergence": where,
-        "env": config.env.id,
-        "algo": config.algo.name,
+        "env": manifest.env.id,
+        "algo": manifest.algo.name,
         "steps": steps,
+        "env_steps": a.get("env_steps"),
+        "compared": a.get("compares"),
         "seconds": round(time.perf_counter() - t0, 2),
         "checked": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     determinism.record(backend, result)
     if where is None:
-        console.print(
-            f"bitwise: observations, actions, rewards of {len(a['steps'])} vector steps and "
-            f"the final parameters are identical ({result['seconds']} s)"
-        )
+        console.print(f"bitwise: {a['compares']} are identical ({result['seconds']} s)")
         return 0
+    step = f"at vector step {where['step']} of {len(a['steps'])}" if a["steps"] else "at the end"
     console.print(
-        f"diverged at vector step {where['step']} of {len(a['steps'])}: "
-        f"{', '.join(where['in'])} differ ({result['seconds']} s)"
+        f"diverged {step}: {', '.join(where['in'])} differ (compared: {a['compares']}; "
+        f"{result['seconds']} s)"
     )
     return 1
 

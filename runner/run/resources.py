@@ -21,12 +21,9 @@ ON_POLICY_DEFAULT_STEPS = {"PPO": 2048, "A2C": 5, "RecurrentPPO": 128, "TRPO": 2
 
 def processes_per_unit(config: Manifest) -> int:
     """Env processes one unit starts (gymnasium subproc workers, Godot games); threads excluded."""
-    par, backend = config.parallel, config.env.backend
-    if backend == "gymnasium" and par.mode == "subproc":
-        return par.envs
-    if backend == "godot":
-        return par.workers
-    return 0
+    from runner.backends import get_backend
+
+    return get_backend(config.env.backend).processes(config.parallel)
 
 
 def overshoot(config: Manifest) -> tuple[int, int] | None:

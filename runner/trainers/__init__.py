@@ -1,8 +1,9 @@
 """Trainer registry: the training loop a unit runs, resolved from the manifest's algorithm.
 
 Every Stable-Baselines3 / sb3-contrib algorithm is trained by `sb3`; an algorithm with its own
-loop (Brax's JAX PPO) names its trainer in OWN_LOOPS and is a new module here implementing the
-`Trainer` contract in `base.py`.
+loop (Brax's JAX PPO) is a trainer of the same name: a new module here implementing the `Trainer`
+contract in `base.py` (its params and limits, training, evaluation, bench, determinism attempt,
+resume), plus its name in TRAINERS. Nothing outside this package names a trainer.
 """
 
 from __future__ import annotations
@@ -20,13 +21,19 @@ TRAINERS: Final[dict[str, str]] = {
     "sb3": "runner.trainers.sb3",
     "brax_ppo": "runner.trainers.brax_ppo",
 }
-# Algorithm -> (its trainer, the one backend it runs on). That backend runs SB3 algorithms too.
-OWN_LOOPS: Final[dict[str, tuple[str, str]]] = {"brax_ppo": ("brax_ppo", "brax")}
+DEFAULT: Final = "sb3"  # trains every algorithm that has no trainer of its own name
 
 
 def trainer_for(algo: str) -> str:
-    """The trainer of an algorithm name (validated by the manifest checks)."""
-    return OWN_LOOPS[algo][0] if algo in OWN_LOOPS else "sb3"
+    """The trainer of an algorithm name: the trainer of that name (an own loop), else SB3's
+    (which names an unknown algorithm in `check_params`)."""
+    return algo if algo in TRAINERS and algo != DEFAULT else DEFAULT
+
+
+def register(name: str, module: str) -> None:
+    """Add a trainer at run time (tests' toy trainer); a shipped one is listed in TRAINERS."""
+    cast("dict[str, str]", TRAINERS)[name] = module
+    get_trainer.cache_clear()
 
 
 @cache

@@ -39,6 +39,25 @@ EVAL_FIELDS = ("eval_mean", "eval_std")
 
 
 class Trainer(Protocol):
+    def check_params(self, cfg: Manifest, action_kind: str | None) -> tuple[str, str] | None:
+        """(field under `algo`, e.g. "params.n_steps", and one sentence) for the first problem
+        with the algorithm's name and params, or None. Cheap: names are read from the installed
+        sources, never imported (`validate` answers in well under a second); only called where
+        the backend's packages are installed."""
+        ...
+
+    def check_limits(self, cfg: Manifest) -> tuple[str, str] | None:
+        """(dotted field from the top, e.g. "parallel.envs", and one sentence) for a cross-field
+        limit the training loop would hit only once it runs, or None. Needs no package: called
+        by every `validate`, before any unit starts."""
+        ...
+
+    def dry_build(self, cfg: Manifest, venv: Any) -> None:
+        """The dry construction (`validate --deep`, before any unit): build the model on
+        `venv` (one env of the variant's backend) and take one action; raise what a unit would
+        raise. A loop that builds its model only inside training does nothing here."""
+        ...
+
     def train(self, cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
         """Train `cfg.train.timesteps` env steps (continuing from the newest checkpoint, if any);
         leave MODEL_FILE and TB_DIR; return TRAIN_FIELDS. On KeyboardInterrupt (Ctrl-C,
@@ -48,6 +67,16 @@ class Trainer(Protocol):
     def evaluate(self, cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
         """Run `cfg.eval.episodes` episodes of the saved model on a fresh single env seeded
         with `seeds["eval_env"]`; leave EVAL_FILE; return EVAL_FIELDS."""
+        ...
+
+    def determinism_attempt(
+        self, cfg: Manifest, seeds: dict[str, int], steps: int
+    ) -> dict[str, Any]:
+        """One attempt of `rlcrate check-determinism`, in the unit's interpreter: train about
+        `steps` env steps from `seeds` and return what two attempts are compared on:
+        "steps" (per vector step, digests [observations, actions, rewards]; empty when the loop
+        cannot be watched step by step), "params" (digest of the final parameters),
+        "env_steps" (env steps actually trained) and "compares" (those words, for the user)."""
         ...
 
     def bench(self, cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
@@ -131,3 +160,19 @@ def read_eval(path: Path) -> dict[str, Any] | None:
     from runner.record.rundir import read_json
 
     return checked_eval(read_json(path))
+
+
+def digest(x: Any) -> str:
+    """A short SHA-256 of an array, or of a mapping of them (sorted by key)."""
+    import hashlib
+
+    import numpy as np
+
+    h = hashlib.sha256()
+    if isinstance(x, dict):
+        for key in sorted(x):
+            h.update(key.encode())
+            h.update(digest(x[key]).encode())
+    else:
+        h.update(np.ascontiguousarray(x).tobytes())
+    return h.hexdigest()[:16]

@@ -85,12 +85,24 @@ def saved_steps(path: Path) -> int | None:
     return steps if isinstance(steps, int) and not isinstance(steps, bool) and steps >= 0 else None
 
 
-def _by_content(unit_dir: Path, budget: int, say: Callable[[str], None]) -> list[Path]:
-    """Checkpoints newest first by the step each holds; a name that disagrees with its content,
-    or a step beyond this unit's budget, is said in the log (the latter is not this unit's)."""
+def step_in_name(path: Path) -> int | None:
+    """The step a checkpoint's file name gives (for loops whose checkpoints do not hold it)."""
+    m = CKPT.match(path.name)
+    return int(m.group(1)) if m else None
+
+
+def _by_content(
+    unit_dir: Path,
+    budget: int,
+    say: Callable[[str], None],
+    steps_of: Callable[[Path], int | None] = saved_steps,
+) -> list[tuple[int, Path]]:
+    """(step, checkpoint) newest first by the step each holds; a name that disagrees with its
+    content, or a step beyond this unit's budget, is said in the log (the latter is not this
+    unit's)."""
     found = []
     for named, path in checkpoints(unit_dir):
-        steps = saved_steps(path)
+        steps = steps_of(path)
         if steps is None:  # not even its step can be read: it cannot load either
             say(f"checkpoint {path.name} is unreadable (no step inside); trying an older one")
             continue
@@ -100,7 +112,7 @@ def _by_content(unit_dir: Path, budget: int, say: Callable[[str], None]) -> list
             say(f"checkpoint {path.name} holds {steps} steps, over this unit's {budget}; skipped")
             continue
         found.append((steps, path))
-    return [path for _, path in sorted(found, key=lambda x: x[0], reverse=True)]
+    return sorted(found, key=lambda x: x[0], reverse=True)
 
 
 def newest_readable(
@@ -108,17 +120,18 @@ def newest_readable(
     load: Callable[[Path], Any],
     budget: int,
     log: Callable[[str], None] | None = None,
+    steps_of: Callable[[Path], int | None] = saved_steps,
 ) -> Start | None:
     """The newest checkpoint `load` can read, skipping (and naming) damaged ones; None if none.
-    Its step is the loaded model's own `num_timesteps`."""
+    Its step is the one the checkpoint holds (`steps_of`: SB3's own `num_timesteps` by default;
+    a loop whose checkpoints hold no step passes `step_in_name`)."""
     say = log or (lambda line: print(line, file=sys.stderr, flush=True))
-    for path in _by_content(unit_dir, budget, say):
+    for steps, path in _by_content(unit_dir, budget, say, steps_of):
         try:
             model = load(path)
         except Exception as exc:  # a damaged zip fails in many ways (zipfile, torch, pickle)
             say(f"checkpoint {path.name} is unreadable ({type(exc).__name__}); trying an older one")
             continue
-        steps = int(model.num_timesteps)
         meta = read_json(unit_dir / "checkpoints" / f"step-{steps}.json")
         took = meta.get("train_wall_time_s") if isinstance(meta, dict) else None
         same = isinstance(meta, dict) and meta.get("timesteps") == steps
@@ -219,9 +232,3 @@ def train_once(
         )
     record_finished(unit_dir, fields)
     return fields
-
-
-def latest_checkpoint(unit_dir: Path) -> tuple[int, Path] | None:
-    """The newest checkpoint (steps, path), for trainers that load their own format."""
-    found = checkpoints(unit_dir)
-    return found[0] if found else None

@@ -22,7 +22,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from runner.backends.base import GPU_ENV_HINT, gpu_env_python, unknown_id
+from runner.backends.base import GPU_ENV_HINT, STATISTICAL, Traits, gpu_env_python, unknown_id
 from runner.errors import BackendUnavailable, FieldError
 from runner.manifest.schema import EnvSpec, ParallelSpec
 
@@ -141,6 +141,56 @@ def spaces(env: EnvSpec) -> tuple[Any, Any] | None:
 
 def action_kind(env: EnvSpec) -> str | None:
     return "Box"  # every Brax env takes continuous actions in [-1, 1]
+
+
+def processes(parallel: ParallelSpec) -> int:
+    return 0  # jax.vmap steps every env inside the unit
+
+
+def nondeterminism(env: EnvSpec) -> str | None:
+    return None  # statistical already (TRAITS.determinism)
+
+
+def env_files(env: EnvSpec) -> tuple[str, Path] | None:
+    return None
+
+
+def step_split(venv: Any) -> Any | None:
+    return None
+
+
+# Both image locks carry Brax and JAX 0.9; a runner without them runs Brax's units in the GPU
+# environment, which brings its own SB3 and torch.
+TRAITS = Traits(
+    module="brax",
+    extra="jax",
+    needs_gpu=True,
+    determinism=STATISTICAL,
+    needs_train_extra=False,
+    install=INSTALL,
+)
+JAX_PROBE = "import jax; print(jax.__version__, *[str(d) for d in jax.devices()])"
+
+
+def doctor_rows() -> list[tuple[str, bool, str]]:
+    """JAX's devices, as the Python Brax's units run in sees them."""
+    import subprocess
+    import sys
+
+    reason = available()
+    if reason:
+        return [("JAX devices", False, reason)]
+    python = interpreter() or sys.executable
+    try:
+        out = subprocess.run(
+            [python, "-c", JAX_PROBE], capture_output=True, text=True, timeout=120, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return [("JAX devices", False, f"{python}: {exc}")]
+    if out.returncode != 0:
+        return [("JAX devices", False, (out.stderr.strip().splitlines() or ["failed"])[-1])]
+    version, *devices = out.stdout.split()
+    return [("JAX devices", True, f"jax {version}: {', '.join(devices)} ({python})")]
 
 
 def check_parallel(parallel: ParallelSpec) -> str | None:

@@ -15,10 +15,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from runner.backends.base import unknown_id
+from runner.backends.base import Traits, unknown_id
 from runner.errors import BackendUnavailable, FieldError
 from runner.manifest.schema import EnvSpec, ParallelSpec
 from runner.record.rundir import write_text_atomic
+
+TRAITS = Traits(module="envpool", extra="envpool")
 
 
 def available() -> str | None:
@@ -104,6 +106,26 @@ def action_kind(env: EnvSpec) -> str | None:
     ):
         return "Discrete"
     return type(spaces(env)[1]).__name__
+
+
+def processes(parallel: ParallelSpec) -> int:
+    return 0  # EnvPool's threads step every env inside the unit
+
+
+def nondeterminism(env: EnvSpec) -> str | None:
+    return None
+
+
+def env_files(env: EnvSpec) -> tuple[str, Path] | None:
+    return None  # made from an installed package
+
+
+def step_split(venv: Any) -> Any | None:
+    return None
+
+
+def doctor_rows() -> list[tuple[str, bool, str]]:
+    return []
 
 
 def check_parallel(parallel: ParallelSpec) -> str | None:

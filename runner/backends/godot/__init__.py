@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from runner.backends.base import unknown_id
+from runner.backends.base import Traits, unknown_id
 from runner.errors import BackendUnavailable, FieldError, UserInputError
 from runner.manifest.schema import EnvSpec, ParallelSpec
 
@@ -37,6 +37,12 @@ GAME_KWARGS: dict[str, dict[str, str]] = {
     },
 }
 UNPACED_FPS = 60
+TRAITS = Traits(
+    module="godot_rl",
+    extra="godot",
+    program_hint="apt-get install godot3-server",
+    ids_are_paths=True,  # a game project folder or an exported binary
+)
 
 
 def bundled_games() -> list[str]:
@@ -155,6 +161,30 @@ def check_env(env: EnvSpec) -> None:
         raise FieldError(
             ("env", "kwargs", "episode_steps"), f"expected a positive integer, got {steps!r}"
         )
+
+
+def processes(parallel: ParallelSpec) -> int:
+    return parallel.workers  # one Godot process per worker
+
+
+def nondeterminism(env: EnvSpec) -> str | None:
+    # bitwise only unpaced: the fixed timestep then does not depend on the wall clock
+    return "godot paced: game time follows the wall clock" if env.pacing == "paced" else None
+
+
+def env_files(env: EnvSpec) -> tuple[str, Path] | None:
+    """The bundled game's folder, a project folder or an exported binary."""
+    return _target(env)
+
+
+def step_split(venv: Any) -> Any | None:
+    from runner.backends.godot.profile import GodotSplit
+
+    return GodotSplit(venv.unwrapped)
+
+
+def doctor_rows() -> list[tuple[str, bool, str]]:
+    return []  # the Godot binary is a `versions()` row
 
 
 def check_parallel(parallel: ParallelSpec) -> str | None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.backends import atari
-from runner.backends.base import unknown_id
+from runner.backends.base import Traits, unknown_id
 from runner.errors import BackendUnavailable, FieldError
 from runner.manifest.schema import EnvSpec, ParallelSpec
 
@@ -19,6 +19,7 @@ from runner.manifest.schema import EnvSpec, ParallelSpec
 # when an id needs them (ale_py alone costs seconds).
 PLUGINS = {"ALE": "ale_py", "rlcrate": "runner.backends.gymnasium.ballchase"}
 SURROGATE = "rlcrate/BallChaseSim-v0"
+TRAITS = Traits(module="gymnasium", extra="gymnasium")
 
 
 def available() -> str | None:
@@ -69,6 +70,26 @@ def _sim_kwargs(env: EnvSpec) -> dict[str, Any]:
             f"{SURROGATE} takes env.action_repeat (as the godot backend does), not a kwarg",
         )
     return {**env.kwargs, "action_repeat": env.action_repeat}
+
+
+def processes(parallel: ParallelSpec) -> int:
+    return parallel.envs if parallel.mode == "subproc" else 0
+
+
+def nondeterminism(env: EnvSpec) -> str | None:
+    return None
+
+
+def env_files(env: EnvSpec) -> tuple[str, Path] | None:
+    return None  # made from an installed package
+
+
+def step_split(venv: Any) -> Any | None:
+    return None
+
+
+def doctor_rows() -> list[tuple[str, bool, str]]:
+    return []
 
 
 def check_parallel(parallel: ParallelSpec) -> str | None:

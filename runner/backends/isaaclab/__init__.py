@@ -22,7 +22,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from runner.backends.base import GPU_ENV_HINT, gpu_env_python, unknown_id
+from runner.backends.base import GPU_ENV_HINT, STATISTICAL, Traits, gpu_env_python, unknown_id
 from runner.errors import BackendUnavailable, FieldError
 from runner.manifest.schema import EnvSpec, ParallelSpec
 from runner.record.rundir import write_text_atomic
@@ -31,6 +31,15 @@ ROOT = Path(__file__).resolve().parents[3]  # runner/backends/X/__init__.py -> t
 INSTALL = (
     f"{GPU_ENV_HINT}, or set RLCRATE_PYTHON_ISAACLAB to a Python 3.12 that has isaaclab==3.0.0 "
     "and rlcrate"
+)
+# In the CUDA image only (its lock is the GPU environment's).
+TRAITS = Traits(
+    module="isaaclab",
+    extra="isaaclab",
+    images=("cuda",),
+    needs_gpu=True,
+    determinism=STATISTICAL,
+    install=INSTALL,
 )
 GPU_ONLY = "needs an NVIDIA GPU, and this machine has none (nvidia-smi lists no GPU)"
 
@@ -139,6 +148,51 @@ def spaces(env: EnvSpec) -> tuple[Any, Any] | None:
 
 def action_kind(env: EnvSpec) -> str | None:
     return None
+
+
+def processes(parallel: ParallelSpec) -> int:
+    return 0  # one simulation steps every env inside the unit
+
+
+def nondeterminism(env: EnvSpec) -> str | None:
+    return None  # statistical already (TRAITS.determinism)
+
+
+def env_files(env: EnvSpec) -> tuple[str, Path] | None:
+    return None
+
+
+def step_split(venv: Any) -> Any | None:
+    return None
+
+
+ISAACSIM_WHY = (
+    "Isaac Sim's wheels come only from NVIDIA's own index (on the public index two of its "
+    "extension-cache packages are placeholders); Isaac Lab runs without it, on Newton"
+)
+
+
+def doctor_rows() -> list[tuple[str, bool, str]]:
+    """Isaac Lab and Isaac Sim, as the Python its units run in sees them."""
+    from runner.errors import RunnerError
+
+    reason = available()
+    if reason:
+        return [
+            ("Isaac Lab (Python 3.12)", False, reason),
+            ("Isaac Sim", False, "needs Isaac Lab's env"),
+        ]
+    try:
+        reg = registry()
+    except RunnerError as exc:
+        return [("Isaac Lab (Python 3.12)", False, str(exc)), ("Isaac Sim", False, "unknown")]
+    lab = f"Isaac Lab {reg['isaaclab']}, Python {reg['python']}, {len(reg['tasks'])} tasks"
+    sim = (
+        ("Isaac Sim", True, "installed")
+        if reg.get("isaacsim")
+        else ("Isaac Sim", False, ISAACSIM_WHY)
+    )
+    return [("Isaac Lab (Python 3.12)", True, f"{lab} ({interpreter()})"), sim]
 
 
 def check_parallel(parallel: ParallelSpec) -> str | None:

@@ -19,21 +19,27 @@ import pickle
 import time
 import zipfile
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from runner.manifest.schema import Manifest
 from runner.record.rundir import write_json_atomic
 from runner.trainers.base import MODEL_FILE, REWARD_TAG, TB_DIR, write_eval
-from runner.trainers.resume import latest_checkpoint
+from runner.trainers.brax_ppo.params import check_limits, check_params
+from runner.trainers.resume import newest_readable, step_in_name
 
-RUNNER_SUPPLIED = (
-    "environment", "num_timesteps", "num_envs", "seed", "progress_fn", "policy_params_fn",
-    "network_factory", "eval_env", "save_checkpoint_path", "restore_checkpoint_path",
-    "restore_params", "wrap_env_fn", "randomization_fn",
-)  # fmt: skip
-EXTRA_PARAMS = ("network",)  # read by this trainer, not passed to ppo.train
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = [
+    "bench",
+    "check_limits",
+    "check_params",
+    "determinism_attempt",
+    "dry_build",
+    "evaluate",
+    "train",
+]
+
 TAGS = {  # Brax's progress metric -> the TensorBoard tag SB3's trainer writes
     "episode/sum_reward": REWARD_TAG,
     "episode/length": "rollout/ep_len_mean",
@@ -85,6 +91,7 @@ def _networks(config: dict[str, Any]) -> Any:
 
 def save_params(path: Path, params: Any, config: dict[str, Any]) -> None:
     import jax
+    import numpy as np
 
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}.zip")
@@ -152,9 +159,12 @@ def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any
         "normalize_observations": bool(kwargs.get("normalize_observations", False)),
     }  # fmt: skip
     done_before, restore = 0, None
-    resume = latest_checkpoint(unit_dir)
-    if resume:
-        done_before, restore = resume[0], load_params(resume[1])[0]
+    # the newest checkpoint that loads, falling back past damaged ones (as SB3's trainer does)
+    start = newest_readable(
+        unit_dir, lambda path: load_params(path)[0], cfg.train.timesteps, steps_of=step_in_name
+    )
+    if start is not None:
+        done_before, restore = start.steps_done, start.model
         kwargs["num_timesteps"] = max(cfg.train.timesteps - done_before, 1)
     progress = _Progress(cfg, unit_dir, config, done_before)
     t0 = time.perf_counter()
@@ -201,6 +211,7 @@ def _episodes(cfg: Manifest, policy: Any, seed: int) -> tuple[np.ndarray, np.nda
     key from `seed` (run side by side with vmap; each is the same as run alone)."""
     import jax
     import jax.numpy as jnp
+    import numpy as np
     from brax.envs.wrappers.training import EpisodeWrapper
 
     from runner.backends.brax import episode_length, make_brax_env
@@ -248,3 +259,40 @@ def bench(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
     from runner.trainers.brax_ppo.benchmark import bench as measure
 
     return measure(cfg, seeds)
+
+
+def dry_build(cfg: Manifest, venv: Any) -> None:
+    """ppo.train builds its networks inside its jitted loop; what it asserts on first is checked
+    by `check_limits`, and its params by `check_params`."""
+
+
+def determinism_attempt(cfg: Manifest, seeds: dict[str, int], steps: int) -> dict[str, Any]:
+    """Brax's loop runs jitted end to end (no step to watch from outside): the attempt trains
+    about `steps` env steps (whole training steps of batch_size x unroll_length x
+    num_minibatches) and is compared on its final parameters."""
+    _jax_platform(cfg)
+    import jax
+    import numpy as np
+    from brax.training.agents.ppo import train as ppo
+
+    from runner.backends.brax import make_brax_env
+    from runner.trainers.base import digest
+
+    kwargs, network = ppo_kwargs(cfg, seeds)
+    kwargs["num_timesteps"] = steps
+    trained = [0]
+    t0 = time.perf_counter()
+    _, params, _ = ppo.train(
+        environment=make_brax_env(cfg.env),
+        network_factory=network_factory(network),
+        policy_params_fn=lambda step, make_policy, params: trained.__setitem__(0, int(step)),
+        **kwargs,
+    )
+    leaves = jax.tree_util.tree_leaves(jax.tree.map(np.asarray, params))
+    return {
+        "steps": [],
+        "params": digest({str(i): leaf for i, leaf in enumerate(leaves)}),
+        "env_steps": trained[0],
+        "compares": f"the final parameters after {trained[0]} env steps",
+        "seconds": time.perf_counter() - t0,
+    }

@@ -22,6 +22,7 @@ from runner.trainers.resume import (
     totals,
     train_once,
 )
+from runner.trainers.sb3 import algos
 from runner.trainers.sb3.common import load_model, make_env, make_model
 from runner.trainers.sb3.hyperparams import (
     STATS_FILE,
@@ -175,3 +176,23 @@ def bench(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
     from runner.trainers.sb3.benchmark import measure_sb3
 
     return measure_sb3(cfg, seeds)
+
+
+def check_params(cfg: Manifest, action_kind: str | None) -> tuple[str, str] | None:
+    """A known algorithm, its constructor's argument names, the action spaces it supports."""
+    return algos.check(cfg.algo.name, cfg.algo.params, action_kind)
+
+
+def check_limits(cfg: Manifest) -> tuple[str, str] | None:
+    return None  # what SB3 refuses is found by the dry construction (`validate --deep`)
+
+
+def determinism_attempt(cfg: Manifest, seeds: dict[str, int], steps: int) -> dict[str, Any]:
+    from runner.trainers.sb3.determinism import attempt
+
+    return attempt(cfg, seeds, steps)
+
+
+def dry_build(cfg: Manifest, venv: Any) -> None:
+    model = make_model(cfg, venv, seed=0, tb_dir=None)
+    model.predict(venv.reset(), deterministic=True)

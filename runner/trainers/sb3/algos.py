@@ -14,8 +14,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from runner.trainers import OWN_LOOPS
-
 # name -> (module, class, action space kinds it supports)
 ALGOS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "PPO": (
@@ -63,7 +61,7 @@ def _source(module: str) -> ast.Module | None:
     return ast.parse(path.read_text(encoding="utf-8")) if path.is_file() else None
 
 
-def _arg_names(func: ast.FunctionDef, skip: int) -> tuple[str, ...]:
+def arg_names(func: ast.FunctionDef, skip: int) -> tuple[str, ...]:
     return tuple(a.arg for a in func.args.args[skip:] + func.args.kwonlyargs)
 
 
@@ -75,54 +73,12 @@ def constructor_args(name: str) -> tuple[str, ...] | None:
         if isinstance(node, ast.ClassDef) and node.name == cls:
             for item in node.body:
                 if isinstance(item, ast.FunctionDef) and item.name == "__init__":
-                    return _arg_names(item, 1)
+                    return arg_names(item, 1)
     return None
 
 
-# Algorithms with their own training loop: name -> (file in Brax's package, function taking
-# algo.params). The brax backend finds the file: it may live in Brax's own venv.
-OWN_LOOP_FUNCTIONS = {"brax_ppo": ("training/agents/ppo/train.py", "train")}
-
-
-@cache
-def own_loop_args(name: str) -> tuple[str, ...] | None:
-    """Keyword names of an own-loop algorithm's training function (None: not installed)."""
-    from runner.backends.brax import source
-
-    relative, func = OWN_LOOP_FUNCTIONS[name]
-    path = source(relative)
-    tree = ast.parse(path.read_text(encoding="utf-8")) if path is not None else None
-    for node in getattr(tree, "body", []):
-        if isinstance(node, ast.FunctionDef) and node.name == func:
-            return _arg_names(node, 0)
-    return None
-
-
-def _own_loop_check(name: str, params: dict[str, Any], backend: str) -> tuple[str, str] | None:
-    only = OWN_LOOPS[name][1]
-    if backend != only:
-        return "name", f"{name} runs only on the {only} backend (this env's is {backend})"
-    args = own_loop_args(name)
-    if args is None:  # the backend is missing: env.id's one line says so and how to get it
-        return None
-    from runner.trainers.brax_ppo import EXTRA_PARAMS, RUNNER_SUPPLIED
-
-    for key in params:
-        if key in RUNNER_SUPPLIED:
-            return f"params.{key}", f"'{key}' is set by the runner from the manifest"
-        if key not in args + EXTRA_PARAMS:
-            close = difflib.get_close_matches(key, args + EXTRA_PARAMS, n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
-            return f"params.{key}", f"{name} has no argument '{key}'{hint}"
-    return None
-
-
-def check(
-    name: str, params: dict[str, Any], action_kind: str | None, *, backend: str
-) -> tuple[str, str] | None:
+def check(name: str, params: dict[str, Any], action_kind: str | None) -> tuple[str, str] | None:
     """(field, message) for the first problem with this algorithm choice, or None."""
-    if name in OWN_LOOPS:
-        return _own_loop_check(name, params, backend)
     if name not in ALGOS:
         close = difflib.get_close_matches(name, list(ALGOS), n=1)
         hint = f"; did you mean '{close[0]}'?" if close else ""

@@ -48,8 +48,8 @@ def _first_line(exc: BaseException) -> str:
 def build_once(cfg: Manifest, *, check_device: bool = True) -> tuple[tuple[str, ...], str] | None:
     """(field path, message) if the variant's env or model cannot be built; None if it can."""
     from runner.record.seeding import derive, seed_everything
-    from runner.trainers import trainer_for
-    from runner.trainers.sb3.common import make_env, make_model
+    from runner.trainers import get_trainer, trainer_for
+    from runner.trainers.sb3.common import make_env
 
     if check_device:
         problem = device_problem(cfg.algo.device)
@@ -74,10 +74,7 @@ def build_once(cfg: Manifest, *, check_device: bool = True) -> tuple[tuple[str, 
     except Exception as exc:
         return ("env",), f"cannot build the env: {_first_line(exc)}"
     try:
-        if trainer_for(cfg.algo.name) != "sb3":  # its own loop builds its model itself
-            return None
-        model = make_model(cfg, venv, seed=0, tb_dir=None)
-        model.predict(venv.reset(), deterministic=True)
+        get_trainer(trainer_for(cfg.algo.name)).dry_build(cfg, venv)
     except Exception as exc:
         return ("algo",), f"cannot build the {cfg.algo.name} model: {_first_line(exc)}"
     finally:
@@ -89,6 +86,7 @@ def problems(
     path: Path, *, check_device: bool = True, only: set[str] | None = None, overrides: Any = ()
 ) -> list[list[Any]]:
     """[line, path, message] for every variant that cannot be built (each distinct config once)."""
+    from runner.backends import anchor_paths
     from runner.manifest import expand
     from runner.manifest.load import load_unchecked
     from runner.manifest.parse import read_yaml
@@ -98,7 +96,8 @@ def problems(
     _, lines = read_yaml(path)
     out: list[list[Any]] = []
     seen: dict[str, tuple[tuple[str, ...], str] | None] = {}
-    for variant in expand(load_unchecked(path, zoo.apply, overrides)):
+    manifest = anchor_paths(load_unchecked(path, zoo.apply, overrides), path.resolve().parent)
+    for variant in expand(manifest):
         if variant.config is None or (only is not None and variant.name not in only):
             continue
         cfg = variant.config.model_dump_json(exclude={"matrix", "expect", "bench", "seeds"})

@@ -70,11 +70,10 @@ class _Timers:
             (model.policy, "_predict", "inference"),
         ):
             self._wrap(obj, name, key)
-        self.godot = None
-        if cfg.env.backend == "godot":
-            from runner.backends.godot.profile import GodotSplit
+        from runner.backends import get_backend
 
-            self.godot = GodotSplit(venv.unwrapped)
+        # the backend's own split of the env step (Godot's: send, the game, receive), or None
+        self.godot = get_backend(cfg.env.backend).step_split(venv)
 
     def _wrap(self, obj: Any, name: str, key: str) -> None:
         inner = getattr(obj, name)

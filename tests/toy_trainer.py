@@ -1,0 +1,88 @@
+"""A toy trainer: one module to the `Trainer` contract, added with `runner.trainers.register`
+(a shipped trainer would be `runner/trainers/toy_loop.py` plus its name in TRAINERS).
+
+The algorithm `toy_loop` "learns" the share of right moves (`algo.params.right`, 0..1, checked
+against `parallel.envs` as a cross-field limit would be) and acts by it: enough to leave the
+files every trainer leaves (model.zip, eval.json, TensorBoard scalars are optional here).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from runner.manifest.schema import Manifest
+from runner.trainers.base import MODEL_FILE, digest, write_eval
+
+
+def check_params(cfg: Manifest, action_kind: str | None) -> tuple[str, str] | None:
+    unknown = set(cfg.algo.params) - {"right"}
+    if unknown:
+        return f"params.{sorted(unknown)[0]}", "toy_loop takes only 'right'"
+    return None
+
+
+def check_limits(cfg: Manifest) -> tuple[str, str] | None:
+    right = cfg.algo.params.get("right", 1.0)
+    if not 0.0 <= right <= 1.0:
+        return "algo.params.right", f"expected a share between 0 and 1, got {right}"
+    return None
+
+
+def _episode(cfg: Manifest, right: float, seed: int) -> tuple[float, int]:
+    import numpy as np
+
+    from runner.backends import get_backend
+    from runner.manifest.schema import ParallelSpec
+
+    venv = get_backend(cfg.env.backend).make_vec_env(
+        cfg.env, ParallelSpec(envs=1), seed=seed, log_dir=None
+    )
+    rng = np.random.default_rng(seed)
+    venv.reset()
+    total, n, done = 0.0, 0, False
+    while not done:
+        _, rew, dones, _ = venv.step(np.array([int(rng.random() < right)]))
+        total, n, done = total + float(rew[0]), n + 1, bool(dones[0])
+    venv.close()
+    return total, n
+
+
+def dry_build(cfg: Manifest, venv: Any) -> None:
+    venv.reset()
+
+
+def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+    t0, started = time.perf_counter(), time.time()
+    (unit_dir / MODEL_FILE).write_text(json.dumps({"right": cfg.algo.params.get("right", 1.0)}))
+    wall = time.perf_counter() - t0
+    return {
+        "timesteps_done": cfg.train.timesteps,
+        "train_wall_time_s": wall,
+        "train_started": started,
+        "train_steps_per_s": cfg.train.timesteps / max(wall, 1e-9),
+        "resumed_from": None,
+    }
+
+
+def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+    right = json.loads((unit_dir / MODEL_FILE).read_text())["right"]
+    episodes = [_episode(cfg, right, seeds["eval_env"] + i) for i in range(cfg.eval.episodes)]
+    returns, lengths = zip(*episodes, strict=True)
+    return write_eval(unit_dir, cfg, seeds["eval_env"], list(returns), list(lengths))
+
+
+def determinism_attempt(cfg: Manifest, seeds: dict[str, int], steps: int) -> dict[str, Any]:
+    ret, n = _episode(cfg, cfg.algo.params.get("right", 1.0), seeds["env"])
+    return {
+        "steps": [],
+        "params": digest([ret, n]),
+        "env_steps": n,
+        "compares": "one episode's return",
+    }
+
+
+def bench(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
+    return {"env_only": None, "train": None, "envs": 1, "vec_env": "DummyVecEnv"}
