@@ -23,6 +23,10 @@ def _backend_names(names: tuple[str, ...]) -> None:
     field.annotation = Literal[names]  # type: ignore[assignment]
     schema.EnvSpec.model_rebuild(force=True)
     schema.Manifest.model_rebuild(force=True)
+    from runner.manifest import ResolvedRun, ResolvedVariant
+
+    ResolvedVariant.model_rebuild(force=True)  # the run model holds manifests
+    ResolvedRun.model_rebuild(force=True)
 
 
 @pytest.fixture(autouse=True)
@@ -70,7 +74,7 @@ def test_everyone_asks_the_toy_backend_rather_than_its_name():
     from runner.provenance.determinism import declared
     from runner.run.resources import processes_per_unit
 
-    config = resolved(_cfg())["variants"]["default"]["config"]
+    config = resolved(_cfg()).variants["default"].config
     assert gpus_of(config) == 0 and processes_per_unit(config) == 0
     assert declared(config) == ("bitwise", "toy on CPU with one torch thread")
     assert installed.missing_packages("toy") == [] and _backend_row("toy") == ("yes", "yes", "")
