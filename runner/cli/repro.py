@@ -10,14 +10,20 @@ import typer
 
 from runner.errors import UserInputError
 
+MAX_CHECK_STEPS = 10_000_000  # check-determinism compares a short slice; more is a typo
+
 
 def _seed_list(text: str | None) -> list[int] | None:
     if not text:
         return None
     try:
-        return [int(x) for x in text.split(",") if x.strip()]
+        seeds = [int(x) for x in text.split(",") if x.strip()]
     except ValueError:
         raise UserInputError(f"--seeds: expected comma-separated integers, got {text!r}") from None
+    repeated = sorted({s for s in seeds if seeds.count(s) > 1})
+    if repeated:
+        raise UserInputError(f"--seeds: seed {repeated[0]} is given twice in {text!r}")
+    return seeds
 
 
 def register(app: typer.Typer) -> None:
@@ -97,7 +103,9 @@ def register(app: typer.Typer) -> None:
         observations, actions, rewards and final parameters: `bitwise`, or the first divergence."""
         from runner.run.check_determinism import check
 
-        if steps is not None and steps < 1:
-            raise UserInputError(f"--steps: expected a positive number of steps, got {steps}")
+        if steps is not None and not 1 <= steps <= MAX_CHECK_STEPS:
+            raise UserInputError(
+                f"--steps: expected 1 to {MAX_CHECK_STEPS:,} steps (a short slice), got {steps:,}"
+            )
 
         raise typer.Exit(check(manifest, steps, seed, console()))

@@ -56,6 +56,19 @@ def launch(
     raise ValueError(f"unknown executor {name!r}; choose one of {', '.join(EXECUTORS)}")
 
 
+def check_reachable(name: str, address: str | None) -> None:
+    """Before a run directory is made: the executor's tools are installed and its cluster's
+    address is well formed and answers (UserInputError, BackendUnavailable)."""
+    if name == "ray":
+        from runner.executors.ray import check_address
+
+        check_address(address)
+    elif name == "slurm":
+        from runner.executors.slurm import require_slurm
+
+        require_slurm()
+
+
 def unit_command(
     run_dir: Path, unit: UnitRef, jobs: list[str], pythons: Mapping[str, str | None]
 ) -> list[str]:

@@ -204,13 +204,39 @@ def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
     if opts.jobs is None:
         opts.jobs = manifest_jobs(manifest)
     _check_installed(manifest)
+    from runner.executors import check_reachable
+
+    check_reachable(opts.executor, opts.ray_address)  # before any directory or env is made
     signal.signal(signal.SIGTERM, _as_interrupt)  # SIGTERM stops as cleanly as Ctrl-C
     with locked(opts.resume) if opts.resume is not None else contextlib.nullcontext():
         resumed = prepare_run_dir(manifest_path, manifest, opts) if opts.resume else None
         preflight(manifest_path, manifest, opts.executor, console)  # a resume checked first
         run_dir, res = resumed or prepare_run_dir(manifest_path, manifest, opts)
-        with locked(run_dir):
-            return _run_locked(run_dir, res, manifest, opts, console)
+        try:
+            with locked(run_dir):
+                return _run_locked(run_dir, res, manifest, opts, console)
+        except (UserInputError, BackendUnavailable):
+            if resumed is None and not _anything_started(run_dir, res):
+                _remove_new(run_dir, opts.out)  # a refusal leaves no run behind
+            raise
+
+
+def _remove_new(run_dir: Path, out: Path) -> None:
+    """Remove a run directory no unit used, and its name and output folders if now empty."""
+    shutil.rmtree(run_dir, ignore_errors=True)
+    for folder in (run_dir.parent, out):
+        with contextlib.suppress(OSError):  # not empty: someone else's runs are there
+            folder.rmdir()
+
+
+def _anything_started(run_dir: Path, res: dict[str, Any]) -> bool:
+    """Whether a unit of this run got further than `pending` (a unit.log, a state, a job)."""
+    units = [UnitRef(v, s) for v in res["variants"] for s in res["seeds"]]
+    for u in units:
+        d = u.dir(run_dir)
+        if read_status(d).get("state", "pending") != "pending" or (d / "unit.log").exists():
+            return True
+    return (run_dir / "slurm").exists() or (run_dir / "bench.json").exists()
 
 
 def preflight(manifest_path: Path, manifest: Manifest, executor: str, console: Console) -> None:

@@ -16,7 +16,22 @@ def _units(run_dir: Path) -> list[UnitRef]:
     if not path.is_file():
         raise UserInputError(f"{run_dir}: not a run directory (no resolved.yaml)")
     res, _ = read_yaml(path)
-    return [UnitRef(v, s) for v in res["variants"] for s in res["seeds"]]
+    units = [UnitRef(v, s) for v in res["variants"] for s in res["seeds"]]
+    _require_records(run_dir, units)
+    return units
+
+
+def _require_records(run_dir: Path, units: list[UnitRef]) -> None:
+    """A run writes every unit's status.json before it starts one (a bench-only run writes
+    bench.json instead): with neither, the units were deleted, not still running."""
+    if (run_dir / "bench.json").exists():
+        return
+    if not any((u.dir(run_dir) / "status.json").exists() for u in units):
+        where = run_dir / "units"
+        what = "is missing" if not where.is_dir() else "holds no unit's status.json"
+        raise UserInputError(
+            f"{where}: {what}, so this run's units cannot be found (deleted?); nothing is running"
+        )
 
 
 def _slurm_update(run_dir: Path, units: list[UnitRef]) -> dict[str, str]:
