@@ -21,9 +21,16 @@ def default_compare_dir(run_a: Run, run_b: Run) -> Path:
     return runs_root / "comparisons" / name
 
 
-def run_label(run: Run, other: Run) -> str:
-    """The run's name, with its run id when both runs share a name (a rerun of one manifest)."""
-    return f"{run.name} ({run.run_id})" if run.name == other.name else run.name
+def run_labels(a: Run, b: Run) -> tuple[str, str]:
+    """How the plot and compare.md name the two runs: by name, with the run id when the names are
+    the same (a rerun of one manifest), by folder when even those match (a copied run)."""
+    if a.name != b.name:
+        return a.name, b.name
+    if a.run_id != b.run_id:
+        return f"{a.name} ({a.run_id})", f"{b.name} ({b.run_id})"
+    if a.path.name != b.path.name:
+        return f"{a.name} ({a.path.name})", f"{b.name} ({b.path.name})"
+    return str(a.path), str(b.path)
 
 
 def compare_runs(a: Path, b: Path, out: Path | None = None) -> Path:
@@ -47,7 +54,7 @@ def compare_runs(a: Path, b: Path, out: Path | None = None) -> Path:
         raise UserInputError(f"--out {out}: a comparison is not written into a run directory")
     rows_a = {r["name"]: r for r in eval_rows(run_a)}
     rows_b = {r["name"]: r for r in eval_rows(run_b)}
-    name_a, name_b = run_label(run_a, run_b), run_label(run_b, run_a)
+    name_a, name_b = run_labels(run_a, run_b)
     lines = [
         f"# {name_a} vs {name_b}",
         "",

@@ -69,7 +69,8 @@ def learning_curves(groups: dict[str, list[Curve]], path: Path, *, title: str) -
             ax.plot(grid, mean, color=color, lw=1.8, label=f"{label} (n={len(curves)})")
             if std is not None:
                 ax.fill_between(grid, mean - std, mean + std, color=color, alpha=0.2, lw=0)
-            cut = _seeds_beyond_mean(ax, xs, ys, float(grid[-1]), color) or cut
+            unit = " s" if xkey == "wall_s" else " steps"
+            cut = _seeds_beyond_mean(ax, xs, ys, float(grid[-1]), color, unit) or cut
     axes[0].set_xlabel("environment steps")
     axes[1].set_xlabel("wall-clock time since training started (s)")
     for ax, what in zip(axes, ("steps", "wall time"), strict=True):
@@ -88,7 +89,7 @@ def learning_curves(groups: dict[str, list[Curve]], path: Path, *, title: str) -
 
 
 def _seeds_beyond_mean(
-    ax: Any, xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], end: float, color: str
+    ax: Any, xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], end: float, color: str, unit: str
 ) -> bool:
     """Where a seed runs on past the mean (the mean covers only the range every seed reaches,
     so on wall time it stops at the fastest seed): draw each seed in full, thin, and mark where
@@ -99,7 +100,7 @@ def _seeds_beyond_mean(
         ax.plot(x, y, color=color, lw=0.7, alpha=0.45)
     ax.axvline(end, color=color, ls=":", lw=1.2)
     ax.annotate(
-        f"mean ends: {_si(end)}",
+        f"mean ends: {_si(end)}{unit}",
         (end, 1.0),
         xycoords=("data", "axes fraction"),
         xytext=(3, -12),

@@ -210,7 +210,7 @@ def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
     signal.signal(signal.SIGTERM, _as_interrupt)  # SIGTERM stops as cleanly as Ctrl-C
     with locked(opts.resume) if opts.resume is not None else contextlib.nullcontext():
         resumed = prepare_run_dir(manifest_path, manifest, opts) if opts.resume else None
-        preflight(manifest_path, manifest, opts.executor, console)  # a resume checked first
+        preflight(manifest_path, manifest, opts, console)  # a resume checked first
         run_dir, res = resumed or prepare_run_dir(manifest_path, manifest, opts)
         try:
             with locked(run_dir):
@@ -239,15 +239,18 @@ def _anything_started(run_dir: Path, res: dict[str, Any]) -> bool:
     return (run_dir / "slurm").exists() or (run_dir / "bench.json").exists()
 
 
-def preflight(manifest_path: Path, manifest: Manifest, executor: str, console: Console) -> None:
+def preflight(manifest_path: Path, manifest: Manifest, opts: RunOptions, console: Console) -> None:
     """Before any unit: warn about what the machine cannot give, then build every variant's env
     and model once (ManifestError, one line per variant, if one cannot be built). On a cluster
-    (Ray, Slurm) the device is not checked here, where the units do not run."""
+    (Ray, Slurm) the device is not checked here, where the units do not run. A bench-only run
+    runs no unit: the units' warnings would be about variants it never runs."""
     from runner.checks.dry import construct
     from runner.run import resources
 
+    executor = opts.executor
     res = resolved(manifest)
-    for line in resources.warnings(res, parallelism(manifest, res)[0]):
+    units_run = any(j in (opts.jobs or []) for j in ("train", "eval"))
+    for line in resources.warnings(res, parallelism(manifest, res)[0]) if units_run else []:
         console.print(f"[yellow]warning: {escape(line)}[/]")
     pythons = {
         name: unit_interpreter(variant["config"]["env"]["backend"])
