@@ -15,13 +15,22 @@ import numpy as np
 from runner.report.tb import Curve
 
 
-def _plt() -> Any:
+def pyplot() -> Any:
+    """matplotlib.pyplot on the Agg backend, its own notices kept off the user's terminal: "building
+    the font cache" and "created a temporary cache directory" (an unwritable HOME) are logged as
+    warnings, and Python prints unhandled warnings to stderr."""
+    import logging
+
+    logging.getLogger("matplotlib").setLevel(logging.ERROR)
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     return plt
+
+
+_plt = pyplot
 
 
 def _save(fig: Any, path: Path) -> Path:
@@ -276,7 +285,7 @@ def _scaling_bars(bench: dict[str, Any], points: list[dict[str, Any]], path: Pat
         base = med[0]
         for x, m, top in zip(xs, med, med + hi, strict=True):
             ax.annotate(  # above the min-max bar, so the text never sits on it
-                f"{_si(m)}/s\n×{m / base:.3g}",
+                f"{_si(m)}/s\n×{m / base:.3g}" if base > 0 else f"{_si(m)}/s",
                 (x, top),
                 xytext=(0, 4),
                 textcoords="offset points",

@@ -19,7 +19,7 @@ from rich.markup import escape
 from runner import provenance
 from runner.backends import unit_interpreter
 from runner.checks.load import load_manifest
-from runner.errors import BackendUnavailable, UnitFailed, UserInputError
+from runner.errors import BackendUnavailable, RunnerError, UnitFailed, UserInputError
 from runner.manifest import Manifest, resolved
 from runner.manifest.parse import read_yaml
 from runner.record.lock import locked
@@ -215,7 +215,7 @@ def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
         try:
             with locked(run_dir):
                 return _run_locked(run_dir, res, manifest, opts, console)
-        except (UserInputError, BackendUnavailable):
+        except RunnerError:  # a unit that failed ran: its run is kept (below)
             if resumed is None and not _anything_started(run_dir, res):
                 _remove_new(run_dir, opts.out)  # a refusal leaves no run behind
             raise
@@ -230,13 +230,17 @@ def _remove_new(run_dir: Path, out: Path) -> None:
 
 
 def _anything_started(run_dir: Path, res: dict[str, Any]) -> bool:
-    """Whether a unit of this run got further than `pending` (a unit.log, a state, a job)."""
+    """Whether a unit of this run got further than `pending` (a unit.log, a state, a Slurm job;
+    slurm/ alone holds only submitit's folder for a job sbatch refused)."""
     units = [UnitRef(v, s) for v in res["variants"] for s in res["seeds"]]
     for u in units:
         d = u.dir(run_dir)
-        if read_status(d).get("state", "pending") != "pending" or (d / "unit.log").exists():
+        st = read_status(d)
+        if st.get("state", "pending") != "pending" or st.get("slurm_job") is not None:
             return True
-    return (run_dir / "slurm").exists() or (run_dir / "bench.json").exists()
+        if (d / "unit.log").exists():
+            return True
+    return (run_dir / "slurm" / "jobs.json").exists() or (run_dir / "bench.json").exists()
 
 
 def preflight(manifest_path: Path, manifest: Manifest, opts: RunOptions, console: Console) -> None:
