@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests import ray_nodes
 from tests.helpers import ROOT, checkout_env
 
 # Every subprocess a test starts (the console script, units, Ray and Slurm workers) imports this
@@ -18,6 +19,10 @@ from tests.helpers import ROOT, checkout_env
 os.environ["PYTHONPATH"] = checkout_env()["PYTHONPATH"]
 if str(ROOT) not in sys.path[:1]:
     sys.path.insert(0, str(ROOT))
+# Ray in every test (clusters, drivers, units) ignores the user's ~/.ray (see ray_nodes)
+for _var in ray_nodes.TOKEN_VARS:
+    os.environ.pop(_var, None)
+os.environ.update(ray_nodes.ISOLATION)
 
 
 @pytest.fixture

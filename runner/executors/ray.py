@@ -86,12 +86,13 @@ def _ask_gcs(address: str, host: str, port: int) -> None:
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     with grpc.insecure_channel(target) as channel:
         stub = gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel)
+        request = gcs_service_pb2.GetClusterIdRequest()
         try:
-            stub.GetClusterId(gcs_service_pb2.GetClusterIdRequest(), timeout=CONNECT_TIMEOUT_S)
+            stub.GetClusterId(request, timeout=CONNECT_TIMEOUT_S, metadata=_token_metadata())
         except grpc.RpcError as exc:
             code = exc.code()  # type: ignore[attr-defined]
-            if code == grpc.StatusCode.UNAUTHENTICATED:
-                return  # a cluster that wants a token: ray.init sends the one configured
+            if code == grpc.StatusCode.UNAUTHENTICATED:  # ray.init would retry for 20 s
+                raise UserInputError(token_hint(address)) from None
             why = exc.details() or code.name  # type: ignore[attr-defined]
             raise UserInputError(
                 f"--ray-address {address}: no Ray cluster answers there ({why}); start one with "
@@ -118,6 +119,7 @@ def _connect(address: str | None) -> bool:
             address=address,
             include_dashboard=False,
             log_to_driver=False,
+            logging_level=logging.WARNING,  # not "Connecting to existing Ray cluster at ..."
             runtime_env={"env_vars": {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}},
         )
     except (ConnectionError, TimeoutError) as exc:
@@ -130,6 +132,18 @@ def _connect(address: str | None) -> bool:
             raise
         raise UserInputError(token_hint(address)) from None
     return True
+
+
+def _token_metadata() -> list[tuple[str, str]]:
+    """The token ray.init would send (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token),
+    as gRPC metadata; none where this Ray has no token authentication."""
+    try:
+        from ray._raylet import AuthenticationTokenLoader
+
+        headers = AuthenticationTokenLoader.instance().get_token_for_http_header()
+    except (ImportError, AttributeError, RuntimeError):
+        return []
+    return [(k.lower(), v) for k, v in (headers or {}).items()]
 
 
 AUTH_SIGNS = ("InvalidAuthToken", "Token authentication is enabled", "UNAUTHENTICATED")
