@@ -16,7 +16,7 @@ import tarfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import IO, Any
+from typing import IO, Any, TypeGuard
 
 from runner.archive.layout import (
     ARCHIVE_FORMAT,
@@ -102,7 +102,7 @@ def _parse_sums(path: Path, data: bytes) -> dict[str, str]:
     return sums
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     """An integer, not a bool (JSON's `true` is an int to isinstance)."""
     return isinstance(value, int) and not isinstance(value, bool)
 

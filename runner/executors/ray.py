@@ -86,7 +86,7 @@ def _ask_gcs(address: str, host: str, port: int) -> None:
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     with grpc.insecure_channel(target) as channel:
         stub = gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel)
-        request = gcs_service_pb2.GetClusterIdRequest()
+        request = gcs_service_pb2.GetClusterIdRequest()  # type: ignore[attr-defined]
         try:
             stub.GetClusterId(request, timeout=CONNECT_TIMEOUT_S, metadata=_token_metadata())
         except grpc.RpcError as exc:
@@ -138,7 +138,7 @@ def _token_metadata() -> list[tuple[str, str]]:
     """The token ray.init would send (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token),
     as gRPC metadata; none where this Ray has no token authentication."""
     try:
-        from ray._raylet import AuthenticationTokenLoader
+        from ray._raylet import AuthenticationTokenLoader  # type: ignore[attr-defined]
 
         headers = AuthenticationTokenLoader.instance().get_token_for_http_header()
     except (ImportError, AttributeError, RuntimeError):

@@ -60,7 +60,7 @@ def detect_engine(engine: str | None = None) -> str:
             )
         if shutil.which(wanted) is None:
             raise UserInputError(f"container engine {wanted!r} is not installed on this machine")
-        from runner.installed import container_problem
+        from runner.checks.installed import container_problem
 
         problem = container_problem(wanted, 60)  # answers, yet cannot start one (podman here)
         if problem:

@@ -89,7 +89,7 @@ def plot(bench: dict[str, Any], path: Path) -> Path | None:
     points = profiled(bench)
     if not points:
         return None
-    from runner.plots import pyplot
+    from runner.report.plots import pyplot
 
     plt = pyplot()
     cols = columns(points)
