@@ -32,7 +32,14 @@ from runner.record.rundir import (
     write_status,
     write_text_atomic,
 )
-from runner.run.finish import damaged_results, recover_stale, settle, unreadable_status
+from runner.run.finish import (
+    anything_started,
+    damaged_results,
+    recover_stale,
+    remove_unused,
+    settle,
+    unreadable_status,
+)
 
 JOBS = ("train", "eval", "bench")
 
@@ -216,31 +223,9 @@ def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
             with locked(run_dir):
                 return _run_locked(run_dir, res, manifest, opts, console)
         except RunnerError:  # a unit that failed ran: its run is kept (below)
-            if resumed is None and not _anything_started(run_dir, res):
-                _remove_new(run_dir, opts.out)  # a refusal leaves no run behind
+            if resumed is None and not anything_started(run_dir, res):
+                remove_unused(run_dir, opts.out)  # a refusal leaves no run behind
             raise
-
-
-def _remove_new(run_dir: Path, out: Path) -> None:
-    """Remove a run directory no unit used, and its name and output folders if now empty."""
-    shutil.rmtree(run_dir, ignore_errors=True)
-    for folder in (run_dir.parent, out):
-        with contextlib.suppress(OSError):  # not empty: someone else's runs are there
-            folder.rmdir()
-
-
-def _anything_started(run_dir: Path, res: dict[str, Any]) -> bool:
-    """Whether a unit of this run got further than `pending` (a unit.log, a state, a Slurm job;
-    slurm/ alone holds only submitit's folder for a job sbatch refused)."""
-    units = [UnitRef(v, s) for v in res["variants"] for s in res["seeds"]]
-    for u in units:
-        d = u.dir(run_dir)
-        st = read_status(d)
-        if st.get("state", "pending") != "pending" or st.get("slurm_job") is not None:
-            return True
-        if (d / "unit.log").exists():
-            return True
-    return (run_dir / "slurm" / "jobs.json").exists() or (run_dir / "bench.json").exists()
 
 
 def preflight(manifest_path: Path, manifest: Manifest, opts: RunOptions, console: Console) -> None:
