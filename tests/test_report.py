@@ -268,7 +268,7 @@ def test_wall_time_curves_show_every_seed_and_where_the_mean_ends(tmp_path, monk
     """Seeds that train for 3.4, 4.0 and 5.2 s: the mean covers 0-3.4 s (where all seeds have
     data); every seed is drawn to its own end and a dotted line marks where the mean stops.
     On the steps axis all seeds end together: nothing extra."""
-    from runner import plots
+    from runner.report import plots
 
     figures = []
     monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
