@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
+
+from tests import ray_nodes
+from tests.helpers import ROOT, checkout_env
+
+# Every subprocess a test starts (the console script, units, Ray and Slurm workers) imports this
+# checkout, not whichever one the venv's editable install points to.
+os.environ["PYTHONPATH"] = checkout_env()["PYTHONPATH"]
+if str(ROOT) not in sys.path[:1]:
+    sys.path.insert(0, str(ROOT))
+# Ray in every test (clusters, drivers, units) ignores the user's ~/.ray (see ray_nodes)
+for _var in ray_nodes.TOKEN_VARS:
+    os.environ.pop(_var, None)
+os.environ.update(ray_nodes.ISOLATION)
 
 
 @pytest.fixture

@@ -10,6 +10,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def checkout_env(base: dict[str, str] | None = None, **extra: str) -> dict[str, str]:
+    """An environment for a subprocess that imports this checkout's `runner`, whichever checkout
+    the venv's editable install points to (`base`: the environment to start from, os.environ
+    by default; a test that clears the environment passes its own)."""
+    env = dict(os.environ if base is None else base)
+    rest = env.get("PYTHONPATH", "")
+    parts = [str(ROOT)] + [p for p in rest.split(os.pathsep) if p and p != str(ROOT)]
+    return {**env, "PYTHONPATH": os.pathsep.join(parts), **extra}
+
+
 def tiny_manifest(**over) -> dict:
     """A CartPole manifest that trains in a few seconds."""
     m = {
@@ -46,7 +56,7 @@ def rlcrate(
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, "COLUMNS": "200", **(env_extra or {})},
+        env=checkout_env(COLUMNS="200", **(env_extra or {})),
         **kw,
     )
 

@@ -29,11 +29,32 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# The tests' clusters and drivers do not use token authentication unless a test asks for it:
+# with the mode unset, Ray reads a token from ~/.ray/auth_token (another user's made four Ray
+# tests fail with InvalidAuthToken) and `ray start` may write one there. "disabled" reads and
+# writes nothing under HOME and prints no notice.
+ISOLATION = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+TOKEN_VARS = ("RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
+
+
+def isolated_env(base: dict[str, str] | None = None, **extra: str) -> dict[str, str]:
+    """`base` (os.environ by default) with Ray's settings of the tests, then `extra`."""
+    env = {k: v for k, v in (os.environ if base is None else base).items() if k not in TOKEN_VARS}
+    return {**env, **ISOLATION, **extra}
+
+
 class Node:
-    def __init__(self, args: list[str], tmp: Path, name: str, temp_dir: str | None = None):
+    def __init__(
+        self,
+        args: list[str],
+        tmp: Path,
+        name: str,
+        temp_dir: str | None = None,
+        env: dict[str, str] | None = None,
+    ):
         self.log = open(tmp / f"{name}.log", "wb")  # noqa: SIM115 - closed in kill()
         self.temp_dir = temp_dir
-        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+        env = isolated_env(**(env or {}))
         self.proc = subprocess.Popen(
             [ray_exe() or "ray", "start", "--block", "--disable-usage-stats", *args],
             stdout=self.log,
@@ -68,7 +89,9 @@ def own_ports() -> list[str]:
     return [f"--{name}={free_port()}" for name in names]
 
 
-def _wait_nodes(address: str, n: int, nodes: list[Node], timeout: float = 600) -> None:
+def _wait_nodes(
+    address: str, n: int, nodes: list[Node], timeout: float = 600, env: dict | None = None
+) -> None:
     code = (
         "import ray,sys; ray.init(address=sys.argv[1], log_to_driver=False); "
         "print(sum(1 for x in ray.nodes() if x['Alive']))"
@@ -79,7 +102,11 @@ def _wait_nodes(address: str, n: int, nodes: list[Node], timeout: float = 600) -
             raise RuntimeError(f"a node of the Ray cluster at {address} exited")
         try:
             out = subprocess.run(
-                [sys.executable, "-c", code, address], capture_output=True, text=True, timeout=120
+                [sys.executable, "-c", code, address],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env=isolated_env(**(env or {})),
             )
         except subprocess.TimeoutExpired:  # a loaded machine: ask again until the deadline
             continue
@@ -89,18 +116,19 @@ def _wait_nodes(address: str, n: int, nodes: list[Node], timeout: float = 600) -
     raise RuntimeError(f"the Ray cluster at {address} never had {n} nodes alive")
 
 
-def start_head(tmp: Path, cpus: int) -> tuple[str, Node]:
-    """A one-node cluster (a head only) on ports of its own; stop it with `node.kill()`."""
-    address, head = _head(tmp, cpus)
+def start_head(tmp: Path, cpus: int, env: dict[str, str] | None = None) -> tuple[str, Node]:
+    """A one-node cluster (a head only) on ports of its own, `env` (e.g. a token) added to the
+    tests' Ray settings; stop it with `node.kill()`."""
+    address, head = _head(tmp, cpus, env)
     try:
-        _wait_nodes(address, 1, [head])
+        _wait_nodes(address, 1, [head], env=env)
     except Exception:
         head.kill()
         raise
     return address, head
 
 
-def _head(tmp: Path, cpus: int) -> tuple[str, Node]:
+def _head(tmp: Path, cpus: int, env: dict[str, str] | None = None) -> tuple[str, Node]:
     port = free_port()
     # Ray's sockets live under its temp dir and a Unix socket path holds at most 107 bytes:
     # pytest's (deeper under xdist) is too long, so a short one of the node's own
@@ -119,6 +147,7 @@ def _head(tmp: Path, cpus: int) -> tuple[str, Node]:
         tmp,
         "head",
         temp_dir,
+        env,
     )
     return f"127.0.0.1:{port}", head
 

@@ -67,6 +67,11 @@ MANIFESTS: dict[str, Any] = {
     "unknown_algo": tiny_manifest(algo__name="PPOO"),
     "unknown_metric": tiny_manifest(expect={"eval.mean_rewrd": {">=": 1}}),
     "name_escape": tiny_manifest(name="../../etc"),
+    # absurd values: refused with the bound, before any unit
+    "timesteps_1e26": tiny_manifest(train__timesteps=10**26),
+    "envs_100000": tiny_manifest(parallel__envs=100_000),
+    "duplicate_matrix_entries": tiny_manifest(matrix=[{"parallel.envs": 2}, {"parallel.envs": 2}]),
+    "duplicate_matrix_values": tiny_manifest(matrix={"algo.params.n_epochs": [1, 2, 1]}),
     # caught from SB3's source (signature, policy registry) without building anything
     "learning_rate_word": tiny_manifest(algo__params={"n_steps": 64, "learning_rate": "fast"}),
     "net_arch_string": tiny_manifest(
@@ -131,6 +136,17 @@ def _archive(folder: Path, manifest_text: str) -> Path:
     return path
 
 
+def _run_without_units(folder: Path) -> Path:
+    """A run directory whose units/ was deleted: resolved.yaml and nothing else."""
+    from runner.manifest import Manifest, resolved
+
+    run = folder / "units-deleted" / "tiny" / "20260101-000000-abcd"
+    run.mkdir(parents=True, exist_ok=True)
+    res = resolved(Manifest.model_validate(tiny_manifest()))
+    (run / "resolved.yaml").write_text(yaml.safe_dump(res, sort_keys=False))
+    return run
+
+
 def cases(folder: Path, out: Path) -> list[Case]:
     """Every bad input, its files written under `folder`; runs would go to `out`."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -162,6 +178,16 @@ def cases(folder: Path, out: Path) -> list[Case]:
         Case("reproduce_alias_bomb", ["reproduce", str(bomb_archive), *o]),
         Case("eval_without_resume", ["eval", str(ok)]),
         Case("image_no_subcommand", ["image"]),
+        Case("determinism_steps_2_70", ["check-determinism", str(ok), "--steps", str(2**70)]),
+        Case("reproduce_seeds_twice", ["reproduce", str(bomb_archive), "--seeds", "0,0", *o]),
+        Case("status_units_deleted", ["status", str(_run_without_units(folder))]),
+        Case(
+            "ray_address_no_port", ["run", str(ok), "--executor", "ray", "--ray-address", "h", *o]
+        ),
+        Case(
+            "ray_address_unreachable",
+            ["run", str(ok), "--executor", "ray", "--ray-address", "127.0.0.1:1", *o],
+        ),
     ]
     files = [
         Case(f"manifest_{name}", ["validate", str(_write(folder, name, content))])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import tarfile
 import time
@@ -265,6 +266,11 @@ ALTERED = {
         True,
         "its mean disagrees with its own episodes",
     ),
+    "format-bool": (
+        _json_edit(INDEX, lambda i: {**i, "format": True}),
+        True,
+        "archive format True",
+    ),
 }
 
 
@@ -303,6 +309,33 @@ def test_reproduce_refuses_expansion_bomb(bundle, tmp_path):
     t0 = time.monotonic()
     _assert_refused(bad, tmp_path, "would expand to more than")
     assert time.monotonic() - t0 < 30  # refused from the headers, not after inflating it all
+
+
+def test_reproduce_refuses_a_listing_of_too_many_files(bundle, tmp_path):
+    """SHA256SUMS listing 200,000 files (verifying each would take ~36 s): refused from the
+    listing, before any of them is read."""
+    top, files = members(bundle)
+    fake = "".join(f"{'0' * 64}  units/default/seed-0/f{i}.json\n" for i in range(200_000))
+    files = {**files, SUMS: files[SUMS] + fake.encode()}
+    bad = write(tmp_path / "many.tar.gz", top, files)
+    t0 = time.monotonic()
+    _assert_refused(bad, tmp_path, "lists more than 50,000 files")
+    assert time.monotonic() - t0 < 15
+
+
+def test_archive_clears_the_part_a_killed_archive_left(run, tmp_path):
+    """`archive` writes FILE through `.FILE.PID.tmp`; one killed (SIGKILL) leaves it. The next
+    `archive` to FILE removes the parts of writers that are gone, never a live writer's."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    output = tmp_path / "a.tar.gz"
+    stale = tmp_path / f".a.tar.gz.{dead.pid}.tmp"
+    stale.write_bytes(b"half an archive")
+    live = tmp_path / f".a.tar.gz.{os.getpid()}.tmp"  # this test's process: alive
+    live.write_bytes(b"another writer's part")
+    out = rlcrate("archive", str(run), "-o", str(output))
+    assert out.returncode == 0, out.stderr
+    assert output.is_file() and not stale.exists() and live.exists()
 
 
 def _assert_refused(bad, tmp_path, words):

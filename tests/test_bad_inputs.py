@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import checkout_env
 from tests.reliability_cases import Case, cases
 
 EXE = Path(sys.executable).with_name("rlcrate")
@@ -33,7 +34,7 @@ def run_case(case: Case, timeout: float = 120) -> tuple[subprocess.CompletedProc
         text=True,
         timeout=timeout,
         preexec_fn=None if case.deep else _limit_memory,
-        env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "HOME": str(Path.home())},
+        env=checkout_env({"PATH": "/usr/bin:/bin", "COLUMNS": "200", "HOME": str(Path.home())}),
     )
     return proc, time.monotonic() - t0
 

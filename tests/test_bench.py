@@ -118,3 +118,36 @@ def test_analysis_ratios_for_categorical_sweep():
     analysis.analyse(data)
     assert data["points"][1]["speedup"] == pytest.approx({"env_only": 9.0, "train": 1.5})
     assert "env-only steps/s: envpool is ×9.00 subproc" in data["findings"]
+
+
+@pytest.mark.gymnasium
+@pytest.mark.slow  # measures real training
+def test_bench_whose_sweep_sets_what_the_matrix_varies_says_so(tmp_path: Path):
+    """The matrix varies parallel.envs and the sweep sets it too (manifests/cartpole-scaling.yaml):
+    every variant's points coincide, so they are measured once, as one series; the bench says so,
+    warns about no variant it does not run, and leaves no empty LaTeX table."""
+    import yaml
+
+    from tests.helpers import rlcrate, run_dir_of
+
+    m = tiny_manifest(
+        name="tiny-bench",
+        parallel={"envs": 1, "workers": 1, "mode": "subproc"},
+        algo={"name": "PPO", "params": {"n_steps": 32, "batch_size": 32, "n_epochs": 1}},
+        bench={"steps": 128, "warmup": 32, "repeats": 1, "sweep": {"parallel.envs": [1, 2]}},
+        matrix=[
+            {"parallel.envs": 1, "parallel.workers": 1},
+            {"parallel.envs": 8, "parallel.workers": 8},
+        ],
+    )
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump(m))
+    out = rlcrate("bench", str(path), "--out", str(tmp_path / "runs"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "warning: variant" not in out.stdout + out.stderr  # the units never run
+    run = run_dir_of(tmp_path / "runs", "tiny-bench")
+    data = json.loads((run / "bench.json").read_text())
+    assert [p["x"] for p in data["points"]] == [1, 2] and data["variants"] == ["default"]
+    assert "all 2 variants share these points" in data["findings"][0], data["findings"]
+    assert "share these points" in (run / "report.md").read_text()
+    assert not (run / "eval_table.tex").exists()

@@ -258,4 +258,30 @@ def test_compare_cli_writes_a_folder_of_its_own_with_manifest_differences(run_di
     assert "## How the manifests differ" in text
     assert "A ran somewhere unrecorded (no readable provenance.json)" in text
     assert f"| eval.reward_levels | `{before}` | `[100.0]` |" in text, text[:1500]
+    # the runs are named, A first as in the plot's title and legend (both are "tiny")
+    assert text.startswith("# tiny (r1) vs tiny (r5)\n"), text[:200]
+    assert f"| A tiny (r1): {V1} |" in text and f"| B tiny (r5): {V1} |" in text, text[:3000]
     assert sorted(run_dir.rglob("*")) == before_a and sorted(other.rglob("*")) == before_b
+
+
+def test_wall_time_curves_show_every_seed_and_where_the_mean_ends(tmp_path, monkeypatch):
+    """Seeds that train for 3.4, 4.0 and 5.2 s: the mean covers 0-3.4 s (where all seeds have
+    data); every seed is drawn to its own end and a dotted line marks where the mean stops.
+    On the steps axis all seeds end together: nothing extra."""
+    from runner.report import plots
+
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figures.append(fig) or path)
+    steps = np.linspace(0, 1000, 20)
+    curves = [
+        Curve(steps, np.linspace(10, 100, 20) + i, np.linspace(0, end, 20))
+        for i, end in enumerate((3.4, 4.0, 5.2))
+    ]
+    plots.learning_curves({"default": curves}, tmp_path / "lc.png", title="t")
+    (fig,) = figures
+    by_steps, by_wall = fig.axes[:2]
+    wall_ends = sorted(round(float(ln.get_xdata()[-1]), 2) for ln in by_wall.get_lines())
+    assert wall_ends == [3.4, 3.4, 3.4, 4.0, 5.2], wall_ends  # mean, dotted mark, 3 seeds
+    assert any("mean ends: 3.4 s" in t.get_text() for t in by_wall.texts)
+    assert len(by_steps.get_lines()) == 1 and not by_steps.texts
+    assert "the mean stops where the shortest seed ends" in fig._suptitle.get_text()

@@ -201,6 +201,7 @@ def test_sbatch_rejection_is_one_line_exit_2(slurm, write_manifest, tmp_path):
     assert len(lines) == 1, out.stderr
     assert lines[0].startswith("error: sbatch refused the job for default/seed-0: sbatch: error:")
     assert "partition" in lines[0].lower()
+    assert not (tmp_path / "runs").exists()  # the refused run leaves no run directory
 
 
 def test_slurm_commands_absent_is_a_clear_error(write_manifest, tmp_path):
@@ -215,6 +216,7 @@ def test_slurm_commands_absent_is_a_clear_error(write_manifest, tmp_path):
     )
     assert out.returncode == 2, out.stdout + out.stderr
     assert "needs Slurm's commands on PATH" in out.stderr and "Traceback" not in out.stderr
+    assert not (tmp_path / "runs").exists()  # refused before any run directory
 
 
 def test_profile_with_unknown_key_is_one_line_exit_2(write_manifest, tmp_path):

@@ -25,3 +25,6 @@ EXPANSION_FLOOR = 64 * 1024 * 1024
 # Files read into memory while verifying (index, checksums, JSON and YAML of the run).
 SMALL_SUFFIXES = (".json", ".yaml", ".txt", ".md", ".lock")
 SMALL_LIMIT = 16 * 1024 * 1024
+# Files an archive may hold. A run of 100 variants x 10 seeds with checkpoints holds some
+# thousands; verifying costs ~0.2 ms a file, so this bounds a hostile listing to seconds.
+MAX_FILES = 50_000

@@ -233,8 +233,31 @@ def archive(run_dir: Path, output: Path, opts: ArchiveOptions) -> dict[str, Any]
     return index
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def clear_stale_parts(output: Path) -> list[Path]:
+    """Remove `.NAME.PID.tmp` files of `output` left by an `archive` that was killed (its pid is
+    gone); a live writer's part is left alone. Returns what was removed."""
+    removed = []
+    for part in output.parent.glob(f".{output.name}.*.tmp"):
+        pid = part.name[len(output.name) + 2 : -len(".tmp")]
+        if pid.isdigit() and not _pid_alive(int(pid)):
+            part.unlink(missing_ok=True)
+            removed.append(part)
+    return removed
+
+
 def _write(output: Path, top: str, entries: dict[str, bytes | Path]) -> None:
     output.parent.mkdir(parents=True, exist_ok=True)
+    clear_stale_parts(output)
     tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
     try:
         with tmp.open("wb") as raw:

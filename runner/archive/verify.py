@@ -16,7 +16,7 @@ import tarfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import IO, Any
+from typing import IO, Any, TypeGuard
 
 from runner.archive.layout import (
     ARCHIVE_FORMAT,
@@ -24,6 +24,7 @@ from runner.archive.layout import (
     EXPANSION_RATIO,
     INDEX,
     MANIFEST_FORMAT,
+    MAX_FILES,
     SMALL_LIMIT,
     SMALL_SUFFIXES,
     SUMS,
@@ -92,9 +93,18 @@ def _parse_sums(path: Path, data: bytes) -> dict[str, str]:
         if not sep or len(digest) != 64 or name in sums:
             raise _refuse(path, f"{SUMS} is malformed (line {line[:80]!r})")
         sums[name] = digest
+        if len(sums) > MAX_FILES:
+            raise _refuse(
+                path, f"{SUMS} lists more than {MAX_FILES:,} files; a run never holds so many"
+            )
     if INDEX not in sums:
         raise _refuse(path, f"{SUMS} does not list {INDEX}")
     return sums
+
+
+def _is_int(value: Any) -> TypeGuard[int]:
+    """An integer, not a bool (JSON's `true` is an int to isinstance)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _parse_index(path: Path, data: bytes) -> dict[str, Any]:
@@ -105,7 +115,7 @@ def _parse_index(path: Path, data: bytes) -> dict[str, Any]:
     if not isinstance(index, dict) or index.get("kind") != "rlcrate-archive":
         raise _refuse(path, f"{INDEX} does not describe an rlcrate archive")
     fmt = index.get("format")
-    if not isinstance(fmt, int) or fmt > ARCHIVE_FORMAT:
+    if not _is_int(fmt) or fmt > ARCHIVE_FORMAT:
         raise _refuse(
             path,
             f"it was written by {index.get('written_by', 'a newer rlcrate')} in archive format "
@@ -139,6 +149,8 @@ class _Pass:
             )
         if rel in self.seen:
             raise _refuse(self.path, f"it holds {rel!r} twice")
+        if len(self.seen) >= MAX_FILES + 2:
+            raise _refuse(self.path, f"it holds more than {MAX_FILES:,} files; a run never does")
         self._expect_listed(rel, member.size)
         stream = tar.extractfile(member)
         assert stream is not None  # a regular file
@@ -224,7 +236,7 @@ def _check_formats(v: Verified) -> None:
         fmt = (parse_yaml(text, f"{v.path}:manifest.yaml")[0] or {}).get("rlcrate")
     except AttributeError:
         raise _refuse(v.path, "its manifest.yaml is not a YAML mapping") from None
-    if not isinstance(fmt, int) or fmt > MANIFEST_FORMAT:
+    if not _is_int(fmt) or fmt > MANIFEST_FORMAT:
         raise _refuse(
             v.path,
             f"its manifest is in format rlcrate: {fmt}; this rlcrate runs format "

@@ -7,6 +7,7 @@ answers (docker without a daemon is installed, not usable). Nothing heavy is imp
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import shutil
@@ -20,6 +21,22 @@ ENGINE_PROBES = {
     "docker": ["docker", "version", "--format", "{{.Server.Version}}"],
     "podman": ["podman", "info", "--format", "{{.Host.OCIRuntime.Name}}"],
     "buildah": ["buildah", "version"],
+}
+# podman answers `info` where its OCI runtime cannot start any container (a sandbox that forbids
+# raising RLIMIT_NOFILE: crun exits 126). So it counts only after starting one: /bin/true on the
+# host's own root file system, read-only, so no image is needed.
+CONTAINER_PROBES = {
+    "podman": [
+        "podman",
+        "run",
+        "--rm",
+        "--read-only",
+        "--network",
+        "none",
+        "--rootfs",
+        "/",
+        "/bin/true",
+    ],
 }
 
 
@@ -65,10 +82,30 @@ def engine_problem(engine: str, timeout: float = 30) -> str | None:
     except OSError as exc:
         return f"cannot be started ({exc.strerror})"
     if out.returncode != 0:
-        lines = (out.stderr or out.stdout).strip().splitlines()
-        why = lines[-1][:160] if lines else f"exit status {out.returncode}"
         what = "no daemon answers" if engine == "docker" else "it does not work here"
-        return f"{what}: {why}"
+        return f"{what}: {_last_line(out)}"
+    return container_problem(engine, timeout)
+
+
+def _last_line(out: subprocess.CompletedProcess[str]) -> str:
+    lines = (out.stderr or out.stdout).strip().splitlines()
+    return lines[-1][:160] if lines else f"exit status {out.returncode}"
+
+
+@functools.cache
+def container_problem(engine: str, timeout: float) -> str | None:
+    """Why `engine` cannot start a container here (its probe run), or None."""
+    probe = CONTAINER_PROBES.get(engine)
+    if probe is None:
+        return None
+    try:
+        out = subprocess.run(probe, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"starting a container did not finish in {timeout:.0f} s"
+    except OSError as exc:
+        return f"cannot be started ({exc.strerror})"
+    if out.returncode != 0:
+        return f"it cannot start a container here: {_last_line(out)}"
     return None
 
 

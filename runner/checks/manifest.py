@@ -19,6 +19,7 @@ from runner.manifest.matrix import (
     LABEL,
     apply_overrides,
     conflict_problem,
+    duplicate_problems,
     given_names,
     label_problem,
     override_sets,
@@ -61,6 +62,8 @@ def _variant_configs(m: Manifest, source: str, lines: Lines, out: list[Problem])
             for p in validation_problems(exc, source, {**lines, **at_entry}):
                 msg = f"{p.message} (in matrix variant {where})"
                 out.append(dataclasses.replace(p, message=msg))
+    for loc, why in duplicate_problems(m):
+        out.append(at(source, lines, loc, why))
     if isinstance(m.matrix, dict):
         for key, values in m.matrix.items():
             if not values:

@@ -26,6 +26,7 @@ class Point:
     label: str
     x: Any
     config: Manifest
+    note: str = ""  # said once in the bench's findings (variants whose points coincide)
 
 
 def _apply(base: Manifest, overrides: dict[str, Any]) -> Manifest:

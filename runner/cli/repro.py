@@ -10,9 +10,12 @@ import typer
 
 from runner.errors import UserInputError
 
+MAX_CHECK_STEPS = 10_000_000  # check-determinism compares a short slice; more is a typo
+
 
 def _seed_list(text: str | None) -> list[int] | None:
-    """`rlcrate run --seeds`'s parser: 0,2 these seeds, 3, seed 3 alone, 2 a count (0 and 1)."""
+    """`rlcrate run --seeds`'s parser: 0,2 these seeds, 3, seed 3 alone, 2 a count (0 and 1);
+    a seed given twice, or a negative one, is one line (exit 2)."""
     from runner.manifest.overrides import parse_seeds
 
     return parse_seeds(text) if text else None
@@ -110,8 +113,10 @@ def register(app: typer.Typer) -> None:
         observations, actions, rewards and final parameters: `bitwise`, or the first divergence."""
         from runner.run.check_determinism import check
 
-        if steps is not None and steps < 1:
-            raise UserInputError(f"--steps: expected a positive number of steps, got {steps}")
+        if steps is not None and not 1 <= steps <= MAX_CHECK_STEPS:
+            raise UserInputError(
+                f"--steps: expected 1 to {MAX_CHECK_STEPS:,} steps (a short slice), got {steps:,}"
+            )
         if seed < 0:  # NumPy's SeedSequence, which derives every seed, takes none below 0
             raise UserInputError(f"--seed: expected a master seed of 0 or more, got {seed}")
 

@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from runner.cli.executor import executor_options as executor_options
-from runner.errors import UserInputError
+from runner.errors import RunnerError, UserInputError
+
+# Exit statuses of `docker/podman run` itself (not of the command inside): the container never ran.
+ENGINE_FAILED = {
+    125: "the engine failed",
+    126: "the runtime could not start the container",
+    127: "the image has no rlcrate entrypoint",
+}
 
 if TYPE_CHECKING:
     from runner.executors import Chosen
@@ -99,6 +106,11 @@ def run_manifest(
             out, inner = _resume_in_image(resume)
             args += ["--resume", inner]
         code = run_in_image(manifest, where, out, args)
+        if code in ENGINE_FAILED:  # the engine's own status: the runner inside never started
+            raise RunnerError(
+                f"the container engine could not start the image {where} (its exit status "
+                f"{code}: {ENGINE_FAILED[code]}); `rlcrate doctor` says which engines work here"
+            )
         typer.echo(f"(paths under /out above are under {out.resolve()} on this host)")
         raise typer.Exit(code)
     opts = RunOptions(job_list, executor, out, resume, overrides=overrides)

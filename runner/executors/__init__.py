@@ -97,6 +97,19 @@ def choose(name: str = DEFAULT, settings: ExecutorSettings | None = None) -> Cho
     return Chosen(name, settings if settings is not None else executor.Settings())
 
 
+def check_reachable(chosen: Chosen) -> None:
+    """Before a run directory is made: the executor's tools are installed and its cluster's
+    address is well formed and answers (UserInputError, BackendUnavailable)."""
+    if chosen.name == "ray":
+        from runner.executors.ray import check_address
+
+        check_address(chosen.settings.model_dump().get("address"))
+    elif chosen.name == "slurm":
+        from runner.executors.slurm import require_slurm
+
+        require_slurm()
+
+
 def unit_command(
     run_dir: Path, unit: UnitRef, jobs: list[str], pythons: Mapping[str, str | None]
 ) -> list[str]:

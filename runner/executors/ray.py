@@ -10,6 +10,7 @@ RAY_ADDRESS, else a local cluster started for the run).
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import sys
@@ -27,18 +28,25 @@ from runner.executors.shipping import pack, unpack
 from runner.record.rundir import UnitRef, read_status, write_status, write_text_atomic
 
 RETRIES = int(os.environ.get("RLCRATE_RAY_RETRIES", "3"))
-CONNECT_TIMEOUT_S = 10.0
+CONNECT_TIMEOUT_S = 3.0  # a cluster answers in milliseconds; the README promises 10 s in all
 STOP_GRACE_S = 90.0
 runs_here = False
 
 
 def _host_port(address: str) -> tuple[str, int] | None:
-    """(host, port) of HOST:PORT or ray://HOST:PORT; None for `auto` and `local`."""
+    """(host, port) of HOST:PORT or ray://HOST:PORT; None for `auto` and `local`; ValueError
+    naming what was expected otherwise."""
     if address in ("auto", "local"):
         return None
-    host, _, port = address.split("://", 1)[-1].rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"{address!r}: expected HOST:PORT or ray://HOST:PORT")
+    scheme, sep, rest = address.partition("://")
+    hostport = rest if sep else address
+    host, _, port = hostport.rpartition(":")
+    host = host.strip("[]")  # [::1]:6379
+    ok = (not sep or scheme == "ray") and host and " " not in host and "/" not in host
+    if not ok or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(
+            f"{address!r}: expected HOST:PORT or ray://HOST:PORT (port 1-65535), auto or local"
+        )
     return host, int(port)
 
 
@@ -53,6 +61,22 @@ class Settings(ExecutorSettings):
         if v is not None:
             _host_port(v)  # its syntax, before any connection is tried
         return v
+
+
+def _require_ray() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        raise BackendUnavailable("the ray executor needs Ray (pip install 'rlcrate[ray]')")
+
+
+def check_address(address: str | None) -> None:
+    """Before a run directory is made: Ray is installed, and the cluster's address (the option,
+    else RAY_ADDRESS) is well formed and answers."""
+    _require_ray()
+    address = address or os.environ.get("RAY_ADDRESS")
+    if address:
+        _check_reachable(address)
 
 
 def _check_reachable(address: str) -> None:
@@ -71,6 +95,31 @@ def _check_reachable(address: str) -> None:
             f"--ray-address {address}: no Ray cluster answers there ({exc.strerror or exc}); "
             "start one with `ray start --head` or check the address"
         ) from None
+    if not address.startswith("ray://"):  # Ray Client's server speaks another protocol
+        _ask_gcs(address, host, port)
+
+
+def _ask_gcs(address: str, host: str, port: int) -> None:
+    """Ask the cluster's GCS for its id, bounded: where something else listens (a proxy, another
+    service), ray.init retries in C++ for 20 s and logs a line a second."""
+    import grpc
+    from ray.core.generated import gcs_service_pb2, gcs_service_pb2_grpc
+
+    target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    with grpc.insecure_channel(target) as channel:
+        stub = gcs_service_pb2_grpc.NodeInfoGcsServiceStub(channel)
+        request = gcs_service_pb2.GetClusterIdRequest()  # type: ignore[attr-defined]
+        try:
+            stub.GetClusterId(request, timeout=CONNECT_TIMEOUT_S, metadata=_token_metadata())
+        except grpc.RpcError as exc:
+            code = exc.code()  # type: ignore[attr-defined]
+            if code == grpc.StatusCode.UNAUTHENTICATED:  # ray.init would retry for 20 s
+                raise UserInputError(token_hint(address)) from None
+            why = exc.details() or code.name  # type: ignore[attr-defined]
+            raise UserInputError(
+                f"--ray-address {address}: no Ray cluster answers there ({why}); start one with "
+                "`ray start --head` or check the address (the head's GCS port, 6379 by default)"
+            ) from None
 
 
 def _connect(address: str | None) -> bool:
@@ -85,11 +134,14 @@ def _connect(address: str | None) -> bool:
         return False
     if address:
         _check_reachable(address)
+    # Ray's notice that token authentication is on is for Ray's own CLI users, not ours
+    logging.getLogger("ray._private.authentication").setLevel(logging.ERROR)
     try:
         ray.init(
             address=address,
             include_dashboard=False,
             log_to_driver=False,
+            logging_level=logging.WARNING,  # not "Connecting to existing Ray cluster at ..."
             runtime_env={"env_vars": {"PYTHONPATH": os.environ.get("PYTHONPATH", "")}},
         )
     except (ConnectionError, TimeoutError) as exc:
@@ -97,7 +149,42 @@ def _connect(address: str | None) -> bool:
         raise UserInputError(
             f"--ray-address {address}: cannot join the Ray cluster ({msg})"
         ) from None
+    except Exception as exc:
+        if not _auth_refused(exc):
+            raise
+        raise UserInputError(token_hint(address)) from None
     return True
+
+
+def _token_metadata() -> list[tuple[str, str]]:
+    """The token ray.init would send (RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token),
+    as gRPC metadata; none where this Ray has no token authentication."""
+    try:
+        from ray._raylet import AuthenticationTokenLoader  # type: ignore[attr-defined]
+
+        headers = AuthenticationTokenLoader.instance().get_token_for_http_header()
+    except (ImportError, AttributeError, RuntimeError):
+        return []
+    return [(k.lower(), v) for k, v in (headers or {}).items()]
+
+
+AUTH_SIGNS = ("InvalidAuthToken", "Token authentication is enabled", "UNAUTHENTICATED")
+
+
+def _auth_refused(exc: BaseException) -> bool:
+    from ray.exceptions import AuthenticationError
+
+    return isinstance(exc, AuthenticationError) or any(s in str(exc) for s in AUTH_SIGNS)
+
+
+def token_hint(address: str | None) -> str:
+    """What to do when a Ray cluster refuses this client's token (or its lack of one)."""
+    where = f"at {address}" if address else "started for this run"
+    return (
+        f"the Ray cluster {where} refused this client's authentication token: set RAY_AUTH_TOKEN "
+        "(or RAY_AUTH_TOKEN_PATH) to that cluster's token (`ray get-auth-token` on its head "
+        "node prints it); a ~/.ray/auth_token left by another cluster also causes this"
+    )
 
 
 def _board() -> Any:

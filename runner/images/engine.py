@@ -60,6 +60,11 @@ def detect_engine(engine: str | None = None) -> str:
             )
         if shutil.which(wanted) is None:
             raise UserInputError(f"container engine {wanted!r} is not installed on this machine")
+        from runner.checks.installed import container_problem
+
+        problem = container_problem(wanted, 60)  # answers, yet cannot start one (podman here)
+        if problem:
+            raise UserInputError(f"container engine {wanted}: {problem}")
         return wanted
     from runner.checks.installed import engine_problem
 

@@ -142,6 +142,34 @@ def label_problem(label: Any, labels: list[Any]) -> str | None:
     return None
 
 
+def _key(value: Any) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def duplicate_problems(manifest: Manifest) -> list[tuple[tuple[Any, ...], str]]:
+    """(where, why) for each matrix entry or value that repeats an earlier one: a repeated
+    variant would run the same units twice and count them as two."""
+    matrix = manifest.matrix
+    out: list[tuple[tuple[Any, ...], str]] = []
+    if isinstance(matrix, dict):
+        for path, values in matrix.items():
+            keys = [_key(v) for v in values]
+            for i, k in enumerate(keys):
+                if k in keys[:i]:
+                    why = f"value {values[i]!r} is listed twice; each value makes one variant"
+                    out.append((("matrix", path), why))
+                    break
+        return out
+    sets = [_key(s) for s in override_sets(manifest)]
+    for i, k in enumerate(sets):
+        if k in sets[:i]:
+            why = f"entry {i} sets the same values as entry {sets.index(k)}; remove one"
+            out.append((("matrix", i), why))
+    return out
+
+
 def cross(values: dict[str, list[Any]]) -> list[dict[str, Any]]:
     """Every combination of the values, one mapping each, in key order (the cross product)."""
     keys = list(values)

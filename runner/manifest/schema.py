@@ -75,8 +75,20 @@ class EnvSpec(_Strict):
     )
 
 
+# Upper bounds that no real run reaches and that stop a typo (an extra zero, 1e26) from starting
+# work that never ends: GPU simulators step up to ~16k envs; the longest published runs train
+# ~1e10 steps.
+MAX_ENVS = 65_536
+MAX_TIMESTEPS = 10**12
+
+
 class ParallelSpec(_Strict):
-    envs: int = Field(1, ge=1, description="Environments stepped in lockstep (the vector size).")
+    envs: int = Field(
+        1,
+        ge=1,
+        le=MAX_ENVS,
+        description="Environments stepped in lockstep (the vector size).",
+    )
     workers: int = Field(
         1,
         ge=1,
@@ -159,7 +171,9 @@ class AlgoSpec(_Strict):
 
 
 class TrainSpec(_Strict):
-    timesteps: int = Field(100_000, gt=0, description="Total environment steps to train for.")
+    timesteps: int = Field(
+        100_000, gt=0, le=MAX_TIMESTEPS, description="Total environment steps to train for."
+    )
     checkpoint_every: int = Field(
         0, ge=0, description="Save a checkpoint every N steps (0: only the final model)."
     )

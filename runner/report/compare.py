@@ -21,6 +21,18 @@ def default_compare_dir(run_a: Run, run_b: Run) -> Path:
     return runs_root / "comparisons" / name
 
 
+def run_labels(a: Run, b: Run) -> tuple[str, str]:
+    """How the plot and compare.md name the two runs: by name, with the run id when the names are
+    the same (a rerun of one manifest), by folder when even those match (a copied run)."""
+    if a.name != b.name:
+        return a.name, b.name
+    if a.run_id != b.run_id:
+        return f"{a.name} ({a.run_id})", f"{b.name} ({b.run_id})"
+    if a.path.name != b.path.name:
+        return f"{a.name} ({a.path.name})", f"{b.name} ({b.path.name})"
+    return str(a.path), str(b.path)
+
+
 def compare_runs(a: Path, b: Path, out: Path | None = None) -> Path:
     """Paired comparison of two run directories with the same seeds (B − A); returns compare.md."""
     run_a, run_b = load_run(a), load_run(b)
@@ -42,22 +54,24 @@ def compare_runs(a: Path, b: Path, out: Path | None = None) -> Path:
         raise UserInputError(f"--out {out}: a comparison is not written into a run directory")
     rows_a = {r["name"]: r for r in eval_rows(run_a)}
     rows_b = {r["name"]: r for r in eval_rows(run_b)}
+    name_a, name_b = run_labels(run_a, run_b)
     lines = [
-        f"# {run_b.name} ({run_b.run_id}) vs {run_a.name} ({run_a.run_id})",
+        f"# {name_a} vs {name_b}",
         "",
         f"A = `{run_a.path}`, B = `{run_b.path}`; seeds {sorted(run_a.seeds)}.",
         "",
     ]
     lines += diff_section(run_a.manifest, run_b.manifest, run_a.path, run_b.path)
-    renamed = [dict(rows_a[va], variant=f"A: {rows_a[va]['variant']}") for va, _ in pairs]
-    renamed += [dict(rows_b[vb], variant=f"B: {rows_b[vb]['variant']}") for _, vb in pairs]
+    renamed = [dict(rows_a[va], variant=f"A {name_a}: {rows_a[va]['variant']}") for va, _ in pairs]
+    renamed += [dict(rows_b[vb], variant=f"B {name_b}: {rows_b[vb]['variant']}") for _, vb in pairs]
     lines += eval_section(run_a, renamed)
     for va, vb in pairs:
         diff = stats.paired_differences(rows_a[va]["per_seed"], rows_b[vb]["per_seed"])
         la, lb = rows_a[va]["variant"], rows_b[vb]["variant"]
         lines += paired_section(f"B − A: {lb}", f"A: {la}", [dict(diff, variant=f"B: {lb}")], {})
-    groups = {f"A: {rows_a[va]['variant']}": curve_groups(run_a)[va] for va, _ in pairs}
-    groups |= {f"B: {rows_b[vb]['variant']}": curve_groups(run_b)[vb] for _, vb in pairs}
-    lc = plots.learning_curves(groups, out / "learning_curves.png", title="A vs B")
+    groups = {f"A {name_a}: {rows_a[va]['variant']}": curve_groups(run_a)[va] for va, _ in pairs}
+    groups |= {f"B {name_b}: {rows_b[vb]['variant']}": curve_groups(run_b)[vb] for _, vb in pairs}
+    title = f"A {name_a} vs B {name_b}"
+    lc = plots.learning_curves(groups, out / "learning_curves.png", title=title)
     lines += [f"![learning curves]({rel_path(lc, out)})", ""] if lc else []
     return write_md(out / "compare.md", lines + problems_section(run_a) + problems_section(run_b))

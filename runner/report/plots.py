@@ -15,13 +15,22 @@ import numpy as np
 from runner.report.tb import Curve
 
 
-def _plt() -> Any:
+def pyplot() -> Any:
+    """matplotlib.pyplot on the Agg backend, its own notices kept off the user's terminal: "building
+    the font cache" and "created a temporary cache directory" (an unwritable HOME) are logged as
+    warnings, and Python prints unhandled warnings to stderr."""
+    import logging
+
+    logging.getLogger("matplotlib").setLevel(logging.ERROR)
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     return plt
+
+
+_plt = pyplot
 
 
 def _save(fig: Any, path: Path) -> Path:
@@ -59,14 +68,18 @@ def learning_curves(groups: dict[str, list[Curve]], path: Path, *, title: str) -
         return None
     plt = _plt()
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.8), layout="constrained")
+    cut = False
     for i, (label, curves) in enumerate(groups.items()):
         color = f"C{i % 10}"
         for ax, xkey in zip(axes, ("steps", "wall_s"), strict=True):
             xs = [getattr(c, xkey) for c in curves]
-            grid, mean, std = mean_band(xs, [c.values for c in curves])
+            ys = [c.values for c in curves]
+            grid, mean, std = mean_band(xs, ys)
             ax.plot(grid, mean, color=color, lw=1.8, label=f"{label} (n={len(curves)})")
             if std is not None:
                 ax.fill_between(grid, mean - std, mean + std, color=color, alpha=0.2, lw=0)
+            unit = " s" if xkey == "wall_s" else " steps"
+            cut = _seeds_beyond_mean(ax, xs, ys, float(grid[-1]), color, unit) or cut
     axes[0].set_xlabel("environment steps")
     axes[1].set_xlabel("wall-clock time since training started (s)")
     for ax, what in zip(axes, ("steps", "wall time"), strict=True):
@@ -75,8 +88,36 @@ def learning_curves(groups: dict[str, list[Curve]], path: Path, *, title: str) -
         ax.grid(alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 3), fontsize=9)
-    fig.suptitle(f"{title}: learning curves (line: mean across seeds, band: ±1 std)")
+    note = (
+        "\nthin: each seed to its own end; dotted: the mean stops where the shortest seed ends"
+        if cut
+        else ""
+    )
+    fig.suptitle(f"{title}: learning curves (line: mean across seeds, band: ±1 std){note}")
     return _save(fig, path)
+
+
+def _seeds_beyond_mean(
+    ax: Any, xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], end: float, color: str, unit: str
+) -> bool:
+    """Where a seed runs on past the mean (the mean covers only the range every seed reaches,
+    so on wall time it stops at the fastest seed): draw each seed in full, thin, and mark where
+    the mean ends. True when something was drawn."""
+    if len(xs) < 2 or max(float(x[-1]) for x in xs) <= end * 1.01:
+        return False
+    for x, y in zip(xs, ys, strict=True):
+        ax.plot(x, y, color=color, lw=0.7, alpha=0.45)
+    ax.axvline(end, color=color, ls=":", lw=1.2)
+    ax.annotate(
+        f"mean ends: {_si(end)}{unit}",
+        (end, 1.0),
+        xycoords=("data", "axes fraction"),
+        xytext=(3, -12),
+        textcoords="offset points",
+        fontsize=8,
+        color=color,
+    )
+    return True
 
 
 def eval_points(rows: list[dict[str, Any]], path: Path, *, title: str) -> Path | None:
@@ -244,7 +285,7 @@ def _scaling_bars(bench: dict[str, Any], points: list[dict[str, Any]], path: Pat
         base = med[0]
         for x, m, top in zip(xs, med, med + hi, strict=True):
             ax.annotate(  # above the min-max bar, so the text never sits on it
-                f"{_si(m)}/s\n×{m / base:.3g}",
+                f"{_si(m)}/s\n×{m / base:.3g}" if base > 0 else f"{_si(m)}/s",
                 (x, top),
                 xytext=(0, 4),
                 textcoords="offset points",

@@ -28,12 +28,15 @@ def write_report(run_dir: Path) -> Path:
     groups = {run.labels.get(v, v): cs for v, cs in curve_groups(run).items()}
     lc = plots.learning_curves(groups, root / "plots/learning_curves.png", title=run.name)
     ev = plots.eval_points(rows, root / "plots/eval.png", title=run.name)
-    write_latex(rows, root / "eval_table.tex", f"{run.name}: evaluation return across seeds")
+    evaluated = [r for r in rows if r["n_seeds"] > 0]  # a paper's table has no empty rows
+    if evaluated:
+        caption = f"{run.name}: evaluation return across seeds"
+        write_latex(evaluated, root / "eval_table.tex", caption)
+    table = "LaTeX table of the evaluation: `eval_table.tex`." if evaluated else ""
     lines = [
         f"# {run.name} — run {run.run_id}",
         "",
-        f"Seeds: {run.seeds}. Variants: {len(run.variants)}. "
-        "LaTeX table of the evaluation: `eval_table.tex`.",
+        f"Seeds: {run.seeds}. Variants: {len(run.variants)}. {table}".rstrip(),
         "",
     ]
     if not any(u.state not in ("missing", "pending") or u.eval for u in run.units.values()):

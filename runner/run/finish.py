@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import shutil
 import signal
 import traceback
 from pathlib import Path
 from typing import Any
 
-from runner.record.rundir import UnitRef, read_json, write_status
+from runner.manifest.resolved import ResolvedRun
+from runner.record.rundir import UnitRef, read_json, read_status, write_status
 from runner.trainers.base import read_eval
 
 NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
@@ -219,3 +221,24 @@ def write_status_anyway(unit_dir: Path, state: str, **fields: Any) -> None:
         record.update(state=state, updated=time.time())
         with open(unit_dir / "status.json", "w", encoding="utf-8") as f:
             f.write(json.dumps(record, default=str))
+
+
+def anything_started(run_dir: Path, res: ResolvedRun) -> bool:
+    """Whether a unit of this run got further than `pending` (a unit.log, a state, a Slurm job;
+    slurm/ alone holds only submitit's folder for a job sbatch refused)."""
+    for u in res.units():
+        d = u.dir(run_dir)
+        st = read_status(d)
+        if st.get("state", "pending") != "pending" or st.get("slurm_job") is not None:
+            return True
+        if (d / "unit.log").exists():
+            return True
+    return (run_dir / "slurm" / "jobs.json").exists() or (run_dir / "bench.json").exists()
+
+
+def remove_unused(run_dir: Path, out: Path) -> None:
+    """Remove a run directory no unit used, and its name and output folders if now empty."""
+    shutil.rmtree(run_dir, ignore_errors=True)
+    for folder in (run_dir.parent, out):
+        with contextlib.suppress(OSError):  # not empty: someone else's runs are there
+            folder.rmdir()

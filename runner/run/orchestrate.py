@@ -19,7 +19,7 @@ from rich.markup import escape
 from runner import provenance
 from runner.backends import unit_interpreter
 from runner.checks.load import load_manifest
-from runner.errors import BackendUnavailable, UnitFailed, UserInputError
+from runner.errors import BackendUnavailable, RunnerError, UnitFailed, UserInputError
 from runner.executors import Chosen, Plan, choose
 from runner.manifest import Manifest, ResolvedRun, read_resolved, resolved
 from runner.manifest.resolved import RESOLVED
@@ -35,9 +35,11 @@ from runner.record.rundir import (
 )
 from runner.run.finish import (
     NO_SPACE,
+    anything_started,
     damaged_results,
     recover_done,
     recover_stale,
+    remove_unused,
     settle,
     unreadable_status,
 )
@@ -199,24 +201,34 @@ def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
     if opts.jobs is None:
         opts.jobs = manifest_jobs(manifest)
     _check_installed(manifest)
+    from runner.executors import check_reachable
+
+    check_reachable(opts.executor)  # before any directory or env is made
     signal.signal(signal.SIGTERM, _as_interrupt)  # SIGTERM stops as cleanly as Ctrl-C
     with locked(opts.resume) if opts.resume is not None else contextlib.nullcontext():
         resumed = prepare_run_dir(manifest_path, manifest, opts) if opts.resume else None
         preflight(manifest_path, manifest, opts, console)  # a resume checked first
         run_dir, res = resumed or prepare_run_dir(manifest_path, manifest, opts)
-        with locked(run_dir):
-            return _run_locked(run_dir, res, manifest, opts, console)
+        try:
+            with locked(run_dir):
+                return _run_locked(run_dir, res, manifest, opts, console)
+        except RunnerError:  # a unit that failed ran: its run is kept (below)
+            if resumed is None and not anything_started(run_dir, res):
+                remove_unused(run_dir, opts.out)  # a refusal leaves no run behind
+            raise
 
 
 def preflight(manifest_path: Path, manifest: Manifest, opts: RunOptions, console: Console) -> None:
     """Before any unit: warn about what the machine cannot give, then build every variant's env
     and model once (ManifestError, one line per variant, if one cannot be built). On a cluster
-    (Ray, Slurm) the device is not checked here, where the units do not run."""
+    (Ray, Slurm) the device is not checked here, where the units do not run. A bench-only run
+    runs no unit: the units' warnings would be about variants it never runs."""
     from runner.checks.dry import construct
     from runner.run import resources
 
     res = resolved(manifest)
-    for line in resources.warnings(res, parallelism(manifest, res)[0]):
+    units_run = any(j in (opts.jobs or []) for j in ("train", "eval"))
+    for line in resources.warnings(res, parallelism(manifest, res)[0]) if units_run else []:
         console.print(f"[yellow]warning: {escape(line)}[/]")
     pythons = {
         name: unit_interpreter(variant.config.env.backend) for name, variant in res.variants.items()

@@ -40,6 +40,19 @@ def overshoot(config: Manifest) -> tuple[int, int] | None:
     return (rollout, trained) if trained > budget * 1.5 else None
 
 
+MAX_CHECKPOINTS = 100  # per unit; more is a disk filler, not a safety net
+
+
+def checkpoints(config: Manifest) -> int:
+    """Checkpoints one unit saves: one per `checkpoint_every` steps, at most one per vector step
+    (the trainer checks once per step of all envs)."""
+    every = config.train.checkpoint_every
+    if every <= 0:
+        return 0
+    per = max(every, config.parallel.envs)
+    return config.train.timesteps // per
+
+
 def warnings(res: ResolvedRun, units_at_once: int) -> list[str]:
     """One line per thing this run asks that the machine or the step budget cannot give."""
     cpus, mem = cpu_count(), memory_mb()
@@ -47,12 +60,13 @@ def warnings(res: ResolvedRun, units_at_once: int) -> list[str]:
     for name, variant in res.variants.items():
         cfg = variant.config
         procs = processes_per_unit(cfg) * units_at_once
+        need = units_at_once * UNIT_MB + procs * PROCESS_MB
         if procs > 2 * cpus:
             out.append(
-                f"variant {name}: {procs} env processes on {cpus} CPUs will be slower, not "
-                "faster; lower parallel.envs, or use mode: dummy or the envpool backend"
+                f"variant {name}: {procs} env processes on {cpus} CPUs (about "
+                f"{need / 1024:.1f} GB of memory) will be slower, not faster; lower "
+                "parallel.envs, or use mode: dummy or the envpool backend"
             )
-        need = units_at_once * UNIT_MB + procs * PROCESS_MB
         if mem is not None and need > mem:
             out.append(
                 f"variant {name}: needs about {need / 1024:.1f} GB of memory, "
@@ -65,6 +79,14 @@ def warnings(res: ResolvedRun, units_at_once: int) -> list[str]:
                 f"variant {name}: one update collects parallel.envs x n_steps = {rollout} steps, "
                 f"so it trains {trained} steps for train.timesteps = "
                 f"{cfg.train.timesteps}; lower parallel.envs or algo.params.n_steps"
+            )
+        many = checkpoints(cfg)
+        if many > MAX_CHECKPOINTS:
+            out.append(
+                f"variant {name}: train.checkpoint_every = {cfg.train.checkpoint_every} "
+                f"saves {many:,} checkpoints per unit (each a full model) for "
+                f"{cfg.train.timesteps:,} steps; raise it to at least "
+                f"{-(-cfg.train.timesteps // MAX_CHECKPOINTS):,}"
             )
         threads = cfg.algo.torch_threads
         if threads > cpus:

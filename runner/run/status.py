@@ -12,6 +12,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runner.errors import UserInputError
 from runner.manifest import read_resolved
 from runner.record.rundir import UnitRef, read_progress, read_status
 
@@ -25,6 +26,19 @@ class RunState:
     failed: bool = False  # some unit failed, or its Slurm job ended without finishing it
     notes: list[str] = field(default_factory=list)
     bench_only: bool = False  # a bench run: no units, its results in bench.json
+
+
+def _require_records(run_dir: Path, units: list[UnitRef]) -> None:
+    """A run writes every unit's status.json before it starts one (a bench-only run writes
+    bench.json instead): with neither, the units were deleted, not still running."""
+    if (run_dir / "bench.json").exists():
+        return
+    if not any((u.dir(run_dir) / "status.json").exists() for u in units):
+        where = run_dir / "units"
+        what = "is missing" if not where.is_dir() else "holds no unit's status.json"
+        raise UserInputError(
+            f"{where}: {what}, so this run's units cannot be found (deleted?); nothing is running"
+        )
 
 
 def _slurm_answers() -> str | None:
@@ -68,6 +82,7 @@ def collect(run_dir: Path) -> RunState:
     if not (run_dir / "units").is_dir() and (run_dir / "bench.json").is_file():
         out.bench_only = True  # `rlcrate bench` (or --jobs bench) ran no units
         return out
+    _require_records(run_dir, units)
     ids, job_states, note = _slurm_jobs(run_dir, units)
     if note:
         out.notes.append(note)

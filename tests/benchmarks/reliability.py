@@ -1,13 +1,14 @@
 """Reliability driver: try every bad input and inject every fault, and count.
 
-    .venv/bin/python tests/benchmarks/reliability.py [--no-faults] [--json OUT]
+    .venv/bin/python tests/benchmarks/reliability.py [--no-faults] [--no-archives] [--json OUT]
 
 Bad inputs (tests/reliability_cases.py) go through the installed console script in a
 subprocess; each counts when it gets exactly one `error:` line, exit status 2, no traceback and
 no run directory. Faults are the real-run tests of tests/test_faults.py (signals at each phase, a
 unit killed, each run-directory file corrupted, two resumes at once, a full disk); each counts
-when its run is survived with nothing lost (the test's assertions). Prints the counts and every
-miss by name.
+when its run is survived with nothing lost (the test's assertions). Hostile archives are the
+refusal tests of tests/test_archive.py; each counts when it is refused in one line before anything
+is extracted. Prints the counts and every miss by name.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ def bad_inputs() -> tuple[int, int, dict[str, str]]:
     return len(found), len(found) - len(misses), misses
 
 
-def faults() -> tuple[int, int, dict[str, str]]:
+def _junit(*pytest_args: str) -> tuple[int, int, dict[str, str]]:
+    """(tests run, passed, {name: why}) of a pytest run, from its JUnit report."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "junit.xml"
         subprocess.run(
@@ -53,7 +55,7 @@ def faults() -> tuple[int, int, dict[str, str]]:
                 "-q",
                 "-p",
                 "no:cacheprovider",
-                str(ROOT / "tests" / "test_faults.py"),
+                *pytest_args,
                 f"--junitxml={report}",
             ],
             cwd=ROOT,
@@ -72,9 +74,20 @@ def faults() -> tuple[int, int, dict[str, str]]:
     return total, total - len(misses), misses
 
 
+def faults() -> tuple[int, int, dict[str, str]]:
+    return _junit(str(ROOT / "tests" / "test_faults.py"))
+
+
+def hostile_archives() -> tuple[int, int, dict[str, str]]:
+    """The refusal tests of tests/test_archive.py: a real run's archive altered one way each
+    (checksums, sizes, formats, links, paths, truncation, expansion and listing bombs)."""
+    return _junit(str(ROOT / "tests" / "test_archive.py"), "-k", "refuse")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-faults", action="store_true", help="bad inputs only (fast)")
+    parser.add_argument("--no-archives", action="store_true", help="skip hostile archives")
     parser.add_argument("--json", type=Path, help="also write the counts here")
     args = parser.parse_args()
     n_bad, n_clear, bad_miss = bad_inputs()
@@ -82,6 +95,9 @@ def main() -> int:
     if not args.no_faults:
         n_faults, n_survived, fault_miss = faults()
         result.update(faults=n_faults, survived=n_survived, fault_misses=fault_miss)
+    if not args.no_archives:
+        n_arch, n_refused, arch_miss = hostile_archives()
+        result.update(hostile_archives=n_arch, refused=n_refused, archive_misses=arch_miss)
     print(json.dumps(result, indent=2))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")

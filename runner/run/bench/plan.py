@@ -28,6 +28,20 @@ def plan(manifest: Manifest) -> list[Point]:
     points = sweep_points(manifest)
     names = {p.variant for p in points}
     variants = expand(manifest)
+    shared = [v.name for v in variants if v.name not in names]
+    if shared:  # the sweep overrides what the matrix varies: their points coincide
+        measured = ", ".join(sorted(names))
+        note = (
+            f"variants {', '.join(shared)}: every sweep point coincides with one of variant(s) "
+            f"{measured} (the sweep sets what the matrix varies), so it was measured once"
+        )
+        if len(names) == 1:
+            note = (
+                f"the sweep sets what the matrix varies: all {len(variants)} variants share "
+                "these points, so each point was measured once, as one series"
+            )
+        for p in points:
+            p.note = note
     short = display_names({v.name: v.overrides for v in variants if v.name in names})
     for p in points:
         if len(names) == 1:

@@ -89,11 +89,9 @@ def plot(bench: dict[str, Any], path: Path) -> Path | None:
     points = profiled(bench)
     if not points:
         return None
-    import matplotlib
+    from runner.report.plots import pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     cols = columns(points)
     labels = [p["label"] for p in points]
     fig, ax = plt.subplots(figsize=(9, 1.2 + 0.55 * len(points)))

@@ -69,6 +69,7 @@ def run_bench(manifest: Manifest, run_dir: Path, *, console: Any = None) -> dict
     bench["points"] = results
     bench["host"]["load_avg_after"] = list(os.getloadavg())
     analyse(bench)
+    bench["findings"] = list(dict.fromkeys(p.note for p in points if p.note)) + bench["findings"]
     add_overhead(bench, harness_overhead())
     profile_report.add_findings(bench)
     run_dir = Path(run_dir)

@@ -45,15 +45,16 @@ def make_env(
 
 def make_model(cfg: Manifest, venv: Any, *, seed: int, tb_dir: Path | None) -> Any:
     """The manifest's algorithm on `venv`, logging to TensorBoard in `tb_dir` (None: no logging)."""
-    from stable_baselines3.common.logger import configure
+    from stable_baselines3.common.logger import Logger, configure
 
     from runner.trainers.sb3.hyperparams import model_kwargs
 
     cls = algo_class(cfg.algo.name)
     kwargs = model_kwargs(cfg.algo, venv.action_space)
     model = cls(cfg.algo.policy, venv, seed=seed, device=cfg.algo.device, verbose=0, **kwargs)
-    formats = ["tensorboard"] if tb_dir is not None else []
-    model.set_logger(configure(str(tb_dir) if tb_dir else None, formats))
+    # SB3's configure(None, ...) makes an empty $TMPDIR/SB3-<date> folder: a bare Logger does not
+    logger = configure(str(tb_dir), ["tensorboard"]) if tb_dir is not None else Logger(None, [])
+    model.set_logger(logger)
     return model
 
 
