@@ -17,8 +17,10 @@ def load_manifest(path: str | Path, *, check: bool = True) -> Manifest:
     When the schema rejects some fields, the checks still run on the rest (with defaults in place
     of the rejected values), so one `validate` shows every problem at once.
     """
+    from runner.trainers.task_defaults import prepare  # algo.defaults: task
+
     path = Path(path)
-    manifest, problems, lines = read_manifest(path)
+    manifest, problems, lines = read_manifest(path, prepare)
     if check:
         found = check_manifest(manifest, str(path), lines)
         problems += [p for p in found if p not in problems]

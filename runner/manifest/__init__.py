@@ -47,4 +47,5 @@ def resolved(manifest: Manifest) -> dict[str, Any]:
         for v in expand(manifest)
         if v.config is not None
     }
+    data["sources"] = dict(manifest._sources)
     return json.loads(json.dumps(data))

@@ -7,6 +7,7 @@ message); the CLI prints them one per line as `FILE:LINE: dotted.path: message`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +73,14 @@ def _anchor_paths(manifest: Manifest, base: Path) -> Manifest:
     return manifest
 
 
-def read_manifest(path: Path) -> tuple[Manifest, list[Problem], Lines]:
+# Supplies values under the parsed manifest before validation (`algo.defaults: task`, set by the
+# checks layer, which may consult backends): (data, source, lines) -> (data, dotted path -> source)
+Prepare = Callable[[Any, str, Lines], tuple[Any, dict[str, str]]]
+
+
+def read_manifest(
+    path: Path, prepare: Prepare | None = None
+) -> tuple[Manifest, list[Problem], Lines]:
     """Parse and validate a manifest: the manifest, the schema's problems and each field's line.
 
     When the schema rejects some fields, the manifest comes back with defaults in place of the
@@ -81,6 +89,9 @@ def read_manifest(path: Path) -> tuple[Manifest, list[Problem], Lines]:
     """
     source = str(path)
     data, lines = parse_yaml(read_text(path), source)
+    sources: dict[str, str] = {}
+    if prepare is not None:
+        data, sources = prepare(data, source, lines)
     try:
         manifest = validate_data(data, source, lines)
         problems: list[Problem] = []
@@ -90,7 +101,9 @@ def read_manifest(path: Path) -> tuple[Manifest, list[Problem], Lines]:
             manifest = Manifest.model_validate(_without(data, exc.locs))
         except (ValidationError, TypeError):
             raise exc from None
-    return _anchor_paths(manifest, path.resolve().parent), problems, lines
+    manifest = _anchor_paths(manifest, path.resolve().parent)
+    manifest._sources = sources
+    return manifest, problems, lines
 
 
 def load_unchecked(path: str | Path) -> Manifest:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 # The one list of backend names: the registry (`runner.backends`) maps each to its module.
 BackendName = Literal["godot", "envpool", "gymnasium", "isaaclab", "brax"]
@@ -99,7 +99,17 @@ class ParallelSpec(_Strict):
 
 
 class AlgoSpec(_Strict):
-    name: str = Field("PPO", description="A Stable-Baselines3 or sb3-contrib algorithm class.")
+    name: str = Field(
+        "PPO",
+        description="A Stable-Baselines3 or sb3-contrib algorithm class, or an own loop: "
+        "brax_ppo (backend brax), rsl_rl_ppo (RSL-RL's PPO, backend isaaclab).",
+    )
+    defaults: Literal["task"] | None = Field(
+        None,
+        description="task (backend isaaclab): start from the agent config the Isaac Lab task "
+        "registers for this library (sb3_cfg_entry_point, rsl_rl_cfg_entry_point), processed as "
+        "Isaac Lab's own training script does; anything the manifest sets overrides it.",
+    )
     policy: str = Field("MlpPolicy", description="Policy name, e.g. MlpPolicy or CnnPolicy.")
     params: dict[str, Any] = Field(
         default_factory=dict, description="Keyword arguments of the algorithm's constructor."
@@ -174,6 +184,10 @@ class Manifest(_Strict):
         default_factory=dict,
         description="Claims on summary metrics, e.g. {eval.mean_reward: {'>=': 80}}.",
     )
+
+    # dotted path -> where its value came from (`manifest`, `isaaclab task ...`); set by
+    # load_manifest, written to resolved.yaml as `sources`
+    _sources: dict[str, str] = PrivateAttr(default_factory=dict)
 
     @field_validator("seeds")
     @classmethod

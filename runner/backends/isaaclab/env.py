@@ -109,7 +109,9 @@ def task_cfg(env: EnvSpec, p: dict[str, Any], n_envs: int, seed: int, cache: Pat
     return cfg
 
 
-def make(env: EnvSpec, n_envs: int, seed: int, log_dir: Path | None) -> Any:
+def launch(env: EnvSpec, n_envs: int, seed: int, log_dir: Path | None) -> tuple[Any, Any]:
+    """The task's gymnasium env, launched as Isaac Lab's own workflows launch it, and the
+    callable that ends the simulation launch (call it after closing the env)."""
     from runner.backends.isaaclab import cache_dir, gpu_present
 
     if env.kwargs.get("asset_root"):  # Isaac Lab reads it once, when isaaclab.utils is imported
@@ -118,7 +120,6 @@ def make(env: EnvSpec, n_envs: int, seed: int, log_dir: Path | None) -> Any:
     import isaaclab_tasks  # noqa: F401  (registers the tasks)
     from isaaclab.app import launch_simulation
     from isaaclab.utils.assets import NUCLEUS_ASSET_ROOT_DIR
-    from isaaclab_rl.sb3 import Sb3VecEnvWrapper
 
     p = picks(env, gpu=gpu_present(), default_root=NUCLEUS_ASSET_ROOT_DIR)
     if log_dir is not None:
@@ -127,6 +128,22 @@ def make(env: EnvSpec, n_envs: int, seed: int, log_dir: Path | None) -> Any:
     launched = launch_simulation(cfg, {"device": p["device"], "headless": True})
     launched.__enter__()
 
+    def end() -> None:
+        launched.__exit__(None, None, None)
+
+    try:
+        return gym.make(env.id, cfg=cfg), end
+    except BaseException:
+        end()
+        raise
+
+
+def make(env: EnvSpec, n_envs: int, seed: int, log_dir: Path | None) -> Any:
+    """The task behind Isaac Lab's own Stable-Baselines3 wrapper."""
+    from isaaclab_rl.sb3 import Sb3VecEnvWrapper
+
+    base, end = launch(env, n_envs, seed, log_dir)
+
     class Wrapper(Sb3VecEnvWrapper):  # type: ignore[misc, valid-type]
         """Isaac Lab's own SB3 wrapper; closing it also ends the simulation launch."""
 
@@ -134,10 +151,11 @@ def make(env: EnvSpec, n_envs: int, seed: int, log_dir: Path | None) -> Any:
             try:
                 super().close()
             finally:
-                launched.__exit__(None, None, None)
+                end()
 
     try:
-        return Wrapper(gym.make(env.id, cfg=cfg))
+        return Wrapper(base)
     except BaseException:
-        launched.__exit__(None, None, None)
+        base.close()
+        end()
         raise

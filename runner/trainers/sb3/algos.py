@@ -80,7 +80,9 @@ def constructor_args(name: str) -> tuple[str, ...] | None:
 
 
 # Algorithms with their own training loop: name -> (file in Brax's package, function taking
-# algo.params). The brax backend finds the file: it may live in Brax's own venv.
+# algo.params). The brax backend finds the file: it may live in Brax's own venv. rsl_rl_ppo's
+# params override the task's runner configuration, which only Isaac Lab's Python can read: the
+# dry construction checks them there (runner.trainers.sb3.construct), before any unit starts.
 OWN_LOOP_FUNCTIONS = {"brax_ppo": ("training/agents/ppo/train.py", "train")}
 
 
@@ -102,6 +104,8 @@ def _own_loop_check(name: str, params: dict[str, Any], backend: str) -> tuple[st
     only = OWN_LOOPS[name][1]
     if backend != only:
         return "name", f"{name} runs only on the {only} backend (this env's is {backend})"
+    if name not in OWN_LOOP_FUNCTIONS:  # its config is the task's: checked in the task's Python
+        return _supplied(name, params)
     args = own_loop_args(name)
     if args is None:  # the backend is missing: env.id's one line says so and how to get it
         return None
@@ -114,6 +118,15 @@ def _own_loop_check(name: str, params: dict[str, Any], backend: str) -> tuple[st
             close = difflib.get_close_matches(key, args + EXTRA_PARAMS, n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
             return f"params.{key}", f"{name} has no argument '{key}'{hint}"
+    return None
+
+
+def _supplied(name: str, params: dict[str, Any]) -> tuple[str, str] | None:
+    from runner.trainers.rsl_rl_ppo import RUNNER_SUPPLIED
+
+    for key in params:
+        if key in RUNNER_SUPPLIED:
+            return f"params.{key}", f"'{key}' is set by the runner from the manifest"
     return None
 
 

@@ -68,6 +68,12 @@ def build_once(cfg: Manifest, *, check_device: bool = True) -> tuple[tuple[str, 
         seed_everything(derive(0), torch_threads=cfg.algo.torch_threads)
     except Exception as exc:
         return ("algo", "torch_threads"), f"torch refuses it: {_first_line(exc)}"
+    if trainer_for(cfg.algo.name) == "rsl_rl_ppo":  # the task's runner config takes algo.params
+        from runner.trainers.rsl_rl_ppo import config_problem
+
+        found = config_problem(cfg)
+        if found is not None:
+            return found
     try:
         one = ParallelSpec(envs=1, workers=1, mode="dummy")
         venv = make_env(cfg, seed=0, parallel=one)
