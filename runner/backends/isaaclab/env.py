@@ -63,6 +63,47 @@ def picks(env: EnvSpec, *, gpu: bool, default_root: str) -> dict[str, Any]:
     }
 
 
+def asset_files(cfg: Any, root: str) -> list[str]:
+    """The files under Isaac's asset root that a task's configuration names (robots, objects,
+    ground planes), relative to the root, sorted."""
+    root = root.rstrip("/") + "/"
+    found: set[str] = set()
+    seen: set[int] = set()
+
+    def walk(node: Any, depth: int) -> None:
+        if isinstance(node, str):
+            if node.startswith(root):
+                found.add(node[len(root) :])
+            return
+        if depth > 12 or id(node) in seen or isinstance(node, (int, float, bool, type(None))):
+            return
+        seen.add(id(node))
+        if isinstance(node, dict):
+            items = list(node.values())
+        elif isinstance(node, (list, tuple)):
+            items = list(node)
+        elif hasattr(node, "__dataclass_fields__"):
+            items = [getattr(node, f, None) for f in node.__dataclass_fields__]
+        else:
+            return
+        for item in items:
+            walk(item, depth + 1)
+
+    walk(cfg, 0)
+    return sorted(found)
+
+
+def unreachable(env: EnvSpec, root: str, files: list[str]) -> BackendUnavailable:
+    """What to do when a task's assets cannot be reached: the files, and env.kwargs.asset_root."""
+    shown = ", ".join(files[:6]) + (f" and {len(files) - 6} more" if len(files) > 6 else "")
+    needs = f"it needs {shown} (and the files they reference)" if files else "it needs its USDs"
+    return BackendUnavailable(
+        f"{env.id}: Isaac Lab's assets at {root} cannot be reached from this machine and rlcrate "
+        f"has no local stand-in for this task; {needs}: copy them, with the same layout, into a "
+        "folder (or a mirror) and set env.kwargs.asset_root to it"
+    )
+
+
 def local_cartpole(cache: Path) -> Path:
     """Newton's single-pendulum cartpole USD (joints slider_to_cart and cart_to_pole, as Isaac
     Lab's) with its defaultPrim's case fixed to match the prim it names."""
@@ -121,7 +162,14 @@ def launch(env: EnvSpec, n_envs: int, seed: int, log_dir: Path | None) -> tuple[
     from isaaclab.app import launch_simulation
     from isaaclab.utils.assets import NUCLEUS_ASSET_ROOT_DIR
 
-    p = picks(env, gpu=gpu_present(), default_root=NUCLEUS_ASSET_ROOT_DIR)
+    try:
+        p = picks(env, gpu=gpu_present(), default_root=NUCLEUS_ASSET_ROOT_DIR)
+    except BackendUnavailable:
+        from isaaclab_tasks.utils import parse_env_cfg
+
+        root = str(env.kwargs.get("asset_root") or NUCLEUS_ASSET_ROOT_DIR)
+        files = asset_files(parse_env_cfg(env.id, device="cpu", num_envs=1), root)
+        raise unreachable(env, root, files) from None
     if log_dir is not None:
         write_json_atomic(Path(log_dir) / "isaaclab.json", p)
     cfg = task_cfg(env, p, n_envs, seed, cache_dir())
