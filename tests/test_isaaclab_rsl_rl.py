@@ -150,3 +150,11 @@ def test_bench_measures_rsl_rl(write_manifest, tmp_path):
         s = point[key]["steps_per_s"]
         assert 0 < s["min"] <= s["median"] <= s["max"] and len(s["runs"]) == 2
     assert 0 < point["train"]["env_fraction"] < 1
+
+
+def test_task_without_reachable_assets_names_the_files_it_needs(write_manifest):
+    """No network here: Isaac-Ant-Direct's robot USD cannot be fetched and has no stand-in."""
+    m = rsl(env={"backend": "isaaclab", "id": "Isaac-Ant-Direct"}, algo={"name": "PPO"})
+    err = one_line_exit_2(rlcrate("validate", "--deep", str(write_manifest(m)), timeout=900))
+    assert "Isaac/Robots/IsaacSim/Ant/ant_instanceable.usd" in err, err
+    assert "set env.kwargs.asset_root to it" in err

@@ -82,7 +82,9 @@ def sb3_values(cfg: dict[str, Any], n_envs: int) -> dict[Path_, Any]:
 
 
 def _leaves(value: Any, at: Path_) -> dict[Path_, Any]:
-    if isinstance(value, dict) and value:
+    """Nested values by path; an empty mapping is a field left unset (Isaac Lab's `to_dict`
+    writes MISSING so), which the configuration keeps as it is."""
+    if isinstance(value, dict):
         out: dict[Path_, Any] = {}
         for key, item in value.items():
             out.update(_leaves(item, (*at, key)))

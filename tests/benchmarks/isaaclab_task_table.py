@@ -1,7 +1,7 @@
 """Which registered Isaac Lab tasks run on this machine, and what the others need (a script, not
 a test). Run it with Isaac Lab's Python (the GPU environment):
 
-    .cache/gpu-env/bin/python tests/benchmarks/isaaclab_tasks.py [--try] [--out tasks.json]
+    .cache/gpu-env/bin/python tests/benchmarks/isaaclab_task_table.py [--try] [--out tasks.json]
 
 For every registered `Isaac-*` task, from its configuration alone: the files it names under
 Isaac's asset root (robots, props, ground planes; `asset_files`), whether it has camera sensors
@@ -26,7 +26,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # noqa: E402 (the checkout, before this folder)
 
 
 def _physics_presets(cfg) -> list[str]:
