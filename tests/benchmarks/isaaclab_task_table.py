@@ -26,7 +26,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))  # noqa: E402 (the checkout, before this folder)
+sys.path.insert(0, str(ROOT))
 
 
 def _physics_presets(cfg) -> list[str]:
@@ -45,7 +45,7 @@ def inspect(task: str, root: str) -> dict:
     import gymnasium as gym
     from isaaclab_tasks.utils import parse_env_cfg
 
-    from runner.backends._isaaclab_env import LOCAL_STANDINS, asset_files
+    from runner.backends.isaaclab.env import LOCAL_STANDINS, asset_files
 
     kwargs = gym.spec(task).kwargs
     row = {"task": task, "sb3": "sb3_cfg_entry_point" in kwargs,

@@ -275,7 +275,7 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
 
 
 def bench(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
-    """Env-only and training steps/s of RSL-RL's own loop (see `rsl_rl_bench`)."""
-    from runner.trainers.rsl_rl_bench import bench as measure
+    """Env-only and training steps/s of RSL-RL's own loop (see `benchmark`)."""
+    from runner.trainers.rsl_rl_ppo.benchmark import bench as measure
 
     return measure(cfg, seeds)
