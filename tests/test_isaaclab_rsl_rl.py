@@ -27,7 +27,12 @@ def rsl(**over) -> dict:
     m = {
         "rlcrate": 1,
         "name": "il-rsl",
-        "env": {"backend": "isaaclab", "id": "Isaac-Cartpole-Direct"},
+        # 0.25 s episodes (15 steps): training episodes end within the tiny budget
+        "env": {
+            "backend": "isaaclab",
+            "id": "Isaac-Cartpole-Direct",
+            "kwargs": {"episode_length_s": 0.25},
+        },
         "parallel": {"envs": 8},
         "algo": {"name": "rsl_rl_ppo", "defaults": "task", "params": {"num_steps_per_env": 16}},
         "train": {"timesteps": 256, "checkpoint_every": 128},
@@ -158,3 +163,26 @@ def test_task_without_reachable_assets_names_the_files_it_needs(write_manifest):
     err = one_line_exit_2(rlcrate("validate", "--deep", str(write_manifest(m)), timeout=900))
     assert "Isaac/Robots/IsaacSim/Ant/ant_instanceable.usd" in err, err
     assert "set env.kwargs.asset_root to it" in err
+
+
+@pytest.mark.slow
+def test_sb3_defaults_task_trains_with_the_task_config_and_manifest_overrides(
+    write_manifest, tmp_path
+):
+    """PPO with `defaults: task`: the task's sb3 config (n_steps 16, n_epochs 20, ...) under the
+    manifest's train.timesteps and policy_kwargs, each value's source in resolved.yaml."""
+    m = rsl(algo={"name": "PPO", "defaults": "task", "params": {
+        "n_epochs": 2, "policy_kwargs": {"net_arch": [16, 16]}}})  # fmt: skip
+    m["train"] = {"timesteps": 128}
+    res = rlcrate("run", str(write_manifest(m)), "--out", str(tmp_path), timeout=1800)
+    assert res.returncode == 0, res.stdout + res.stderr
+    run = run_dir_of(tmp_path, "il-rsl")
+    res_yaml = resolved_sources(run)
+    algo, sources = res_yaml["variants"]["default"]["config"]["algo"], res_yaml["sources"]
+    assert algo["params"]["n_steps"] == 16 and algo["params"]["ent_coef"] == 0.01
+    assert algo["params"]["n_epochs"] == 2 and res_yaml["train"]["timesteps"] == 128
+    assert sources["algo.params.n_steps"].startswith("isaaclab task Isaac-Cartpole-Direct (sb3")
+    assert "algo.params.n_epochs" not in sources and "train.timesteps" not in sources
+    assert "algo.params.seed" not in sources and "algo.params.device" not in sources
+    status = json.loads((run / "units" / "default" / "seed-0" / "status.json").read_text())
+    assert status["state"] == "done" and status["timesteps_done"] == 128
