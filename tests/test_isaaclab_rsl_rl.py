@@ -136,7 +136,7 @@ def test_rsl_rl_trains_resumes_and_evaluates(write_manifest, tmp_path):
     (unit / "checkpoints" / "step-192.zip").write_bytes(b"not a checkpoint")
     status["state"] = "interrupted"
     (unit / "status.json").write_text(json.dumps(status))
-    res = rlcrate("run", "--resume", str(run), timeout=1800)
+    res = rlcrate("run", str(path), "--resume", str(run), timeout=1800)
     assert res.returncode == 0, res.stdout + res.stderr
     status = json.loads((unit / "status.json").read_text())
     assert status["state"] == "done" and status["timesteps_done"] == 256
