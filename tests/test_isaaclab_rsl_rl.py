@@ -159,10 +159,11 @@ def test_bench_measures_rsl_rl(write_manifest, tmp_path):
 
 def test_task_without_reachable_assets_names_the_files_it_needs(write_manifest):
     """No network here: Isaac-Ant-Direct's robot USD cannot be fetched and has no stand-in."""
-    m = rsl(env={"backend": "isaaclab", "id": "Isaac-Ant-Direct"}, algo={"name": "PPO"})
+    ppo = {"name": "PPO", "params": {"n_steps": 16, "batch_size": 64}}
+    m = rsl(env={"backend": "isaaclab", "id": "Isaac-Ant-Direct"}, algo=ppo)
     err = one_line_exit_2(rlcrate("validate", "--deep", str(write_manifest(m)), timeout=900))
     assert "Isaac/Robots/IsaacSim/Ant/ant_instanceable.usd" in err, err
-    assert "set env.kwargs.asset_root to it" in err
+    assert "set env.kwargs.asset_root to a folder with" in err
 
 
 @pytest.mark.slow

@@ -94,13 +94,12 @@ def asset_files(cfg: Any, root: str) -> list[str]:
 
 
 def unreachable(env: EnvSpec, root: str, files: list[str]) -> BackendUnavailable:
-    """What to do when a task's assets cannot be reached: the files, and env.kwargs.asset_root."""
-    shown = ", ".join(files[:6]) + (f" and {len(files) - 6} more" if len(files) > 6 else "")
-    needs = f"it needs {shown} (and the files they reference)" if files else "it needs its USDs"
+    """What to do when a task's assets cannot be reached: env.kwargs.asset_root, and the files
+    (the first three; the message stays one short line)."""
+    shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
     return BackendUnavailable(
-        f"{env.id}: Isaac Lab's assets at {root} cannot be reached from this machine and rlcrate "
-        f"has no local stand-in for this task; {needs}: copy them, with the same layout, into a "
-        "folder (or a mirror) and set env.kwargs.asset_root to it"
+        f"{env.id}: assets at {root} unreachable, no local stand-in; set env.kwargs.asset_root "
+        f"to a folder with {shown or 'its USDs'} (same layout, with the files they reference)"
     )
 
 
