@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from runner.backends.isaaclab.env import picks, reachable, set_dotted
+from runner.backends.isaaclab.env import (
+    asset_files,
+    picks,
+    reachable,
+    set_dotted,
+    unreachable,
+)
 from runner.errors import BackendUnavailable, FieldError
 from runner.manifest.schema import EnvSpec
 
@@ -54,3 +60,23 @@ def test_dotted_kwargs_reach_only_existing_config_fields():
     assert (cfg.scene.env_spacing, cfg.episode_length_s) == (2.0, 3.0)
     with pytest.raises(FieldError, match="no 'scene.spacing'"):
         set_dotted(cfg, "scene.spacing", 1.0)
+
+
+def test_asset_files_lists_what_the_config_names_under_the_root():
+    from dataclasses import dataclass, field
+
+    root = "https://assets.example/Assets"
+
+    @dataclass
+    class Spawn:
+        usd_path: str = f"{root}/Isaac/Robots/Ant/ant.usd"
+
+    @dataclass
+    class Scene:
+        robot: Spawn = field(default_factory=Spawn)
+        ground: dict = field(default_factory=lambda: {"usd": f"{root}/Isaac/Grid/plane.usda"})
+        local: str = "/tmp/elsewhere.usd"
+
+    assert asset_files(Scene(), root + "/") == ["Isaac/Grid/plane.usda", "Isaac/Robots/Ant/ant.usd"]
+    err = str(unreachable(spec("Isaac-Ant-Direct"), root, asset_files(Scene(), root)))
+    assert "Isaac/Robots/Ant/ant.usd" in err and "set env.kwargs.asset_root" in err

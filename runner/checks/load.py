@@ -12,7 +12,7 @@ from runner.errors import ManifestError
 from runner.manifest.load import read_manifest
 from runner.manifest.overrides import Override, attribute
 from runner.manifest.schema import Manifest
-from runner.trainers.sb3 import zoo
+from runner.trainers import defaults
 
 
 def load_manifest(
@@ -25,7 +25,7 @@ def load_manifest(
     --seeds) are applied first; a problem they cause names them instead of a line of the file.
     """
     path = Path(path)
-    manifest, problems, lines = read_manifest(path, zoo.apply, overrides)
+    manifest, problems, lines = read_manifest(path, defaults.apply, overrides)
     manifest = anchor_paths(manifest, path.resolve().parent)
     if check:
         found = check_manifest(manifest, str(path), lines)

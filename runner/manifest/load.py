@@ -63,9 +63,9 @@ def _without(data: Any, locs: list[Loc]) -> Any:
     return data
 
 
-# Fills in `algo.defaults` (rl-zoo3's values) under the parsed manifest: (data, path -> source)
-# of the values it supplied; ValueError (one line) when it cannot. The SB3 trainer owns it
-# (runner.trainers.sb3.zoo); the layers above pass it in.
+# Fills in `algo.defaults` (rl-zoo3's values, or an Isaac Lab task's) under the parsed manifest:
+# (data, path -> source) of the values it supplied; ValueError (one line) when it cannot. The
+# trainers own it (runner.trainers.defaults); the layers above pass it in.
 Defaults = Callable[[dict[str, Any]], tuple[dict[str, Any], dict[str, str]]]
 
 

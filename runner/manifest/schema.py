@@ -130,12 +130,19 @@ class NormalizeSpec(_Strict):
 
 
 class AlgoSpec(_Strict):
-    name: str = Field("PPO", description="A Stable-Baselines3 or sb3-contrib algorithm class.")
-    defaults: Literal["zoo"] | None = Field(
+    name: str = Field(
+        "PPO",
+        description="A Stable-Baselines3 or sb3-contrib algorithm class, or an own loop: "
+        "brax_ppo (backend brax), rsl_rl_ppo (RSL-RL's PPO, backend isaaclab).",
+    )
+    defaults: Literal["zoo", "task"] | None = Field(
         None,
         description="zoo: start from the hyperparameters the installed rl-zoo3 package publishes "
         "for this algorithm and env id (n_envs, n_timesteps, normalize, policy, policy_kwargs, "
-        "schedules, the Atari wrapper); anything the manifest sets overrides them.",
+        "schedules, the Atari wrapper). task (backend isaaclab): start from the agent config the "
+        "Isaac Lab task registers for this library (sb3_cfg_entry_point, "
+        "rsl_rl_cfg_entry_point), processed as Isaac Lab's own training script does. Anything "
+        "the manifest sets overrides them.",
     )
     policy: str = Field("MlpPolicy", description="Policy name, e.g. MlpPolicy or CnnPolicy.")
     params: dict[str, Any] = Field(
@@ -301,8 +308,8 @@ class Manifest(_Strict):
         description="Experiment tracking: each unit a tracked run in MLflow and/or Weights & "
         "Biases, grouped under the rlcrate run.",
     )
-    # dotted path -> where its value came from (`manifest`, `rlcrate default`, `rl-zoo3 ...`);
-    # set by load_manifest, written to resolved.yaml as `sources`
+    # dotted path -> where its value came from (`manifest`, `rlcrate default`, `rl-zoo3 ...`,
+    # `isaaclab task ...`); set by load_manifest, written to resolved.yaml as `sources`
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
 
     @field_validator("seeds")

@@ -1,9 +1,10 @@
 """Trainer registry: the training loop a unit runs, resolved from the manifest's algorithm.
 
 Every Stable-Baselines3 / sb3-contrib algorithm is trained by `sb3`; an algorithm with its own
-loop (Brax's JAX PPO) is a trainer of the same name: a new module here implementing the `Trainer`
-contract in `base.py` (its params and limits, training, evaluation, bench, determinism attempt,
-resume), plus its name in TRAINERS. Nothing outside this package names a trainer.
+loop (Brax's JAX PPO, RSL-RL's PPO on Isaac Lab) is a trainer of the same name: a new module here
+implementing the `Trainer` contract in `base.py` (its params and limits, training, evaluation,
+bench, determinism attempt, resume), plus its name in TRAINERS. Nothing outside this package names
+a trainer.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 TRAINERS: Final[dict[str, str]] = {
     "sb3": "runner.trainers.sb3",
     "brax_ppo": "runner.trainers.brax_ppo",
+    "rsl_rl_ppo": "runner.trainers.rsl_rl_ppo",
 }
 DEFAULT: Final = "sb3"  # trains every algorithm that has no trainer of its own name
 
@@ -47,6 +49,6 @@ def get_trainer(name: str) -> Trainer:
 
 
 if TYPE_CHECKING:  # mypy checks every registered trainer against the contract
-    from runner.trainers import brax_ppo, sb3
+    from runner.trainers import brax_ppo, rsl_rl_ppo, sb3
 
-    _CONFORMING: tuple[Trainer, ...] = (sb3, brax_ppo)
+    _CONFORMING: tuple[Trainer, ...] = (sb3, brax_ppo, rsl_rl_ppo)

@@ -163,11 +163,19 @@ def _rebuilt(unit_dir: Path, steps: int) -> dict[str, Any]:
     }
 
 
-def finished_training(unit_dir: Path, budget: int) -> dict[str, Any] | None:
+def finished_training(
+    unit_dir: Path, budget: int, steps_of: Callable[[Path], int | None] | None = saved_steps
+) -> dict[str, Any] | None:
     """The train job's record if its training finished (then it must not train again): model.zip
-    trained at least `budget` steps by its own account. A missing or damaged train.json, or one
-    that disagrees with the model, is rebuilt from the files and written back."""
-    steps = saved_steps(unit_dir / "model.zip")
+    trained at least `budget` steps by its own account (`steps_of`). A missing or damaged
+    train.json, or one that disagrees with the model, is rebuilt from the files and written back.
+    A loop whose models hold no step count (`steps_of` None) is finished by its train.json."""
+    if steps_of is None:
+        found = read_json(unit_dir / TRAIN_RECORD)
+        if not (isinstance(found, dict) and (unit_dir / "model.zip").is_file()):
+            return None
+        return found if int(found.get("timesteps_done") or 0) >= budget else None
+    steps = steps_of(unit_dir / "model.zip")
     if steps is None or steps < budget:
         return None
     record = read_json(unit_dir / TRAIN_RECORD)
@@ -205,13 +213,14 @@ def train_once(
     budget: int,
     train: Callable[[], dict[str, Any]],
     final_ok: Callable[[Path], Any],
+    steps_of: Callable[[Path], int | None] | None = saved_steps,
 ) -> dict[str, Any]:
     """Run `train` unless this unit's training already finished (then keep its final model and
     its figures, so a resumed unit re-evaluates the model it trained). `final_ok(model.zip)`
     raises if the final model is unreadable; then training continues from the newest checkpoint.
     A training that ends short of `budget` steps fails the unit: it is never recorded as done.
     """
-    done = finished_training(unit_dir, budget)
+    done = finished_training(unit_dir, budget, steps_of)
     if done is not None:
         try:
             final_ok(unit_dir / "model.zip")

@@ -6,6 +6,9 @@ Steps (each records its figures, or why it was skipped or failed, and the time i
   host       nvidia-smi, CPU count, load
   brax       Brax PPO training steps/s, ant, 1024 and 4096 envs (the GPU environment's JAX)
   isaaclab   Isaac-Cartpole-Direct train + eval through `rlcrate run` on cuda:0 (task defaults)
+  rsl_rl     RSL-RL's PPO (`rsl_rl_ppo`, `algo.defaults: task`) through `rlcrate run` on cuda:0:
+             Isaac-Cartpole-Direct and the locomotion task Isaac-Velocity-Flat-AnymalD, 4096 envs
+             (AnymalD's USD comes from Isaac's asset root: the machine needs its network)
   sb3        SB3 PPO on CartPole through `rlcrate run`, device cuda vs cpu (steps/s)
   scaling    `rlcrate bench` env-only steps/s over 1..16 workers: EnvPool Pong, Godot BallChase
 The whole run stops starting new steps at DEADLINE_S (420 s) so it ends well inside 8 minutes.
@@ -65,7 +68,7 @@ def host() -> dict[str, object]:
 def brax() -> dict[str, object]:
     out = {}
     for n in (1024, 4096):
-        res = _sh([BRAX_PY, "-c", BRAX.format(n=n, steps=n * 5 * 16 * 8)], min(150, _left()))
+        res = _sh([BRAX_PY, "-c", BRAX.format(n=n, steps=n * 5 * 16 * 8)], min(90, _left()))
         line = [ln for ln in res.stdout.splitlines() if ln.startswith("SPS")]
         out[str(n)] = (
             {"steps_per_s": float(line[-1].split()[1]), "device": line[-1].split()[2]}
@@ -97,7 +100,19 @@ def isaaclab(tmp: Path) -> dict[str, object]:
          "id": "Isaac-Cartpole-Direct"}, "parallel": {"envs": 1024},
          "algo": {"name": "PPO", "device": "cuda", "params": {"n_steps": 16, "batch_size": 4096}},
          "train": {"timesteps": 163840}, "eval": {"episodes": 3}, "seeds": [0]}  # fmt: skip
-    return _run(m, tmp, min(180, _left()), "run")
+    return _run(m, tmp, min(120, _left()), "run")
+
+
+def rsl_rl(tmp: Path) -> dict[str, object]:
+    out = {}
+    for task, iters in (("Isaac-Cartpole-Direct", 20), ("Isaac-Velocity-Flat-AnymalD", 5)):
+        short = task.split("-")[-1].lower()
+        m = {"rlcrate": 1, "name": f"gpu-rsl-{short}", "env": {"backend": "isaaclab", "id": task},
+             "parallel": {"envs": 4096}, "algo": {"name": "rsl_rl_ppo", "defaults": "task",
+             "params": {"num_steps_per_env": 24}}, "train": {"timesteps": 4096 * 24 * iters},
+             "eval": {"episodes": 2}, "seeds": [0]}  # fmt: skip
+        out[task] = _run(m, tmp, min(120, _left()), "run")
+    return out
 
 
 def sb3(tmp: Path) -> dict[str, object]:
@@ -134,6 +149,7 @@ def main() -> None:
             ("host", host),
             ("brax", brax),
             ("isaaclab", lambda: isaaclab(where)),
+            ("rsl_rl", lambda: rsl_rl(where)),
             ("sb3", lambda: sb3(where)),
             ("scaling", lambda: scaling(where)),
         ]

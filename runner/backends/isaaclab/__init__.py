@@ -32,6 +32,7 @@ INSTALL = (
     f"{GPU_ENV_HINT}, or set RLCRATE_PYTHON_ISAACLAB to a Python 3.12 that has isaaclab==3.0.0 "
     "and rlcrate"
 )
+REGISTRY_FORMAT = 2  # bumped when a cached answer changes shape (2: RSL-RL's version)
 # In the CUDA image only (its lock is the GPU environment's).
 TRAITS = Traits(
     module="isaaclab",
@@ -77,18 +78,36 @@ def available() -> str | None:
 def registry() -> dict[str, Any]:
     """{isaaclab, python, tasks, asset_root} from Isaac Lab's Python, cached on disk per
     interpreter and install (its site-packages' modification time)."""
+    from runner.backends.isaaclab.tasks import MARKER
+
+    return _cached("registry", lambda python: _ask(python, "isaaclab.tasks", [], MARKER))
+
+
+@cache
+def agent_config(task: str, entry_point: str) -> dict[str, Any]:
+    """The task's registered agent config for one library, `{entry, cfg}` (entry None: the task
+    registers none), from Isaac Lab's Python, cached on disk like the registry."""
+    from runner.backends.isaaclab.agent import MARKER
+
+    def ask(python: str) -> dict[str, Any]:
+        return _ask(python, "isaaclab.agent", [task, entry_point], MARKER)
+
+    return _cached(f"agent:{task}:{entry_point}", ask)
+
+
+def _cached(what: str, ask: Any) -> dict[str, Any]:
     reason = available()
     if reason:
         raise BackendUnavailable(reason)
     python = str(_python())
-    stamp = f"{os.path.realpath(python)}:{_install_stamp(python)}"
+    stamp = f"{REGISTRY_FORMAT}:{what}:{os.path.realpath(python)}:{_install_stamp(python)}"
     path = cache_dir() / f"isaaclab-{hashlib.sha256(stamp.encode()).hexdigest()[:16]}.json"
     with contextlib.suppress(OSError, ValueError):
         return dict(json.loads(path.read_text(encoding="utf-8")))
-    data = _ask_registry(python)
+    data = ask(python)
     with contextlib.suppress(OSError):  # a read-only home only costs speed
         write_text_atomic(path, json.dumps(data), durable=False)
-    return data
+    return dict(data)
 
 
 def _install_stamp(python: str) -> float:
@@ -97,10 +116,9 @@ def _install_stamp(python: str) -> float:
     return max((p.stat().st_mtime for p in sites), default=Path(python).stat().st_mtime)
 
 
-def _ask_registry(python: str) -> dict[str, Any]:
-    from runner.backends.isaaclab.tasks import MARKER
-
-    cmd = [python, "-m", "runner.backends.isaaclab.tasks"]
+def _ask(python: str, module: str, args: list[str], marker: str) -> dict[str, Any]:
+    """Run `python -m runner.backends.<module> ARGS` in Isaac Lab's Python; its marked JSON line."""
+    cmd = [python, "-m", f"runner.backends.{module}", *args]
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
@@ -108,12 +126,12 @@ def _ask_registry(python: str) -> dict[str, Any]:
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise BackendUnavailable(f"{python} could not list Isaac Lab's tasks ({exc})") from None
+        raise BackendUnavailable(f"{python} could not read Isaac Lab's tasks ({exc})") from None
     for line in out.stdout.splitlines()[::-1]:
-        if line.startswith(MARKER):
-            return dict(json.loads(line[len(MARKER) :]))
+        if line.startswith(marker):
+            return dict(json.loads(line[len(marker) :]))
     last = (out.stderr.strip().splitlines() or ["no output"])[-1]
-    raise BackendUnavailable(f"{python} could not list Isaac Lab's tasks: {last} ({INSTALL})")
+    raise BackendUnavailable(f"{python} could not read Isaac Lab's tasks: {last} ({INSTALL})")
 
 
 def env_ids() -> list[str]:

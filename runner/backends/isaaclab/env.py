@@ -63,6 +63,46 @@ def picks(env: EnvSpec, *, gpu: bool, default_root: str) -> dict[str, Any]:
     }
 
 
+def asset_files(cfg: Any, root: str) -> list[str]:
+    """The files under Isaac's asset root that a task's configuration names (robots, objects,
+    ground planes), relative to the root, sorted."""
+    root = root.rstrip("/") + "/"
+    found: set[str] = set()
+    seen: set[int] = set()
+
+    def walk(node: Any, depth: int) -> None:
+        if isinstance(node, str):
+            if node.startswith(root):
+                found.add(node[len(root) :])
+            return
+        if depth > 12 or id(node) in seen or isinstance(node, (int, float, bool, type(None))):
+            return
+        seen.add(id(node))
+        if isinstance(node, dict):
+            items = list(node.values())
+        elif isinstance(node, (list, tuple)):
+            items = list(node)
+        elif hasattr(node, "__dataclass_fields__"):
+            items = [getattr(node, f, None) for f in node.__dataclass_fields__]
+        else:
+            return
+        for item in items:
+            walk(item, depth + 1)
+
+    walk(cfg, 0)
+    return sorted(found)
+
+
+def unreachable(env: EnvSpec, root: str, files: list[str]) -> BackendUnavailable:
+    """What to do when a task's assets cannot be reached: env.kwargs.asset_root, and the files
+    (the first three; the message stays one short line)."""
+    shown = ", ".join(files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+    return BackendUnavailable(
+        f"{env.id}: assets at {root} unreachable, no local stand-in; set env.kwargs.asset_root "
+        f"to a folder with {shown or 'its USDs'} (same layout, with the files they reference)"
+    )
+
+
 def local_cartpole(cache: Path) -> Path:
     """Newton's single-pendulum cartpole USD (joints slider_to_cart and cart_to_pole, as Isaac
     Lab's) with its defaultPrim's case fixed to match the prim it names."""
@@ -109,7 +149,9 @@ def task_cfg(env: EnvSpec, p: dict[str, Any], n_envs: int, seed: int, cache: Pat
     return cfg
 
 
-def make(env: EnvSpec, n_envs: int, seed: int, log_dir: Path | None) -> Any:
+def launch(env: EnvSpec, n_envs: int, seed: int, log_dir: Path | None) -> tuple[Any, Any]:
+    """The task's gymnasium env, launched as Isaac Lab's own workflows launch it, and the
+    callable that ends the simulation launch (call it after closing the env)."""
     from runner.backends.isaaclab import cache_dir, gpu_present
 
     if env.kwargs.get("asset_root"):  # Isaac Lab reads it once, when isaaclab.utils is imported
@@ -118,14 +160,36 @@ def make(env: EnvSpec, n_envs: int, seed: int, log_dir: Path | None) -> Any:
     import isaaclab_tasks  # noqa: F401  (registers the tasks)
     from isaaclab.app import launch_simulation
     from isaaclab.utils.assets import NUCLEUS_ASSET_ROOT_DIR
-    from isaaclab_rl.sb3 import Sb3VecEnvWrapper
 
-    p = picks(env, gpu=gpu_present(), default_root=NUCLEUS_ASSET_ROOT_DIR)
+    try:
+        p = picks(env, gpu=gpu_present(), default_root=NUCLEUS_ASSET_ROOT_DIR)
+    except BackendUnavailable:
+        from isaaclab_tasks.utils import parse_env_cfg
+
+        root = str(env.kwargs.get("asset_root") or NUCLEUS_ASSET_ROOT_DIR)
+        files = asset_files(parse_env_cfg(env.id, device="cpu", num_envs=1), root)
+        raise unreachable(env, root, files) from None
     if log_dir is not None:
         write_json_atomic(Path(log_dir) / "isaaclab.json", p)
     cfg = task_cfg(env, p, n_envs, seed, cache_dir())
     launched = launch_simulation(cfg, {"device": p["device"], "headless": True})
     launched.__enter__()
+
+    def end() -> None:
+        launched.__exit__(None, None, None)
+
+    try:
+        return gym.make(env.id, cfg=cfg), end
+    except BaseException:
+        end()
+        raise
+
+
+def make(env: EnvSpec, n_envs: int, seed: int, log_dir: Path | None) -> Any:
+    """The task behind Isaac Lab's own Stable-Baselines3 wrapper."""
+    from isaaclab_rl.sb3 import Sb3VecEnvWrapper
+
+    base, end = launch(env, n_envs, seed, log_dir)
 
     class Wrapper(Sb3VecEnvWrapper):  # type: ignore[misc, valid-type]
         """Isaac Lab's own SB3 wrapper; closing it also ends the simulation launch."""
@@ -134,10 +198,11 @@ def make(env: EnvSpec, n_envs: int, seed: int, log_dir: Path | None) -> Any:
             try:
                 super().close()
             finally:
-                launched.__exit__(None, None, None)
+                end()
 
     try:
-        return Wrapper(gym.make(env.id, cfg=cfg))
+        return Wrapper(base)
     except BaseException:
-        launched.__exit__(None, None, None)
+        base.close()
+        end()
         raise

@@ -23,6 +23,7 @@ PACKAGES = (
     "warp-lang",
     "mujoco-warp",
     "stable-baselines3",
+    "rsl-rl-lib",
     "gymnasium",
 )
 

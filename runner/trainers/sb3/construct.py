@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from runner.errors import FieldError
 from runner.manifest.schema import Manifest, ParallelSpec
 
 
@@ -75,6 +76,8 @@ def build_once(cfg: Manifest, *, check_device: bool = True) -> tuple[tuple[str, 
         return ("env",), f"cannot build the env: {_first_line(exc)}"
     try:
         get_trainer(trainer_for(cfg.algo.name)).dry_build(cfg, venv)
+    except FieldError as exc:  # a field the trainer names (an own loop's config key)
+        return tuple(str(p) for p in exc.path), exc.message
     except Exception as exc:
         return ("algo",), f"cannot build the {cfg.algo.name} model: {_first_line(exc)}"
     finally:
@@ -91,12 +94,12 @@ def problems(
     from runner.manifest.load import load_unchecked
     from runner.manifest.parse import read_yaml
     from runner.manifest.problems import line_of
-    from runner.trainers.sb3 import zoo
+    from runner.trainers import defaults
 
     _, lines = read_yaml(path)
     out: list[list[Any]] = []
     seen: dict[str, tuple[tuple[str, ...], str] | None] = {}
-    manifest = anchor_paths(load_unchecked(path, zoo.apply, overrides), path.resolve().parent)
+    manifest = anchor_paths(load_unchecked(path, defaults.apply, overrides), path.resolve().parent)
     for variant in expand(manifest):
         if variant.config is None or (only is not None and variant.name not in only):
             continue

@@ -1,0 +1,29 @@
+"""`algo.defaults`: where a manifest's tuned hyperparameters come from before its own values.
+
+Each source fills in the parsed manifest's data (`apply(data) -> (data, dotted path -> source)`)
+and raises ValueError (one line) when it cannot: `zoo`, rl-zoo3's published values for this
+algorithm and env id (runner.trainers.sb3.zoo); `task`, the agent config an Isaac Lab task
+registers for the chosen library (runner.trainers.task_defaults). The manifest layer calls this
+through `read_manifest(path, defaults)`, so it never imports a trainer itself.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Final
+
+SOURCES: Final[dict[str, str]] = {
+    "zoo": "runner.trainers.sb3.zoo",
+    "task": "runner.trainers.task_defaults",
+}
+
+
+def apply(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """`data` with the values of its `algo.defaults` source under it (none named: unchanged)."""
+    algo = data.get("algo") if isinstance(data, dict) else None
+    source = algo.get("defaults") if isinstance(algo, dict) else None
+    if source not in SOURCES:  # none, or a name the schema refuses in one line of its own
+        return data, {}
+    module = importlib.import_module(SOURCES[source])
+    found: tuple[dict[str, Any], dict[str, str]] = module.apply(data)
+    return found

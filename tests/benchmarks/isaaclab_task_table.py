@@ -1,0 +1,107 @@
+"""Which registered Isaac Lab tasks run on this machine, and what the others need (a script, not
+a test). Run it with Isaac Lab's Python (the GPU environment):
+
+    .cache/gpu-env/bin/python tests/benchmarks/isaaclab_task_table.py [--try] [--out tasks.json]
+
+For every registered `Isaac-*` task, from its configuration alone: the files it names under
+Isaac's asset root (robots, props, ground planes; `asset_files`), whether it has camera sensors
+(they render: Isaac Sim's RTX or a GPU renderer), its physics presets (Newton's MuJoCo-Warp is the
+one that runs on a CPU without Isaac Sim), whether rlcrate has a local stand-in for its assets,
+and the agent configs it registers (sb3, rsl_rl). `--try` also runs `rlcrate run` with a tiny
+budget (8 envs, 64 steps, 1 eval episode) on each task the static verdict says runs here, and
+records the outcome. Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+
+def _physics_presets(cfg) -> list[str]:
+    physics = getattr(getattr(cfg, "sim", None), "physics", None)
+    names = [n for n in dir(physics) if not n.startswith("_")] if physics is not None else []
+    return sorted(n for n in names if "newton" in n or "physx" in n)
+
+
+def _cameras(cfg) -> bool:
+    scene = getattr(cfg, "scene", None)
+    fields = getattr(scene, "__dataclass_fields__", {}) if scene is not None else {}
+    return any("Camera" in type(getattr(scene, f, None)).__name__ for f in fields)
+
+
+def inspect(task: str, root: str) -> dict:
+    import gymnasium as gym
+    from isaaclab_tasks.utils import parse_env_cfg
+
+    from runner.backends.isaaclab.env import LOCAL_STANDINS, asset_files
+
+    kwargs = gym.spec(task).kwargs
+    row = {"task": task, "sb3": "sb3_cfg_entry_point" in kwargs,
+           "rsl_rl": "rsl_rl_cfg_entry_point" in kwargs}  # fmt: skip
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            cfg = parse_env_cfg(task, device="cpu", num_envs=1)
+    except Exception as exc:  # a task whose config cannot even be built here
+        return {**row, "verdict": f"config error: {type(exc).__name__}: {exc}"[:200]}
+    files = asset_files(cfg, root)
+    standin = task in LOCAL_STANDINS
+    row.update(assets=files, cameras=_cameras(cfg), standin=standin)
+    if row["cameras"]:
+        row["verdict"] = "needs a renderer (camera sensors): a GPU with Isaac Sim's RTX"
+    elif files and not standin:
+        row["verdict"] = f"needs {len(files)} asset file(s) (env.kwargs.asset_root)"
+    else:
+        row["verdict"] = "runs on this CPU (Newton MuJoCo-Warp)"
+    return row
+
+
+def try_run(task: str) -> str:
+    m = {"rlcrate": 1, "name": "task-try", "env": {"backend": "isaaclab", "id": task},
+         "parallel": {"envs": 8}, "algo": {"name": "PPO", "params": {"n_steps": 8,
+         "batch_size": 64, "n_epochs": 1}}, "train": {"timesteps": 64},
+         "eval": {"episodes": 1}, "seeds": [0]}  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "m.yaml"
+        path.write_text(yaml.safe_dump(m))
+        exe = Path(sys.executable).with_name("rlcrate")
+        res = subprocess.run([str(exe), "run", str(path), "--out", tmp], capture_output=True,
+                             text=True, timeout=3600, check=False)  # fmt: skip
+    return "ran" if res.returncode == 0 else (res.stderr.strip().splitlines() or ["?"])[-1][:200]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--try", dest="attempt", action="store_true")
+    ap.add_argument("--out", default="isaaclab-tasks.json")
+    args = ap.parse_args()
+    with contextlib.redirect_stdout(io.StringIO()):
+        import gymnasium as gym
+        import isaaclab_tasks  # noqa: F401  (registers the tasks)
+        from isaaclab.utils.assets import NUCLEUS_ASSET_ROOT_DIR
+    rows = [inspect(t, NUCLEUS_ASSET_ROOT_DIR) for t in sorted(gym.registry)
+            if t.startswith("Isaac-")]  # fmt: skip
+    for row in rows:
+        if args.attempt and row["verdict"].startswith("runs"):
+            row["tried"] = try_run(row["task"])
+        Path(args.out).write_text(json.dumps(rows, indent=2))
+    print("| task | verdict | asset files | sb3 | rsl_rl |\n|---|---|---|---|---|")
+    for r in rows:
+        tried = f" (tried: {r['tried']})" if "tried" in r else ""
+        libs = " | ".join("yes" if r[k] else "no" for k in ("sb3", "rsl_rl"))
+        print(f"| {r['task']} | {r['verdict']}{tried} | {len(r.get('assets', []))} | {libs} |")
+
+
+if __name__ == "__main__":
+    main()
