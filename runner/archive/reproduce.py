@@ -122,7 +122,7 @@ def _check_manifest(v: Verified, res: ResolvedRun, tmp: Path) -> None:
     path.write_bytes(v.files["manifest.yaml"])
     # the interpreter each variant ran with is a fact of the run's machine, not of the manifest
     overrides = from_record(res.command_line)  # the run's --set and --seeds
-    if resolved(load_manifest(path, overrides=overrides)) != res.without_interpreters():
+    if not res.same_run(resolved(load_manifest(path, overrides=overrides))):
         raise UserInputError(
             f"{v.path}: refused, its manifest.yaml does not resolve to its resolved.yaml "
             "(edited after the run, or another rlcrate version); nothing was rerun"

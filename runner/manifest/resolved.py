@@ -85,6 +85,12 @@ class ResolvedRun(Manifest):
         variants = {n: v.model_copy(update={"interpreter": None}) for n, v in self.variants.items()}
         return self.model_copy(update={"variants": variants, "command_line": None})
 
+    def same_run(self, other: ResolvedRun) -> bool:
+        """Whether both describe the same experiment: what ran, not the interpreters, the command
+        line or where values came from (`sources`, which runs made before it lack)."""
+        mine, theirs = self.without_interpreters(), other.without_interpreters()
+        return mine.model_copy(update={"sources": {}}) == theirs.model_copy(update={"sources": {}})
+
     def dump(self) -> dict[str, Any]:
         """The plain data written to resolved.yaml."""
         return self.model_dump(mode="json")

@@ -84,7 +84,7 @@ def prepare_run_dir(
         res = read_resolved(run_dir)
         # a resumed run keeps the interpreters and command line it recorded (--set and --seeds
         # are applied to both sides)
-        if res.without_interpreters() != resolved(manifest):
+        if not res.same_run(resolved(manifest)):
             raise UserInputError(
                 f"--resume {run_dir}: {manifest_path} resolves differently from the manifest that "
                 "run was started with; resume with the run's own manifest.yaml"
