@@ -143,7 +143,7 @@ def _run_without_units(folder: Path) -> Path:
     run = folder / "units-deleted" / "tiny" / "20260101-000000-abcd"
     run.mkdir(parents=True, exist_ok=True)
     res = resolved(Manifest.model_validate(tiny_manifest()))
-    (run / "resolved.yaml").write_text(yaml.safe_dump(res, sort_keys=False))
+    (run / "resolved.yaml").write_text(yaml.safe_dump(res.dump(), sort_keys=False))
     return run
 
 
