@@ -150,7 +150,8 @@ def _key(value: Any) -> str:
 
 def duplicate_problems(manifest: Manifest) -> list[tuple[tuple[Any, ...], str]]:
     """(where, why) for each matrix entry or value that repeats an earlier one: a repeated
-    variant would run the same units twice and count them as two."""
+    variant would run the same units twice and count them as two. An entry with a `variant:`
+    name of its own may repeat another's values: its name says the repeat is meant."""
     matrix = manifest.matrix
     out: list[tuple[tuple[Any, ...], str]] = []
     if isinstance(matrix, dict):
@@ -163,8 +164,10 @@ def duplicate_problems(manifest: Manifest) -> list[tuple[tuple[Any, ...], str]]:
                     break
         return out
     sets = [_key(s) for s in override_sets(manifest)]
+    names = given_names(manifest)
     for i, k in enumerate(sets):
-        if k in sets[:i]:
+        # two entries the user named apart are meant to repeat (e.g. a same-seed check)
+        if k in sets[:i] and names[i] is None:
             why = f"entry {i} sets the same values as entry {sets.index(k)}; remove one"
             out.append((("matrix", i), why))
     return out
