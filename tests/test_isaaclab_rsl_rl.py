@@ -123,7 +123,7 @@ def test_rsl_rl_trains_resumes_and_evaluates(write_manifest, tmp_path):
     assert config["algo"]["params"]["algorithm"]["learning_rate"] == 1.0e-3  # the task's
     assert config["algo"]["params"]["num_steps_per_env"] == 16
     assert res_yaml["sources"]["algo.params.algorithm.learning_rate"].startswith(TASK_SOURCE)
-    assert "algo.params.num_steps_per_env" not in res_yaml["sources"]  # the manifest's
+    assert res_yaml["sources"]["algo.params.num_steps_per_env"] == "manifest"
     prov = json.loads((run / "provenance.json").read_text())
     assert prov["isaaclab"]["packages"]["rsl-rl-lib"] == "5.5.1"
 
@@ -183,7 +183,7 @@ def test_sb3_defaults_task_trains_with_the_task_config_and_manifest_overrides(
     assert algo["params"]["n_steps"] == 16 and algo["params"]["ent_coef"] == 0.01
     assert algo["params"]["n_epochs"] == 2 and res_yaml["train"]["timesteps"] == 128
     assert sources["algo.params.n_steps"].startswith("isaaclab task Isaac-Cartpole-Direct (sb3")
-    assert "algo.params.n_epochs" not in sources and "train.timesteps" not in sources
+    assert sources["algo.params.n_epochs"] == "manifest" and "train.timesteps" not in sources
     assert "algo.params.seed" not in sources and "algo.params.device" not in sources
     status = json.loads((run / "units" / "default" / "seed-0" / "status.json").read_text())
     assert status["state"] == "done" and status["timesteps_done"] == 128

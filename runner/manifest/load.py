@@ -83,14 +83,18 @@ def _given(data: Any, path: tuple[str, ...]) -> bool:
 
 
 def value_sources(m: Manifest, given: Any, supplied: dict[str, str]) -> dict[str, str]:
-    """Where each algo value (and each value the defaults supplied) came from."""
+    """Where each algo value (and each value the defaults supplied, nested ones included) came
+    from: the defaults' source, `manifest`, or `rlcrate default`."""
     paths: list[tuple[str, ...]] = [("algo", k) for k in m.algo.model_dump() if k != "params"]
     paths += [("algo", "params", k) for k in m.algo.params]
-    paths += [tuple(p.split(".")) for p in supplied if not p.startswith("algo.")]
     out = {}
     for p in paths:
         key = ".".join(p)
-        out[key] = supplied.get(key) or ("manifest" if _given(given, p) else "rlcrate default")
+        below = [v for k, v in supplied.items() if k.startswith(key + ".")]
+        out[key] = supplied.get(key) or (
+            "manifest" if _given(given, p) else below[0] if below else "rlcrate default"
+        )
+    out.update(supplied)  # nested values the defaults supplied (an RSL-RL config's leaves)
     return out
 
 
