@@ -113,19 +113,22 @@ def test_same_seed_is_bit_identical_and_seeds_differ(write_manifest, tmp_path):
 
 @pytest.mark.gymnasium
 def test_failed_unit_does_not_stop_the_others(write_manifest, tmp_path):
-    # a string max_grad_norm builds (the dry construction passes it) and fails in the first
-    # gradient step, inside the unit; an unbuildable n_steps=1 is refused before any unit starts
-    m = tiny_manifest(matrix={"algo.params.max_grad_norm": [0.5, "x"]})
+    # Adam with capturable=True builds on the CPU (the dry construction passes it) and fails in
+    # its first step, inside the unit; an unbuildable n_steps=1 is refused before any unit starts
+    capturable = {"optimizer_kwargs": {"capturable": True}}
+    m = tiny_manifest(
+        matrix=[{"variant": "good"}, {"variant": "bad", "algo.params.policy_kwargs": capturable}]
+    )
     out = rlcrate("run", str(write_manifest(m)), "--out", str(tmp_path / "runs"))
     assert out.returncode == 1, out.stderr
     run = run_dir_of(tmp_path / "runs", "tiny")
-    good = json.loads((run / "units/max_grad_norm-0.5/seed-0/status.json").read_text())
-    bad = json.loads((run / "units/max_grad_norm-x/seed-0/status.json").read_text())
+    good = json.loads((run / "units/good/seed-0/status.json").read_text())
+    bad = json.loads((run / "units/bad/seed-0/status.json").read_text())
     assert good["state"] == "done" and bad["state"] == "failed"
-    assert "ValueError" in bad["error"]
+    assert "capturable" in bad["error"]
     summary = json.loads((run / "summary.json").read_text())
-    assert summary["variants"]["max_grad_norm-x"]["missing"] == [0]
-    assert summary["variants"]["max_grad_norm-0.5"]["eval"]["n_seeds"] == 1
+    assert summary["variants"]["bad"]["missing"] == [0]
+    assert summary["variants"]["good"]["eval"]["n_seeds"] == 1
     assert "Traceback" not in out.stderr
     refused = tiny_manifest(parallel={"envs": 1}, matrix={"algo.params.n_steps": [64, 1]})
     out = rlcrate("run", str(write_manifest(refused, "r.yaml")), "--out", str(tmp_path / "r"))
