@@ -15,7 +15,7 @@ from tests.helpers import rlcrate, tiny_manifest
         (["reproduce", "{a}", "--seeds", "0", "--units", "1"], "give one of them, not both"),
         (["reproduce", "{a}", "--alpha", "0.9"], "--alpha: expected a significance level"),
         (["reproduce", "{a}"], "refused, the stream is"),
-        (["check-determinism", "{m}", "--steps", "0"], "--steps: expected a positive number"),
+        (["check-determinism", "{m}", "--steps", "0"], "--steps: expected 1 to 10,000,000 steps"),
         (["archive", "{d}", "-o", "{d}/x.tar.gz"], "not a run directory"),
     ],
 )

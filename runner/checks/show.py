@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from runner.manifest.resolved import ResolvedRun
 from runner.manifest.schema import Manifest
 
 
@@ -25,18 +26,18 @@ def _value(v: Any) -> str:
     return json.dumps(v, separators=(", ", ": "))
 
 
-def show_lines(res: dict[str, Any]) -> list[str]:
+def show_lines(run: ResolvedRun) -> list[str]:
     """The resolved algo block, then the other values a source other than the manifest set."""
-    sources: dict[str, str] = res.get("sources") or {}
+    sources, data = run.sources, run.dump()
     rows: list[tuple[str, Any]] = []
-    for key, value in res["algo"].items():
+    for key, value in data["algo"].items():
         if key == "params":
             rows += [(f"algo.params.{k}", v) for k, v in value.items()]
         else:
             rows.append((f"algo.{key}", value))
     for path in sources:
         if not path.startswith("algo."):
-            node: Any = res
+            node: Any = data
             for part in path.split("."):
                 node = node.get(part) if isinstance(node, dict) else None
             rows.append((path, node))

@@ -225,7 +225,7 @@ def validate_cmd(
     if not deep:
         typer.echo(f"note: {deep_note(m)}")
     if show:
-        for line in show_lines(res.dump()):
+        for line in show_lines(res):
             typer.echo(line)
 
 
@@ -238,12 +238,12 @@ def track_cmd(run_dir: RunDirArg) -> None:
     """
     from runner.manifest import read_resolved
     from runner.record.lock import locked
-    from runner.track import check_installed, track_run, wanted
+    from runner.track import check_installed, track_run, track_section, wanted
 
-    res = read_resolved(run_dir).dump()  # damaged: one line naming the file
-    if not wanted(res.get("track")):
+    res = read_resolved(run_dir)  # damaged: one line naming the file
+    if not wanted(track_section(res)):
         raise UserInputError(f"{run_dir / 'resolved.yaml'}: track: the run has no trackers")
-    check_installed(res.get("track"))
+    check_installed(track_section(res))
     with locked(run_dir):
         done = track_run(run_dir, res, lambda line: typer.echo(f"warning: {line}", err=True))
     for name, n in done.items():

@@ -217,11 +217,11 @@ def _uri_problem(uri: str) -> str | None:
 
     parts = urlsplit(uri)
     if not parts.scheme or len(parts.scheme) < 2:  # a bare path, or a Windows drive letter
-        return "expected a URI such as http://host:5000 or file:///path/mlruns"
+        return "expected a URI such as http://host:5000, sqlite:///f.db or a file: URI of a folder"
     if parts.scheme in ("http", "https") and not parts.hostname:
         return f"expected a host after {parts.scheme}://"
     if not (parts.netloc or parts.path):
-        return "expected a URI such as http://host:5000 or file:///path/mlruns"
+        return "expected a URI such as http://host:5000, sqlite:///f.db or a file: URI of a folder"
     return None
 
 
@@ -230,7 +230,7 @@ class MlflowSpec(_Strict):
 
     uri: str | None = Field(
         None,
-        description="Tracking URI (http://host:5000, file:///path/mlruns, sqlite:///f.db); "
+        description="Tracking URI (http://host:5000, sqlite:///f.db, or a file: URI of a folder); "
         "unset: MLflow's own MLFLOW_TRACKING_URI. Credentials only from MLflow's environment "
         "variables (MLFLOW_TRACKING_USERNAME, MLFLOW_TRACKING_TOKEN ...), never here.",
     )

@@ -226,9 +226,11 @@ def bench_section(run: Run) -> list[str]:
 def hyperparameters_section(run: Run) -> list[str]:
     """Where the algorithm's values came from (rl-zoo3's defaults) and whether VecNormalize ran:
     a reader comparing with another paper needs both. Empty when neither applies."""
-    res = run.manifest if isinstance(run.manifest, dict) else {}
-    algo: dict[str, Any] = res["algo"] if isinstance(res.get("algo"), dict) else {}
-    sources: dict[str, Any] = res["sources"] if isinstance(res.get("sources"), dict) else {}
+    data = (
+        run.manifest if isinstance(run.manifest, dict) else {}
+    )  # the run's, as the report read it
+    algo: dict[str, Any] = data["algo"] if isinstance(data.get("algo"), dict) else {}
+    sources: dict[str, Any] = data["sources"] if isinstance(data.get("sources"), dict) else {}
     zoo = sorted({s for s in sources.values() if isinstance(s, str) and s.startswith("rl-zoo3")})
     norm = algo.get("normalize")
     if not zoo and not norm:

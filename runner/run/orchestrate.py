@@ -261,7 +261,7 @@ def _run_locked(
         console.print(f"submitted; follow with: rlcrate status {escape(str(run_dir))}")
         return run_dir
     if any(j in (opts.jobs or []) for j in ("train", "eval")):
-        track(run_dir, res.dump(), console)
+        track(run_dir, res, console)
     jobs = opts.jobs or []
     units_ran = any(j in jobs for j in ("train", "eval"))
     summary = write_summary(run_dir, res) if units_ran else None
@@ -282,12 +282,12 @@ def _run_locked(
     return run_dir
 
 
-def track(run_dir: Path, res: dict[str, Any], console: Console) -> None:
+def track(run_dir: Path, res: ResolvedRun, console: Console) -> None:
     """Upload the units to the manifest's trackers (a warning, never a failure, when one cannot
     be reached)."""
-    from runner.track import track_run, wanted
+    from runner.track import track_run, track_section, wanted
 
-    if not wanted(res.get("track")):
+    if not wanted(track_section(res)):
         return
 
     def warn(line: str) -> None:

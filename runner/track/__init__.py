@@ -11,6 +11,11 @@ extras, imported only here and only when a manifest asks for them.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from runner.manifest.resolved import ResolvedRun
+
 import importlib.util
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +29,11 @@ SINKS: Final = {
     "wandb": ("wandb", "runner.track.wandb_sink:WandbSink"),
 }
 INSTALL = "pip install 'rlcrate[track]'"
+
+
+def track_section(res: ResolvedRun) -> dict[str, Any] | None:
+    """The run's `track:` section as plain data (None when it has none)."""
+    return res.track.model_dump(mode="json") if res.track is not None else None
 
 
 def wanted(track: Any) -> dict[str, dict[str, Any]]:
@@ -56,16 +66,15 @@ def _sink_class(name: str) -> Any:
     return getattr(importlib.import_module(module), cls)
 
 
-def track_run(run_dir: Path, res: dict[str, Any], warn: Callable[[str], None]) -> dict[str, int]:
+def track_run(run_dir: Path, res: ResolvedRun, warn: Callable[[str], None]) -> dict[str, int]:
     """Upload what each unit of the run has and its tracked runs lack; returns sink -> units
     brought up to date. Never raises for a sink's failure: `warn` gets one line per sink."""
-    from runner.record.rundir import UnitRef
     from runner.track.state import record_in_provenance
     from runner.track.unit_data import unit_data
 
     done: dict[str, int] = {}
-    units = [UnitRef(v, s) for v in res["variants"] for s in res["seeds"]]
-    for name, spec in wanted(res.get("track")).items():
+    units = res.units()
+    for name, spec in wanted(track_section(res)).items():
         sink = _sink_class(name)(run_dir, res, spec)
         count = 0
         try:

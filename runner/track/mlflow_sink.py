@@ -4,6 +4,11 @@ artifact when asked. Uses MlflowClient only (no fluent API: no global active run
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from runner.manifest.resolved import ResolvedRun
+
 import os
 import urllib.request
 from pathlib import Path
@@ -28,10 +33,10 @@ def _bounded() -> None:
 class MlflowSink:
     name = "mlflow"
 
-    def __init__(self, run_dir: Path, res: dict[str, Any], spec: dict[str, Any]):
+    def __init__(self, run_dir: Path, res: ResolvedRun, spec: dict[str, Any]):
         self.run_dir, self.res, self.spec = run_dir, res, spec
         self.uri = spec.get("uri") or os.environ.get("MLFLOW_TRACKING_URI") or None
-        self.experiment = spec.get("experiment") or res["name"]
+        self.experiment = spec.get("experiment") or res.name
         self.where = f"MLflow at {self.uri or 'its default tracking URI'}"
         self.client: Any = None
         self.exp_id = ""
@@ -65,7 +70,7 @@ class MlflowSink:
             parent = self.client.create_run(
                 self.exp_id,
                 run_name=self.run_dir.name,
-                tags={"rlcrate.run": self.run_dir.name, "rlcrate.manifest": self.res["name"]},
+                tags={"rlcrate.run": self.run_dir.name, "rlcrate.manifest": self.res.name},
             )
             self.parent_id = parent.info.run_id
             entry = {"uri": self.uri, "experiment": self.experiment, "run_id": self.parent_id}

@@ -3,6 +3,11 @@ every TensorBoard scalar (with TensorBoard's own reader), its eval result and it
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from runner.manifest.resolved import ResolvedRun
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,14 +73,14 @@ def _eval(path: Path) -> dict[str, float]:
     return out
 
 
-def unit_data(run_dir: Path, res: dict[str, Any], unit: UnitRef) -> UnitData | None:
+def unit_data(run_dir: Path, res: ResolvedRun, unit: UnitRef) -> UnitData | None:
     """The unit's data, or None for a unit that never started (nothing to track yet)."""
     d = unit.dir(run_dir)
     state = read_status(d).get("state", "pending")
     if state == "pending" and not (d / "tb").is_dir():
         return None
-    variant = res["variants"][unit.variant]
-    params = flat(variant["config"])
+    variant = res.variants[unit.variant]
+    params = flat(variant.model_dump(mode="json")["config"])
     params.update({"rlcrate.variant": unit.variant, "rlcrate.seed": str(unit.seed)})
     data = UnitData(unit, d, state, params)
     if (d / "tb").is_dir():

@@ -5,6 +5,11 @@ artifact when asked. Offline mode writes W&B's own run folders (under WANDB_DIR)
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from runner.manifest.resolved import ResolvedRun
+
 import os
 import secrets
 from pathlib import Path
@@ -20,9 +25,9 @@ STEP = "global_step"
 class WandbSink:
     name = "wandb"
 
-    def __init__(self, run_dir: Path, res: dict[str, Any], spec: dict[str, Any]):
+    def __init__(self, run_dir: Path, res: ResolvedRun, spec: dict[str, Any]):
         self.run_dir, self.res, self.spec = run_dir, res, spec
-        self.project = spec.get("project") or res["name"]
+        self.project = spec.get("project") or res.name
         self.mode: Any = spec.get("mode") or "online"  # online | offline (the schema says)
         self.where = f"W&B project {self.project} ({self.mode})"
 
