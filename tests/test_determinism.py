@@ -67,7 +67,11 @@ def test_gymnasium_bitwise_and_recorded_in_provenance(write_manifest, tmp_path, 
     path = write_manifest(tiny_manifest())
     out = rlcrate("check-determinism", str(path))
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "bitwise: observations, actions, rewards of 129 vector steps" in out.stdout
+    # what was compared, as trained: 128 vector steps of 2 envs (SB3 trains whole rollouts)
+    assert (
+        "bitwise: observations, actions and rewards of 128 vector steps (256 env steps over 2"
+        in (" ".join(out.stdout.split()))
+    )
     cached = json.loads((cache_dir / "determinism.json").read_text())
     (entry,) = cached.values()
     assert entry["gymnasium"]["result"] == "bitwise" and entry["gymnasium"]["steps"] == 256
