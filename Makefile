@@ -101,6 +101,7 @@ gpu-env: $(GPU_STAMP)
 # the GPU environment on this CPU: what the CUDA image ships is what CI tests.
 test-gpu-env: venv gpu-env
 	PYTHONPATH=$(GPU_TOOLS) $(GPU_ENV)/bin/python -m pytest -q -p no:cacheprovider \
+	    -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder \
 	    -m "isaaclab or brax or not slow" --run-isaaclab
 
 lint: venv
