@@ -156,7 +156,7 @@ def test_rerun_that_could_not_run_gives_no_verdict(bundle, small_disk):
     """A full disk under --out: the rerun's unit fails; that is no difference, and no verdict."""
     # room for the rerun's run directory, not for its model (~140 KB)
     subprocess.run(["mount", "-o", "remount,size=100k", str(small_disk)], check=True)
-    res = rlcrate("reproduce", str(bundle), "--seeds", "0", "--out", str(small_disk))
+    res = rlcrate("reproduce", str(bundle), "--seeds", "0,", "--out", str(small_disk))
     assert res.returncode == 1, res.stdout + res.stderr
     assert "Traceback" not in res.stderr and "verdict: different" not in res.stdout
     errors = res.stderr.strip().splitlines()
