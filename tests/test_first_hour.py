@@ -115,8 +115,15 @@ def test_doctor_lists_docker_without_daemon_as_not_usable(tmp_path, monkeypatch)
     row = next(line for line in out.stdout.splitlines() if "engine docker" in line)
     cells = [c.strip() for c in row.split("│")]
     assert cells[2:5] == ["yes", "no", "no daemon answers: Cannot connect to the Docker daemon"]
-    # image commands take the first engine that answers, not the first one installed
-    assert engine.detect_engine() == "podman"
+    # image commands take the first engine that answers, not the first one installed (the probe
+    # of whether an engine starts containers is cached per process: ask afresh for these fakes)
+    from runner.checks import installed
+
+    installed.container_problem.cache_clear()
+    try:
+        assert engine.detect_engine() == "podman"
+    finally:
+        installed.container_problem.cache_clear()
 
 
 def test_doctor_suggests_installs_only_for_what_could_run():
