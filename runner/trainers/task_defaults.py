@@ -20,6 +20,7 @@ import copy
 import math
 from typing import Any
 
+from runner.trainers.defaults import given, put
 from runner.trainers.rsl_rl_ppo import RUNNER_SUPPLIED
 
 Path_ = tuple[str, ...]
@@ -31,22 +32,6 @@ NORMALIZE = {"normalize_input": "obs", "normalize_value": "reward", "clip_obs": 
 
 class TaskDefaultsError(ValueError):
     """The task's config cannot supply the defaults (one line, at algo.defaults)."""
-
-
-def _given(data: Any, path: Path_) -> bool:
-    for part in path:
-        if not isinstance(data, dict) or part not in data:
-            return False
-        data = data[part]
-    return True
-
-
-def _put(data: dict[str, Any], path: Path_, value: Any) -> None:
-    for part in path[:-1]:
-        if not isinstance(data.get(part), dict):
-            data[part] = {}
-        data = data[part]
-    data[path[-1]] = value
 
 
 def _names(value: Any) -> Any:
@@ -134,8 +119,8 @@ def apply(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     out, sources = copy.deepcopy(data), {}
     source = f"isaaclab task {task} ({entry_point}: {found['entry']})"
     for path, value in convert(dict(found["cfg"]), n_envs).items():
-        if not _given(data, path):
-            _put(out, path, value)
+        if not given(data, path):
+            put(out, path, value)
             sources[".".join(path)] = source
     return out, sources
 

@@ -22,6 +22,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from runner.trainers.defaults import given, put
 from runner.trainers.sb3.zoo_expr import literal
 
 FILES = {
@@ -168,22 +169,6 @@ def translate(entry: dict[str, Any]) -> dict[Path_, Any]:
     return out
 
 
-def _given(data: Any, path: Path_) -> bool:
-    for part in path:
-        if not isinstance(data, dict) or part not in data:
-            return False
-        data = data[part]
-    return True
-
-
-def _put(data: dict[str, Any], path: Path_, value: Any) -> None:
-    for part in path[:-1]:
-        if not isinstance(data.get(part), dict):
-            data[part] = {}
-        data = data[part]
-    data[path[-1]] = value
-
-
 def apply(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     """`data` (the manifest as parsed) with the zoo's values under it; path -> source of each
     value the zoo supplied. ZooError when the zoo cannot supply them."""
@@ -212,7 +197,7 @@ def apply(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     source = f"rl-zoo3 {version()} {FILES[name]}.yml {key}"
     sources = {}
     for path, value in values.items():
-        if not _given(data, path):
-            _put(out, path, value)
+        if not given(data, path):
+            put(out, path, value)
             sources[".".join(path)] = source
     return out, sources
