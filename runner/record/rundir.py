@@ -14,6 +14,7 @@ import os
 import secrets
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -155,3 +156,16 @@ def read_progress(unit_dir: Path, *, strict: bool = False) -> Progress | None:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
         raise RunFileError(f"{path}: damaged ({where}: {err['msg']})") from None
+
+
+def replace_via(path: Path, tmp: Path, write: Callable[[Path], None]) -> None:
+    """`write(tmp)`, then rename it over `path` (made beside it, so the rename is atomic); the
+    temporary file never outlives a failure. For files a library writes itself (a model, its
+    normalization statistics)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

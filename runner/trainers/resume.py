@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.record.rundir import read_json, write_json_atomic
+from runner.record.rundir import read_json, replace_via, write_json_atomic
 
 CKPT = re.compile(r"^step-(\d+)\.zip$")
 TRAIN_RECORD = "train.json"
@@ -32,14 +32,8 @@ TRAIN_RECORD = "train.json"
 
 def save_atomic(model: Any, path: Path) -> None:
     """Save an SB3 model via a temporary file; the temporary file never outlives a failure."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}.zip")
-    try:
-        model.save(str(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}.zip")  # SB3 adds .zip to a bare name
+    replace_via(path, tmp, lambda t: model.save(str(t)))
 
 
 def save_checkpoint(model: Any, unit_dir: Path, train_wall_s: float) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 from runner.manifest.schedules import SCHEDULE_KEYS
 from runner.manifest.schema import AlgoSpec, Manifest
+from runner.record.rundir import replace_via
 from runner.trainers.sb3.hyper import SB3_OPTIMIZERS
 
 STATS_FILE = "vecnormalize.pkl"
@@ -140,11 +141,5 @@ def save_stats(model: Any, path: Path) -> None:
     env = model.get_vec_normalize_env()
     if env is None:
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        env.save(str(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    replace_via(path, tmp, lambda t: env.save(str(t)))
