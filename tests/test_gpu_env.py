@@ -137,8 +137,9 @@ def test_missing_gpu_env_is_one_line_naming_the_target(write_manifest, tmp_path)
 def test_doctor_shows_one_gpu_environment():
     out = rlcrate("doctor", timeout=300)
     assert out.returncode == 0, out.stderr
-    rows = [ln for ln in out.stdout.splitlines() if "GPU environment" in ln]
-    assert len(rows) == 1, out.stdout
+    # one row whose first cell is "GPU environment" (other rows' details may name it too)
+    first_cells = [ln.strip("│┃ ").split("│")[0].strip() for ln in out.stdout.splitlines()]
+    assert first_cells.count("GPU environment") == 1, out.stdout
     assert "brax-env" not in out.stdout and "isaaclab-env" not in out.stdout
     # the row names the lock it was built from, or says to build it (again)
     expected = "requirements.lock" if gpu_env_python().is_file() else "make gpu-env"
