@@ -50,6 +50,10 @@ def _episode(cfg: Manifest, right: float, seed: int) -> tuple[float, int]:
     return total, n
 
 
+def start_files(cfg: Manifest) -> list[str] | None:
+    return None  # the toy loop has no warm starts
+
+
 def dry_build(cfg: Manifest, venv: Any) -> None:
     venv.reset()
 

@@ -27,9 +27,7 @@ from runner.archive.layout import (
 )
 from runner.errors import UserInputError
 from runner.manifest.resolved import ResolvedRun, read_resolved
-from runner.record.rundir import read_json, read_status
-
-CHUNK = 1 << 20
+from runner.record.rundir import file_sha256, read_json, read_status
 
 
 @dataclass(frozen=True)
@@ -37,14 +35,6 @@ class ArchiveOptions:
     models: bool = True
     tensorboard: bool = True
     incomplete: bool = False  # archive a run with failed or interrupted units, marked as such
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def run_files(run_dir: Path, opts: ArchiveOptions) -> list[str]:
@@ -73,6 +63,50 @@ def run_files(run_dir: Path, opts: ArchiveOptions) -> list[str]:
         if path.is_file():
             out.append(rel.as_posix())
     return sorted(out)
+
+
+PARENTS = "parents"  # a warm start's parent units, as a run directory of their own: parents/<id>/
+
+
+def parent_files(run_dir: Path, res: ResolvedRun) -> dict[str, Path]:
+    """The files every warm start of the run started from (archive name -> file): each parent
+    run's manifest and resolved.yaml, and each parent unit's status and pinned files, under
+    parents/<run-id>/ as they lie in that run. Refused, with how to fix it, when one is gone or
+    differs from the hash pinned when the run started."""
+    from runner.checks.lineage import Parent
+
+    out: dict[str, Path] = {}
+    for lineage in (v.parent for v in res.variants.values() if v.parent is not None):
+        run = Path(lineage.run)
+        top = f"{PARENTS}/{lineage.run_id}"
+        pinned = {
+            "manifest.yaml": lineage.manifest_sha256,
+            "resolved.yaml": lineage.resolved_sha256,
+        }
+        for name, digest in pinned.items():
+            out[f"{top}/{name}"] = _pinned(run_dir, run / name, digest)
+        parent = Parent(run, read_resolved(run), lineage.variant)
+        for unit in lineage.units.values():
+            unit_dir = parent.unit_dir(unit.seed)
+            out[f"{top}/{unit_dir.relative_to(run).as_posix()}/status.json"] = (
+                unit_dir / "status.json"
+            )
+            digests = (unit.model_sha256, unit.stats_sha256)
+            for path, sha in zip(parent.files(unit.seed), digests, strict=False):
+                out[f"{top}/{path.relative_to(run).as_posix()}"] = _pinned(run_dir, path, sha)
+    return out
+
+
+def _pinned(run_dir: Path, path: Path, digest: str | None) -> Path:
+    found = file_sha256(path) if path.is_file() else None
+    if digest is not None and found != digest:
+        now = "is gone" if found is None else "has changed"
+        raise UserInputError(
+            f"{run_dir}: the warm start's parent file {path} {now} since the run started; "
+            "restore the parent run as it was (resolved.yaml `parent` pins each file's "
+            "SHA-256), then archive again, so the archive carries what the run started from"
+        )
+    return path
 
 
 def unit_states(run_dir: Path, res: ResolvedRun) -> dict[str, str]:
@@ -121,7 +155,7 @@ def game_hashes(res: ResolvedRun) -> dict[str, Any]:
         out[env_id] = {
             "kind": kind,
             "files": {
-                (p.name if path.is_file() else p.relative_to(path).as_posix()): sha256_file(p)
+                (p.name if path.is_file() else p.relative_to(path).as_posix()): file_sha256(p)
                 for p in files
             },
         }
@@ -191,6 +225,7 @@ def _index(
         if "environment/requirements.lock" in sizes
         else "environment/packages.txt",
         "game": game_hashes(res),
+        "parents": {n: v.parent.run_id for n, v in res.variants.items() if v.parent is not None},
         "sizes": sizes,
     }
 
@@ -218,13 +253,14 @@ def archive(run_dir: Path, output: Path, opts: ArchiveOptions) -> dict[str, Any]
     check_finished(run_dir, states, opts)
     entries: dict[str, bytes | Path] = {rel: run_dir / rel for rel in run_files(run_dir, opts)}
     entries.update(extra_files(prov))
+    entries.update(parent_files(run_dir, res))
     entries = dict(sorted(entries.items()))
     sums, sizes = {}, {}
     for name, data in entries.items():
         if isinstance(data, bytes):
             sums[name], sizes[name] = hashlib.sha256(data).hexdigest(), len(data)
         else:
-            sums[name], sizes[name] = sha256_file(data), data.stat().st_size
+            sums[name], sizes[name] = file_sha256(data), data.stat().st_size
     index = _index(run_dir, res, prov, states, sizes, opts)
     index_bytes = (json.dumps(index, indent=2, sort_keys=True) + "\n").encode()
     sums = {INDEX: hashlib.sha256(index_bytes).hexdigest(), **sums}

@@ -42,7 +42,7 @@ from runner.manifest.overrides import from_record
 from runner.manifest.parse import parse_yaml
 from runner.manifest.resolved import ResolvedRun, parse_resolved
 from runner.provenance import envdiff
-from runner.record.rundir import read_json, write_json_atomic
+from runner.record.rundir import read_json, write_bytes_atomic, write_json_atomic
 from runner.trainers.base import read_eval
 
 
@@ -122,23 +122,64 @@ def _check_manifest(v: Verified, res: ResolvedRun, tmp: Path) -> None:
     path.write_bytes(v.files["manifest.yaml"])
     # the interpreter each variant ran with is a fact of the run's machine, not of the manifest
     overrides = from_record(res.command_line)  # the run's --set and --seeds
-    if not res.same_run(resolved(load_manifest(path, overrides=overrides))):
+    # unchecked: a warm start's parent lies on the run's machine, not here (it is unpacked
+    # from the archive for the rerun, which checks it)
+    if not res.same_run(resolved(load_manifest(path, check=False, overrides=overrides))):
         raise UserInputError(
             f"{v.path}: refused, its manifest.yaml does not resolve to its resolved.yaml "
             "(edited after the run, or another rlcrate version); nothing was rerun"
         )
 
 
+def unpack_parent(v: Verified, res: ResolvedRun, out: Path) -> Path | None:
+    """A warm-started run's parent units, as the archive carries them, written to
+    OUT/parents/<run-id>/ (kept: the rerun's resolved.yaml names it); None without a warm
+    start. The rerun's own check then finds exactly the pinned files there."""
+    ids = {p.run_id for p in (v.parent for v in res.variants.values()) if p is not None}
+    if not ids:
+        return None
+    if len(ids) > 1:
+        raise UserInputError(
+            f"{v.path}: its variants warm-start from {len(ids)} parent runs; reproduce reruns "
+            "a run whose warm starts share one parent run"
+        )
+    run_id = ids.pop()
+    prefix = f"parents/{run_id}/"
+    files = {name[len(prefix) :]: data for name, data in v.files.items() if name.startswith(prefix)}
+    if "resolved.yaml" not in files:
+        raise UserInputError(
+            f"{v.path}: it does not carry its warm start's parent run {run_id} (archived by an "
+            "older rlcrate?); nothing was rerun"
+        )
+    target = out / "parents" / run_id
+    for rel, data in files.items():
+        path = target / rel
+        if path.is_file() and path.read_bytes() == data:
+            continue  # unpacked by an earlier reproduce
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_bytes_atomic(path, data)
+    return target.resolve()
+
+
 def _derived_manifest(
-    v: Verified, res: ResolvedRun, seeds: list[int], tmp: Path, name: str
+    v: Verified, res: ResolvedRun, seeds: list[int], tmp: Path, name: str, parent: Path | None
 ) -> Path:
-    """The archived manifest with the run's --set and --seeds applied, these seeds, and no
-    tracking (a rerun to compare is not an experiment to log in someone's tracking server)."""
+    """The archived manifest with the run's --set and --seeds applied, these seeds, no
+    tracking (a rerun to compare is not an experiment to log in someone's tracking server), and
+    a warm start's parent read from where the archive's copy was unpacked."""
     text = v.files["manifest.yaml"].decode("utf-8", "replace")
     data = parse_yaml(text, f"{v.path}:manifest.yaml")[0]
     data = apply_overrides(data, from_record(res.command_line))
     data["seeds"] = seeds
     data.pop("track", None)
+    init = (data.get("train") or {}).get("init_from")
+    if parent is not None:
+        if not isinstance(init, dict):
+            raise UserInputError(
+                f"{v.path}: its warm start is not declared in train.init_from (a matrix "
+                "variant's?); reproduce reruns a warm start declared there"
+            )
+        init["run"] = str(parent)
     path = tmp / "rerun" / f"{name}.yaml"
     path.parent.mkdir()
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
@@ -301,7 +342,8 @@ def reproduce(archive_file: Path, opts: ReproduceOptions, console: Console) -> b
     )
     with tempfile.TemporaryDirectory(prefix="rlcrate-reproduce-") as tmp:
         _check_manifest(v, res, Path(tmp))
-        manifest = _derived_manifest(v, res, seeds, Path(tmp), res.name)
+        parent = unpack_parent(v, res, opts.out)
+        manifest = _derived_manifest(v, res, seeds, Path(tmp), res.name, parent)
         run_dir = _rerun(manifest, res.name, opts, console)
     _check_rerun(archive_file, v, res, seeds, run_dir)
     rows = _environment(v, res, run_dir)

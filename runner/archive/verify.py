@@ -33,6 +33,7 @@ from runner.errors import UserInputError
 from runner.manifest.parse import parse_yaml
 
 CHUNK = 1 << 20
+PARENTS_PREFIX = "parents/"
 
 
 class ArchiveRefused(UserInputError):
@@ -45,7 +46,8 @@ class Verified:
     top: str
     index: dict[str, Any]
     sums: dict[str, str]
-    files: dict[str, bytes] = field(default_factory=dict)  # the small files, by relative path
+    # the small files and a warm start's parent files, by relative path
+    files: dict[str, bytes] = field(default_factory=dict)
     total_bytes: int = 0
 
     def json(self, name: str) -> Any:
@@ -154,7 +156,11 @@ class _Pass:
         self._expect_listed(rel, member.size)
         stream = tar.extractfile(member)
         assert stream is not None  # a regular file
-        keep = rel in (INDEX, SUMS) or (rel.endswith(SMALL_SUFFIXES) and member.size <= SMALL_LIMIT)
+        keep = (
+            rel in (INDEX, SUMS)
+            or (rel.endswith(SMALL_SUFFIXES) and member.size <= SMALL_LIMIT)
+            or rel.startswith(PARENTS_PREFIX)  # a warm start's parent: reproduce reruns from it
+        )
         digest, data = _hash(stream, keep)
         self.seen.add(rel)
         if rel == INDEX:

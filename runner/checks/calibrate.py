@@ -133,11 +133,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("manifests", nargs=2, help="two manifests; their env sections are compared")
     p.add_argument("--steps", type=int, default=300, help="random steps per env (32 envs)")
     p.add_argument("--factor", type=float, default=DEFAULT_FACTOR)
+    p.add_argument("--json", action="store_true", help="the two arguments are env sections as JSON")
     args = p.parse_args(argv)
     try:
-        envs = [load_manifest(path).env for path in args.manifests]
+        if args.json:
+            from runner.manifest.schema import EnvSpec
+
+            envs = [EnvSpec.model_validate_json(text) for text in args.manifests]
+        else:
+            envs = [load_manifest(path).env for path in args.manifests]
         found, text = compare_envs(*envs, steps=args.steps, factor=args.factor)
-    except RunnerError as exc:
+    except (RunnerError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(text or f"observation scales agree within {args.factor:g}x in every dimension")

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from runner.backends import anchor_paths
+from runner.checks import lineage
 from runner.checks.manifest import check_manifest
 from runner.errors import ManifestError
 from runner.manifest.load import read_manifest
@@ -27,6 +28,7 @@ def load_manifest(
     path = Path(path)
     manifest, problems, lines = read_manifest(path, defaults.apply, overrides)
     manifest = anchor_paths(manifest, path.resolve().parent)
+    manifest = lineage.anchor(manifest, path.resolve().parent)
     if check:
         found = check_manifest(manifest, str(path), lines)
         problems += [p for p in found if p not in problems]

@@ -9,10 +9,12 @@ import dataclasses
 import difflib
 import functools
 import json
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from runner.checks import lineage
 from runner.checks.installed import missing_packages
 from runner.errors import FieldError, ManifestError, RunnerError
 from runner.manifest.matrix import (
@@ -164,6 +166,9 @@ def check_manifest(m: Manifest, source: str, lines: Lines) -> list[Problem]:
         kind = _check_env(cfg, source, lines, out, env_seen)
         _check_atari(cfg, source, lines, out)
         _check_algo(cfg, kind, source, lines, out)
+        found = lineage.problem(cfg, m.seeds, Path(source).resolve().parent)
+        if found is not None:
+            out.append(at(source, lines, found.path, found.message))
     sweep_ok = True
     for path in m.bench.sweep:
         problem = path_problem(path)

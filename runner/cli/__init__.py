@@ -209,11 +209,10 @@ def validate_cmd(
     for line in resources.warnings(res, parallelism(m, res)[0]):
         typer.echo(f"warning: {line}", err=True)
     if deep:
-        from runner.backends import unit_interpreter
-        from runner.checks.dry import construct
+        from runner.checks.dry import build_all
 
-        pythons = {n: unit_interpreter(v.config.env.backend) for n, v in res.variants.items()}
-        construct(manifest, pythons=pythons, overrides=overrides)
+        for line in build_all(manifest, res, overrides=overrides):
+            typer.echo(f"warning: {line}", err=True)
     variants = expand(m)
     typer.echo(
         f"{manifest}: ok ({len(variants)} variant(s) x {len(m.seeds)} seed(s) = "

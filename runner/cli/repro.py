@@ -49,13 +49,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Bundle a finished run for a paper: a deterministic tar.gz with SHA-256 checksums."""
         from runner.archive import ArchiveOptions, archive
-        from runner.archive.pack import sha256_file
+        from runner.record.rundir import file_sha256
 
         index = archive(run_dir, output, ArchiveOptions(models, tensorboard, incomplete))
         n, size = index["contains"]["files"], output.stat().st_size
         mark = "" if index["run"]["complete"] else ", marked incomplete"
         typer.echo(f"archive: {output} ({n} files, {size / 1e6:.2f} MB{mark})")
-        typer.echo(f"sha256: {sha256_file(output)}")
+        typer.echo(f"sha256: {file_sha256(output)}")
 
     @app.command("reproduce")
     @executor_options

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serializer
 
@@ -22,6 +22,35 @@ from runner.manifest.schema import Manifest
 from runner.record.rundir import UnitRef
 
 RESOLVED = "resolved.yaml"
+M = TypeVar("M", bound=Manifest)
+
+
+class ParentUnit(BaseModel):
+    """The parent unit one unit of a warm-started variant starts from."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    seed: int = Field(description="The parent unit's seed.")
+    model_sha256: str = Field(description="SHA-256 of its model.zip when the run started.")
+    stats_sha256: str | None = Field(
+        None, description="SHA-256 of its normalization statistics; null: it has none."
+    )
+
+
+class Lineage(BaseModel):
+    """Where a warm-started variant's units start from (`train.init_from`), pinned when the run
+    started: a folder of runs resolved to one run, the variant filled in, every file hashed."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    run: str = Field(description="The parent run directory (absolute).")
+    run_id: str = Field(description="Its run id.")
+    variant: str = Field(description="Its variant the units start from.")
+    manifest_sha256: str = Field(description="SHA-256 of its manifest.yaml.")
+    resolved_sha256: str = Field(description="SHA-256 of its resolved.yaml.")
+    units: dict[str, ParentUnit] = Field(
+        description="This variant's seed (as text) -> the parent unit it starts from."
+    )
 
 
 class ResolvedVariant(BaseModel):
@@ -39,11 +68,29 @@ class ResolvedVariant(BaseModel):
     interpreter: str | None = Field(
         None, description="The Python its units run with; null: the runner's own."
     )
+    parent: Lineage | None = Field(
+        None, description="Warm start: the parent units, pinned when the run started."
+    )
 
     @field_serializer("config")
     def _config(self, config: Manifest) -> dict[str, Any]:
         # a variant's config is one point of the matrix: it has no matrix and no claims of its own
         return config.model_dump(mode="json", exclude={"matrix", "expect", "track"})
+
+    def unit_config(self, seed: int) -> Manifest:
+        """The config unit `seed` runs: a warm start names its pinned parent unit exactly."""
+        init = self.config.train.init_from
+        if init is None or self.parent is None:
+            return self.config
+        pinned = init.model_copy(
+            update={
+                "run": self.parent.run,
+                "variant": self.parent.variant,
+                "seed": self.parent.units[str(seed)].seed,
+            }
+        )
+        train = self.config.train.model_copy(update={"init_from": pinned})
+        return self.config.model_copy(update={"train": train})
 
     @property
     def python(self) -> str:
@@ -81,9 +128,16 @@ class ResolvedRun(Manifest):
 
     def without_interpreters(self) -> ResolvedRun:
         """As `resolve()` makes it: the interpreters are facts of a machine, not of a manifest,
-        and the command line is how it was asked for (its --set and --seeds are in the rest)."""
-        variants = {n: v.model_copy(update={"interpreter": None}) for n, v in self.variants.items()}
-        return self.model_copy(update={"variants": variants, "command_line": None})
+        the command line is how it was asked for (its --set and --seeds are in the rest), and a
+        warm start's pinned parent is what `train.init_from` found when the run started."""
+        variants = {
+            n: v.model_copy(
+                update={"interpreter": None, "parent": None, "config": _unplaced(v.config)}
+            )
+            for n, v in self.variants.items()
+        }
+        mine = _unplaced(self)
+        return mine.model_copy(update={"variants": variants, "command_line": None})
 
     def same_run(self, other: ResolvedRun) -> bool:
         """Whether both describe the same experiment: what ran, not the interpreters, the command
@@ -94,6 +148,16 @@ class ResolvedRun(Manifest):
     def dump(self) -> dict[str, Any]:
         """The plain data written to resolved.yaml."""
         return self.model_dump(mode="json")
+
+
+def _unplaced(config: M) -> M:
+    """`train.init_from` without the folder its parent lay in: where a parent lies is a fact of a
+    machine (an archive's parent is unpacked elsewhere); what it was is pinned in `parent`."""
+    init = config.train.init_from
+    if init is None:
+        return config
+    train = config.train.model_copy(update={"init_from": init.model_copy(update={"run": "-"})})
+    return config.model_copy(update={"train": train})
 
 
 def resolve(manifest: Manifest) -> ResolvedRun:

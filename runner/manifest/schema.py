@@ -177,14 +177,56 @@ class AlgoSpec(_Strict):
         return canonical_params(params)
 
 
+class InitFrom(_Strict):
+    """A warm start: the unit starts from the policy (and normalization statistics) of a
+    finished unit of another run, on this or another backend, when the spaces agree."""
+
+    run: str = Field(
+        min_length=1,
+        description="A finished run directory (runs/NAME/RUN-ID), or a folder of runs "
+        "(runs/NAME): its newest run whose parent units are done. Relative: to the manifest's "
+        "folder when it is there, else to the working directory.",
+    )
+    variant: str | None = Field(
+        None, description="The parent run's variant; may be left out when it has one."
+    )
+    seed: int | Literal["same"] = Field(
+        "same", description="The parent unit's seed; 'same': each unit takes its own seed's."
+    )
+
+    @field_validator("seed")
+    @classmethod
+    def _non_negative(cls, seed: int | str) -> int | str:
+        if isinstance(seed, int) and seed < 0:
+            raise ValueError("expected a non-negative seed or 'same'")
+        return seed
+
+
 class TrainSpec(_Strict):
     timesteps: int = Field(
-        100_000, gt=0, le=MAX_TIMESTEPS, description="Total environment steps to train for."
+        100_000,
+        ge=0,
+        le=MAX_TIMESTEPS,
+        description="Total environment steps to train for (0 with `init_from`: the parent's "
+        "policy evaluated as it is, a zero-shot transfer test).",
     )
     checkpoint_every: int = Field(
         0, ge=0, description="Save a checkpoint every N steps (0: only the final model)."
     )
     log_interval: int = Field(1, ge=1, description="Log to TensorBoard every N rollouts.")
+    init_from: InitFrom | None = Field(
+        None,
+        description="Warm start from a finished unit of another run: {run, variant, seed}.",
+    )
+
+    @model_validator(mode="after")
+    def _zero_only_from_a_parent(self) -> TrainSpec:
+        if self.timesteps == 0 and self.init_from is None:
+            raise ValueError(
+                "timesteps: expected a positive number (0 only with init_from, a zero-shot "
+                "evaluation of the parent's policy)"
+            )
+        return self
 
 
 class EvalSpec(_Strict):

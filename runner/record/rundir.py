@@ -42,12 +42,17 @@ def _umask() -> int:
 def write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:
     """Write via a temporary file and rename; `durable` also fsyncs (skip it for advisory files
     such as progress.json, written every second during training)."""
+    write_bytes_atomic(path, text.encode("utf-8"), durable=durable)
+
+
+def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """`write_text_atomic` for bytes."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp's 0600 would make every result private
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             if durable:
                 os.fsync(f.fileno())
@@ -60,6 +65,17 @@ def write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:
 def write_json_atomic(path: Path, obj: Any, *, durable: bool = True) -> None:
     text = json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n"
     write_text_atomic(path, text, durable=durable)
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 of a file's bytes, read in blocks (models and archives can be large)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
 
 
 def read_json(path: Path) -> Any | None:

@@ -18,6 +18,7 @@ from rich.markup import escape
 
 from runner import provenance
 from runner.backends import unit_interpreter
+from runner.checks import lineage
 from runner.checks.load import load_manifest
 from runner.errors import BackendUnavailable, RunnerError, UnitFailed, UserInputError
 from runner.executors import Chosen, Plan, choose
@@ -92,7 +93,7 @@ def prepare_run_dir(
         return run_dir, res
     from runner.manifest.overrides import record
 
-    res = resolved(manifest)
+    res = lineage.pin_all(resolved(manifest))  # a warm start's parent: found, hashed
     res.command_line = record(opts.overrides, sys.argv)
     for variant in res.variants.values():  # null: the runner's own Python
         variant.interpreter = unit_interpreter(variant.config.env.backend)
@@ -107,6 +108,7 @@ def prepare_run_dir(
         write_text_atomic(run_dir / RESOLVED, yaml.safe_dump(res.dump(), sort_keys=False))
         prov = provenance.collect(sys.argv, manifest_path, res.backends(), res.pythons())
         prov["command_line"] = res.command_line
+        prov["lineage"] = {n: v.parent.model_dump() for n, v in res.variants.items() if v.parent}
         write_json_atomic(run_dir / "provenance.json", prov)
     except BaseException:  # a full disk, a signal: no half-made run directory stays behind
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -223,22 +225,16 @@ def preflight(manifest_path: Path, manifest: Manifest, opts: RunOptions, console
     and model once (ManifestError, one line per variant, if one cannot be built). On a cluster
     (Ray, Slurm) the device is not checked here, where the units do not run. A bench-only run
     runs no unit: the units' warnings would be about variants it never runs."""
-    from runner.checks.dry import construct
+    from runner.checks.dry import build_all
     from runner.run import resources
 
     res = resolved(manifest)
     units_run = any(j in (opts.jobs or []) for j in ("train", "eval"))
     for line in resources.warnings(res, parallelism(manifest, res)[0]) if units_run else []:
         console.print(f"[yellow]warning: {escape(line)}[/]")
-    pythons = {
-        name: unit_interpreter(variant.config.env.backend) for name, variant in res.variants.items()
-    }
-    construct(
-        manifest_path,
-        check_device=opts.executor.executor.runs_here,
-        pythons=pythons,
-        overrides=opts.overrides,
-    )
+    checked = opts.executor.executor.runs_here
+    for line in build_all(manifest_path, res, check_device=checked, overrides=opts.overrides):
+        console.print(f"[yellow]warning: {escape(line)}[/]")
 
 
 def _run_locked(

@@ -21,8 +21,15 @@ from runner.run.finish import record_failure, remove_debris
 from runner.trainers import get_trainer, trainer_for
 
 
-def unit_config(run_dir: Path, variant: str) -> Manifest:
-    return read_resolved(run_dir).variants[variant].config
+def unit_config(run_dir: Path, variant: str, seed: int, *, training: bool = False) -> Manifest:
+    """The config unit (variant, seed) runs. About to train from a warm start's parent: its
+    files are checked against the hashes pinned when the run started (RunFileError if not)."""
+    resolved = read_resolved(run_dir).variants[variant]
+    if training and resolved.parent is not None:
+        from runner.checks.lineage import verify
+
+        verify(resolved.parent, seed)
+    return resolved.unit_config(seed)
 
 
 def _sigterm(signum: int, frame: Any) -> None:
@@ -55,7 +62,7 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
     )
     fields: dict[str, Any] = {}
     try:
-        cfg = unit_config(run_dir, variant)
+        cfg = unit_config(run_dir, variant, seed, training="train" in jobs)
         seed_everything(seeds, torch_threads=cfg.algo.torch_threads)
         trainer = get_trainer(trainer_for(cfg.algo.name))
         if "train" in jobs:

@@ -5,11 +5,10 @@ credentials are ever written here."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
-from runner.record.rundir import UnitRef, read_json, write_json_atomic
+from runner.record.rundir import UnitRef, file_sha256, read_json, write_json_atomic
 
 TRACK_FILE = "track.json"
 
@@ -29,13 +28,7 @@ def save(folder: Path, sink: str, entry: dict[str, Any]) -> None:
 
 def fingerprint(path: Path) -> str | None:
     """SHA-256 of a file (None if it is missing): has it changed since it was uploaded?"""
-    if not path.is_file():
-        return None
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    return file_sha256(path) if path.is_file() else None
 
 
 def where_tracked(unit_dir: Path) -> dict[str, Any]:

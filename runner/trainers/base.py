@@ -69,6 +69,12 @@ class Trainer(Protocol):
         with `seeds["eval_env"]`; leave EVAL_FILE; return EVAL_FIELDS."""
         ...
 
+    def start_files(self, cfg: Manifest) -> list[str] | None:
+        """The files of a unit trained with `cfg` that a warm start (`train.init_from`) reads,
+        model first; None when this loop cannot start from another run's model. Needs no
+        package: `validate` checks that the parent has them."""
+        ...
+
     def determinism_attempt(
         self, cfg: Manifest, seeds: dict[str, int], steps: int
     ) -> dict[str, Any]:
@@ -176,3 +182,12 @@ def digest(x: Any) -> str:
     else:
         h.update(np.ascontiguousarray(x).tobytes())
     return h.hexdigest()[:16]
+
+
+def spaces_mismatch(parent: Any, child: Any) -> str:
+    """One line naming both (observation, action) space pairs of a warm start that cannot be."""
+    return (
+        f"the parent's spaces (observations {parent[0]}, actions {parent[1]}) differ from this "
+        f"env's (observations {child[0]}, actions {child[1]}): a policy moves only between envs "
+        "with the same spaces"
+    )

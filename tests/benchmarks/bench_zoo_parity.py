@@ -120,7 +120,7 @@ def evaluate_zoo_model(rl: dict, zoo: dict, env_id: str, seed: int) -> dict:
     from runner.run.unit import unit_config
     from runner.trainers.sb3 import evaluate
 
-    cfg = unit_config(Path(rl["run"]), "default")
+    cfg = unit_config(Path(rl["run"]), "default", 0)
     unit = Path(tempfile.mkdtemp(prefix="zoo-eval-"))
     folder = Path(zoo["folder"])
     shutil.copy(folder / f"{env_id}.zip", unit / "model.zip")

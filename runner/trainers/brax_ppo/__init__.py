@@ -37,6 +37,7 @@ __all__ = [
     "determinism_attempt",
     "dry_build",
     "evaluate",
+    "start_files",
     "train",
 ]
 
@@ -259,6 +260,10 @@ def bench(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
     from runner.trainers.brax_ppo.benchmark import bench as measure
 
     return measure(cfg, seeds)
+
+
+def start_files(cfg: Manifest) -> list[str] | None:
+    return None  # Brax's PPO starts from its own initialisation (no warm starts)
 
 
 def dry_build(cfg: Manifest, venv: Any) -> None:

@@ -325,6 +325,10 @@ def check_limits(cfg: Manifest) -> tuple[str, str] | None:
     return None
 
 
+def start_files(cfg: Manifest) -> list[str] | None:
+    return None  # RSL-RL's runner starts from its own initialisation (no warm starts)
+
+
 def dry_build(cfg: Manifest, venv: Any) -> None:
     """The task's runner configuration takes algo.params (FieldError naming the key if not);
     the policy itself is built by OnPolicyRunner inside training."""

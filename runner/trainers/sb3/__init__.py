@@ -30,6 +30,8 @@ from runner.trainers.sb3.hyperparams import (
     restore_stats,
     save_stats,
 )
+from runner.trainers.sb3.warm import start_files as start_files  # the contract's hook
+from runner.trainers.sb3.warm import warm_start
 
 
 def _callback(cfg: Manifest, unit_dir: Path, started: float, start: Start):
@@ -107,17 +109,20 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
             start.model.set_logger(configure(str(segment_dir), ["tensorboard"]))
         else:
             start = Start(make_model(cfg, venv, seed=seeds["model"], tb_dir=unit_dir / TB_DIR))
+            if cfg.train.init_from is not None:
+                warm_start(start.model, venv, cfg)
         model = start.model
         started = time.time()
         callback = _callback(cfg, unit_dir, started, start)
         try:
-            model.learn(
-                total_timesteps=cfg.train.timesteps - start.steps_done,
-                callback=callback,
-                log_interval=cfg.train.log_interval,
-                reset_num_timesteps=not start.steps_done,
-                progress_bar=False,
-            )
+            if cfg.train.timesteps > start.steps_done:  # 0 steps: a zero-shot transfer test
+                model.learn(
+                    total_timesteps=cfg.train.timesteps - start.steps_done,
+                    callback=callback,
+                    log_interval=cfg.train.log_interval,
+                    reset_num_timesteps=not start.steps_done,
+                    progress_bar=False,
+                )
         except KeyboardInterrupt:
             save_checkpoint(model, unit_dir, callback.train_wall_s())
             raise
@@ -195,4 +200,6 @@ def determinism_attempt(cfg: Manifest, seeds: dict[str, int], steps: int) -> dic
 
 def dry_build(cfg: Manifest, venv: Any) -> None:
     model = make_model(cfg, venv, seed=0, tb_dir=None)
+    if cfg.train.init_from is not None:  # the parent's spaces and network against this one
+        warm_start(model, venv, cfg)
     model.predict(venv.reset(), deterministic=True)

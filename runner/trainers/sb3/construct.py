@@ -85,8 +85,21 @@ def build_once(cfg: Manifest, *, check_device: bool = True) -> tuple[tuple[str, 
     return None
 
 
+def with_parent(cfg: Manifest, parent: dict[str, Any] | None) -> Manifest:
+    """A warm-started variant's config naming the parent unit the runner found for it."""
+    if parent is None or cfg.train.init_from is None:
+        return cfg
+    init = cfg.train.init_from.model_copy(update=parent)
+    return cfg.model_copy(update={"train": cfg.train.model_copy(update={"init_from": init})})
+
+
 def problems(
-    path: Path, *, check_device: bool = True, only: set[str] | None = None, overrides: Any = ()
+    path: Path,
+    *,
+    check_device: bool = True,
+    only: set[str] | None = None,
+    overrides: Any = (),
+    parents: dict[str, dict[str, Any]] | None = None,
 ) -> list[list[Any]]:
     """[line, path, message] for every variant that cannot be built (each distinct config once)."""
     from runner.backends import anchor_paths
@@ -103,9 +116,10 @@ def problems(
     for variant in expand(manifest):
         if variant.config is None or (only is not None and variant.name not in only):
             continue
-        cfg = variant.config.model_dump_json(exclude={"matrix", "expect", "bench", "seeds"})
+        config = with_parent(variant.config, (parents or {}).get(variant.name))
+        cfg = config.model_dump_json(exclude={"matrix", "expect", "bench", "seeds"})
         if cfg not in seen:
-            seen[cfg] = build_once(variant.config, check_device=check_device)
+            seen[cfg] = build_once(config, check_device=check_device)
         found = seen[cfg]
         if found is not None:
             loc, message = found
@@ -123,11 +137,13 @@ def main(argv: list[str]) -> int:
     from runner.manifest.overrides import from_args
 
     only = next((a.split("=", 1)[1] for a in argv if a.startswith("--only=")), None)
+    parents = next((a.split("=", 1)[1] for a in argv if a.startswith("--parents=")), None)
     found = problems(
         Path(argv[0]),
         check_device="--cpu" not in argv,
         only=set(only.split(",")) if only is not None else None,
         overrides=from_args(argv),
+        parents=json.loads(parents) if parents else None,
     )
     Path(argv[1]).write_text(json.dumps(found), encoding="utf-8")
     return 0

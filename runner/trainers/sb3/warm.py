@@ -1,0 +1,57 @@
+"""Warm starts (`train.init_from`): a fresh unit starts from a parent unit's policy and, when
+normalizing, its observation and return statistics (which then go on updating). The parent's
+optimizer state and step count stay behind: the unit trains its own `train.timesteps` with its
+own hyperparameters, as rl-zoo3's `--trained-agent` continues a model.
+
+`runner.checks.lineage` finds, checks and pins the parent before any unit starts; the unit's
+config names the pinned parent unit exactly (`ResolvedVariant.unit_config`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from runner.errors import FieldError
+from runner.manifest.schema import Manifest
+from runner.record.rundir import UnitRef
+from runner.trainers.base import MODEL_FILE, spaces_mismatch
+from runner.trainers.sb3.hyperparams import STATS_FILE, restore_stats
+
+FIELD = ("train", "init_from")
+
+
+def start_files(cfg: Manifest) -> list[str]:
+    """What a child of a unit trained with `cfg` starts from: the model, then its statistics."""
+    return [MODEL_FILE, *([STATS_FILE] if cfg.algo.normalize is not None else [])]
+
+
+def parent_dir(cfg: Manifest) -> Path:
+    init = cfg.train.init_from
+    assert init is not None and init.variant is not None and isinstance(init.seed, int), init
+    return UnitRef(init.variant, init.seed).dir(Path(init.run))
+
+
+def warm_start(model: Any, venv: Any, cfg: Manifest) -> None:
+    """Load the parent's policy into `model` (built for this unit) and its statistics into
+    `venv`; FieldError (one line at train.init_from) when the spaces or the networks differ."""
+    from stable_baselines3.common.save_util import load_from_zip_file
+
+    unit = parent_dir(cfg)
+    data, params, _ = load_from_zip_file(unit / MODEL_FILE, device=model.device)
+    data = data or {}
+    theirs = (data.get("observation_space"), data.get("action_space"))
+    ours = (model.observation_space, model.action_space)
+    if theirs[0] != ours[0] or theirs[1] != ours[1]:
+        raise FieldError(FIELD, spaces_mismatch(theirs, ours))
+    try:
+        model.policy.load_state_dict(params["policy"])
+    except (RuntimeError, KeyError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise FieldError(
+            FIELD,
+            "the parent's policy network does not fit this variant's (are "
+            f"algo.params.policy_kwargs the parent's?): {first}",
+        ) from None
+    if cfg.algo.normalize is not None:
+        restore_stats(venv, unit / STATS_FILE)
