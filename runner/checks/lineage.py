@@ -79,9 +79,16 @@ def _unit_problem(parent: Parent, seed: int) -> str | None:
 
 
 def _whole_zip(path: Path) -> bool:
+    """Every member readable, and the archive starts at the file's first byte: a truncated
+    model.zip may still end in the directory of a zip stored inside it (SB3's policy.pth)."""
     try:
         with zipfile.ZipFile(path) as z:
-            return z.testzip() is None
+            members = z.infolist()
+            return (
+                bool(members)
+                and min(m.header_offset for m in members) == 0
+                and (z.testzip() is None)
+            )
     except (zipfile.BadZipFile, OSError):
         return False
 

@@ -12,14 +12,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
-
 from runner.manifest.schema import Manifest
 
 # Paths a variant may not change: they describe the run as a whole.
 FIXED_TOP = ("rlcrate", "name", "seeds", "matrix", "expect", "image", "track")
-# Fields whose values are free-form mappings: any sub-key is allowed below them.
-FREE_FORM = {("env", "kwargs"), ("algo", "params"), ("bench", "sweep")}
 
 
 @dataclass(frozen=True)
@@ -36,22 +32,9 @@ def path_problem(path: str) -> str | None:
         return f"'{path}' is not a dotted path such as parallel.envs"
     if parts[0] in FIXED_TOP:
         return f"'{parts[0]}' belongs to the run as a whole and cannot vary"
-    model: Any = Manifest
-    for i, part in enumerate(parts):
-        if tuple(parts[:i]) in FREE_FORM:
-            return None
-        fields = (
-            model.model_fields if isinstance(model, type) and issubclass(model, BaseModel) else {}
-        )
-        if part not in fields:
-            import difflib
+    from runner.manifest.overrides import path_problem as field_problem
 
-            where = ".".join(parts[:i]) or "the manifest"
-            close = difflib.get_close_matches(part, list(fields), n=1)
-            hint = f"; did you mean '{'.'.join(parts[:i] + close)}'?" if close else ""
-            return f"'{path}' does not exist: {where} has no field '{part}'{hint}"
-        model = fields[part].annotation
-    return None
+    return field_problem(tuple(parts))
 
 
 def conflict_problem(paths: list[str]) -> str | None:
