@@ -154,6 +154,28 @@ def test_zero_steps_need_a_parent(write_manifest):
     _refused(out, "0 only with init_from")
 
 
+@pytest.mark.godot
+def test_zero_shot_in_godot_replays_the_surrogate(write_manifest, tmp_path):
+    """Sim to Godot: a policy trained on the BallChase surrogate, evaluated in the real game with
+    the same eval seed, plays the same episodes (the surrogate replays the game's arenas and
+    arithmetic), so the zero-shot returns are the surrogate's, but for the game sending each
+    step's reward truncated to 1e-6 (at most 500 x 2e-6 over an episode)."""
+    env = {"backend": "gymnasium", "id": "rlcrate/BallChaseSim-v0"}
+    m = tiny_manifest(
+        name="sim", env=env, parallel={"envs": 8}, train__timesteps=2048, eval__episodes=2
+    )
+    out = rlcrate("run", str(write_manifest(m, "sim.yaml")), "--out", str(tmp_path / "runs"))
+    assert out.returncode == 0, out.stderr
+    kid = {**m, "name": "game", "env": {"backend": "godot", "id": "ballchase"}}
+    kid["train"] = {"timesteps": 0, "init_from": {"run": str(tmp_path / "runs/sim")}}
+    out = rlcrate("run", str(write_manifest(kid, "game.yaml")), "--out", str(tmp_path / "runs"))
+    assert out.returncode == 0, out.stderr
+    sim = _returns(run_dir_of(tmp_path / "runs", "sim") / "units/default/seed-0")
+    game = _returns(run_dir_of(tmp_path / "runs", "game") / "units/default/seed-0")
+    assert game == pytest.approx(sim, abs=500 * 2e-6)
+    assert len(set(sim)) == 2, "two different episodes (the env goes on between them)"
+
+
 def test_calibration_warns_across_a_scale_mismatch(write_manifest, tmp_path):
     """A surrogate-trained parent, and children on the game's physics and on other physics:
     only the second crosses an observation-scale mismatch, and is warned (not refused)."""

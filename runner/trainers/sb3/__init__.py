@@ -161,7 +161,9 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
         training=False,
     )
     try:
-        model = load_model(cfg, model_path, venv)
+        # loaded without the env: SB3's load reseeds a model's env with the training seed
+        # (`set_random_seed`), which would replace the eval seed of every env that takes one
+        model = load_model(cfg, model_path, None)
         returns, lengths = evaluate_policy(
             model,
             venv,
