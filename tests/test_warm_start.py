@@ -110,7 +110,16 @@ def _copy(parent: Path, tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize(
     "case",
-    ["missing", "unfinished", "damaged", "spaces", "normalization", "algorithm", "own-loop"],
+    [
+        "missing",
+        "unfinished",
+        "damaged",
+        "spaces",
+        "normalization",
+        "algorithm",
+        "network",
+        "own-loop",
+    ],
 )
 def test_bad_parents_are_one_line_before_any_unit(case, parent, write_manifest, tmp_path):
     m = child(parent)
@@ -139,14 +148,21 @@ def test_bad_parents_are_one_line_before_any_unit(case, parent, write_manifest, 
     elif case == "algorithm":
         m["algo"]["name"], m["algo"]["params"] = "A2C", {"n_steps": 8}
         words = ("parent trained PPO", "A2C")
+    elif case == "network":  # only a model built from the parent's file can tell
+        m["algo"]["params"]["policy_kwargs"] = {"net_arch": [32]}
+        words = ("network does not fit", "policy_kwargs")
     else:
         m["env"] = {"backend": "brax", "id": "inverted_pendulum"}
         m["algo"] = {"name": "brax_ppo"}
         m["parallel"] = {"envs": 8}
         words = ("own loop",)
-    out = rlcrate("run", str(write_manifest(m)), "--out", str(tmp_path / "runs"))
+    if case in ("missing", "damaged"):  # `run` refuses before any unit, leaving nothing
+        out = rlcrate("run", str(write_manifest(m)), "--out", str(tmp_path / "runs"))
+        assert not (tmp_path / "runs").exists(), "a refused run leaves no run directory"
+    else:  # `validate` finds the rest (--deep: loads the parent into this variant's model)
+        deep = ["--deep"] if case == "network" else []
+        out = rlcrate("validate", *deep, str(write_manifest(m)))
     _refused(out, *words)
-    assert not (tmp_path / "runs").exists(), "a refused run leaves no run directory"
 
 
 def test_zero_steps_need_a_parent(write_manifest):
