@@ -76,6 +76,8 @@ def test_zero_shot_replays_the_parent_and_the_lineage_is_pinned(parent, write_ma
     assert unit["stats_sha256"] == file_sha256(parent / "units/default/seed-1/vecnormalize.pkl")
     prov = json.loads((run / "provenance.json").read_text())
     assert prov["lineage"]["default"] == pinned
+    report = (run / "report.md").read_text()
+    assert f"from run `{parent.name}`" in report and "0←0, 1←1" in report and "zero-shot" in report
 
 
 def test_fine_tuning_continues_the_statistics(parent, write_manifest, tmp_path):

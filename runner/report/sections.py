@@ -249,3 +249,34 @@ def hyperparameters_section(run: Run) -> list[str]:
             "evaluation used them frozen, with the env's own rewards."
         )
     return out + [""]
+
+
+def lineage_section(run: Run) -> list[str]:
+    """Where warm-started variants began (resolved.yaml `parent`): a reader of the curves needs
+    to know they did not start from nothing."""
+    variants = run.manifest.get("variants") if isinstance(run.manifest, dict) else None
+    out: list[str] = []
+    for name, data in (variants or {}).items():
+        parent = data.get("parent") if isinstance(data, dict) else None
+        if not isinstance(parent, dict) or not isinstance(parent.get("units"), dict):
+            continue
+        pairs = ", ".join(
+            f"{seed}←{u.get('seed')}" for seed, u in parent["units"].items() if isinstance(u, dict)
+        )
+        config = data.get("config") or {}
+        zero = (config.get("train") or {}).get("timesteps") == 0
+        how = "evaluated as it was (zero-shot, no training)" if zero else "then trained"
+        out.append(
+            f"- `{run.labels.get(name, name)}`: from run `{parent.get('run_id')}` variant "
+            f"`{parent.get('variant')}` (seed←parent seed: {pairs}), {how}"
+        )
+    if not out:
+        return []
+    return [
+        "## Warm starts",
+        "",
+        "Policies (and statistics) loaded from another run:",
+        "",
+        *out,
+        "",
+    ]

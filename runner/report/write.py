@@ -14,6 +14,7 @@ from runner.report.sections import (
     eval_section,
     expect_section,
     hyperparameters_section,
+    lineage_section,
     paired_section,
     problems_section,
     ttr_section,
@@ -42,7 +43,8 @@ def write_report(run_dir: Path) -> Path:
     if not any(u.state not in ("missing", "pending") or u.eval for u in run.units.values()):
         lines += ["No unit has been trained or evaluated in this run (a bench-only run?).", ""]
         return write_md(root / "report.md", lines + bench_section(run))
-    lines += hyperparameters_section(run) + units_section(run) + eval_section(run, rows)
+    lines += hyperparameters_section(run) + lineage_section(run)
+    lines += units_section(run) + eval_section(run, rows)
     lines += [f"![evaluation]({rel_path(ev, root)})", ""] if ev else []
     field_ = varied_field(run)
     per_seed = {r["variant"]: r["per_seed"] for r in rows}
