@@ -19,7 +19,8 @@ import yaml
 from runner.record.rundir import file_sha256
 from tests.helpers import rlcrate, run_dir_of, tiny_manifest
 
-pytestmark = pytest.mark.gymnasium
+# slow: every test trains a parent (or several runs) with real SB3, or starts Godot
+pytestmark = [pytest.mark.gymnasium, pytest.mark.slow]
 
 NORMALIZED = {"obs": True, "reward": False}
 
