@@ -88,6 +88,7 @@ def test_trainer_has_the_contract(name):
         "evaluate",
         "determinism_attempt",
         "bench",
+        "start_files",
     }
     for hook in HOOKS:
         want = list(inspect.signature(getattr(Trainer, hook)).parameters)[1:]
