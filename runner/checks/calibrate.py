@@ -115,13 +115,21 @@ def rollout(env: EnvSpec, *, steps: int = 300, n_envs: int = 32, seed: int = 0) 
 
 
 def compare_envs(
-    a: EnvSpec, b: EnvSpec, *, steps: int = 300, factor: float = DEFAULT_FACTOR, seed: int = 0
+    a: EnvSpec,
+    b: EnvSpec,
+    *,
+    steps: int = 300,
+    factor: float = DEFAULT_FACTOR,
+    seed: int = 0,
+    names: tuple[str, str] | None = None,
 ) -> tuple[list[Mismatch], str | None]:
     """Random rollouts of both envs compared; (mismatches, warning text or None). The defaults
-    (32 envs x 300 steps) keep sampling noise under 1.25x on BallChase, well inside 1.5x."""
+    (32 envs x 300 steps) keep sampling noise under 1.25x on BallChase, well inside 1.5x.
+    `names`: what the warning calls them (default: backend:id of each)."""
     obs_a, obs_b = rollout(a, steps=steps, seed=seed), rollout(b, steps=steps, seed=seed)
     found = compare(obs_a, obs_b, factor=factor)
-    return found, warning(found, (f"{a.backend}:{a.id}", f"{b.backend}:{b.id}"), factor)
+    names = names or (f"{a.backend}:{a.id}", f"{b.backend}:{b.id}")
+    return found, warning(found, names, factor)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=300, help="random steps per env (32 envs)")
     p.add_argument("--factor", type=float, default=DEFAULT_FACTOR)
     p.add_argument("--json", action="store_true", help="the two arguments are env sections as JSON")
+    p.add_argument("--names", nargs=2, help="what the warning calls the two envs")
     args = p.parse_args(argv)
     try:
         if args.json:
@@ -142,7 +151,8 @@ def main(argv: list[str] | None = None) -> int:
             envs = [EnvSpec.model_validate_json(text) for text in args.manifests]
         else:
             envs = [load_manifest(path).env for path in args.manifests]
-        found, text = compare_envs(*envs, steps=args.steps, factor=args.factor)
+        names = (args.names[0], args.names[1]) if args.names else None
+        found, text = compare_envs(*envs, steps=args.steps, factor=args.factor, names=names)
     except (RunnerError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -63,6 +63,7 @@ def calibration_warnings(res: ResolvedRun, pythons: Mapping[str, str | None]) ->
         python = pythons.get(name) or sys.executable
         specs = [e.model_dump_json() for e in pair]
         cmd = [python, "-m", "runner.checks.calibrate", "--json", *specs]
+        cmd += ["--names", "the parent's env", "this env"]
         try:
             done = subprocess.run(
                 cmd, capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL
@@ -73,7 +74,8 @@ def calibration_warnings(res: ResolvedRun, pythons: Mapping[str, str | None]) ->
         text = (done.stdout.strip() or done.stderr.strip()).splitlines()[-1:]
         if done.returncode != 0 and text:  # 1: scales differ; 2: the check could not run
             where = "" if name == "default" else f"variant {name}: "
-            out.append(f"{where}warm start from {variant.parent.run_id}: {text[0]}")
+            envs = " -> ".join(f"{e.backend}:{e.id}" for e in pair)
+            out.append(f"{where}warm start from {variant.parent.run_id} ({envs}): {text[0]}")
     return out
 
 

@@ -234,7 +234,7 @@ def preflight(manifest_path: Path, manifest: Manifest, opts: RunOptions, console
         console.print(f"[yellow]warning: {escape(line)}[/]")
     checked = opts.executor.executor.runs_here
     for line in build_all(manifest_path, res, check_device=checked, overrides=opts.overrides):
-        console.print(f"[yellow]warning: {escape(line)}[/]")
+        console.print(f"[yellow]warning: {escape(line)}[/]", soft_wrap=True)  # one line
 
 
 def _run_locked(
