@@ -121,14 +121,16 @@ def _own_figures(library: str, root: Path, steps: int) -> dict:
     """steps_per_s and reward from the library's own TensorBoard files under root."""
     reward_tag, time_tags = TAGS[library]
     reward = _scalars(root, reward_tag)
+    split: dict[str, float] = {}  # RSL-RL: where the loop's time went
     if library == "rsl_rl":
-        loop_s = sum(v for tag in time_tags for _, v in _scalars(root, tag))
+        split = {tag.split("/")[1]: sum(v for _, v in _scalars(root, tag)) for tag in time_tags}
+        loop_s = sum(split.values())
         rate = steps / loop_s if loop_s else None
     else:
         fps = _scalars(root, "time/fps")
         rate = fps[-1][1] if fps else None
     return {"steps_per_s": rate, "reward": reward[-1][1] if reward else None,
-            "reward_step": reward[-1][0] if reward else None}  # fmt: skip
+            "reward_step": reward[-1][0] if reward else None, **split}  # fmt: skip
 
 
 def _scalars(root: Path, tag: str) -> list[tuple[int, float]]:

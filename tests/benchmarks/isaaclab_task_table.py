@@ -2,7 +2,7 @@
 a test). Run it with Isaac Lab's Python (the GPU environment):
 
     .cache/gpu-env/bin/python tests/benchmarks/isaaclab_task_table.py [--try] [--also TASK,...]
-        [--timeout 300] [--out tasks.json]
+        [--all] [--timeout 300] [--out tasks.json]
 
 For every registered `Isaac-*` task, from its configuration alone: the files it names under
 Isaac's asset root (robots, props, ground planes; `asset_files`), whether it has camera sensors
@@ -10,9 +10,10 @@ Isaac's asset root (robots, props, ground planes; `asset_files`), whether it has
 one that runs on a CPU without Isaac Sim), whether rlcrate has a local stand-in for its assets,
 and the agent configs it registers (sb3, rsl_rl): the verdict, inferred. `--try` also runs
 `rlcrate run` with a tiny budget (8 envs, 64 steps, 1 eval episode) on each task that verdict says
-runs here and on the tasks `--also` names (to check the other verdicts on a sample), each within
-`--timeout` seconds (its process group is ended past it), and records the outcome: "ran", or the
-last line rlcrate printed. Prints a Markdown table; a tried task's cell says what was measured.
+runs here and on the tasks `--also` names (every task with `--all`: to check the other verdicts),
+each within `--timeout` seconds (its process group is ended past it), and records the outcome:
+"ran", or the last line rlcrate printed. Prints a Markdown table; a tried task's cell says what
+was measured.
 """
 
 from __future__ import annotations
@@ -103,6 +104,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--try", dest="attempt", action="store_true")
     ap.add_argument("--also", default="", help="with --try: more tasks to try, comma-separated")
+    ap.add_argument("--all", action="store_true", help="with --try: try every task")
     ap.add_argument("--timeout", type=float, default=300, help="with --try: seconds per task")
     ap.add_argument("--out", default="isaaclab-tasks.json")
     args = ap.parse_args()
@@ -117,7 +119,8 @@ def main() -> None:
     if unknown:
         sys.exit(f"--also: not registered Isaac Lab tasks: {', '.join(sorted(unknown))}")
     for row in rows:
-        if args.attempt and (row["verdict"].startswith("runs") or row["task"] in also):
+        wanted = args.all or row["verdict"].startswith("runs") or row["task"] in also
+        if args.attempt and wanted:
             t0 = time.perf_counter()
             row["tried"] = try_run(row["task"], args.timeout)
             row["tried_s"] = round(time.perf_counter() - t0, 1)
