@@ -4,7 +4,7 @@ pairs of Isaac Lab's `isaaclab_rl.entrypoints` train (`--rl_library rsl_rl` or `
 in the same Python (the GPU environment). Run from the checkout:
 
     .cache/gpu-env/bin/python tests/benchmarks/isaaclab_parity.py --library rsl_rl \\
-        [--envs 8] [--iterations 4] [--pairs 3] [--seed 0] [--out parity.json]
+        [--envs 8] [--iterations 4] [--pairs 3] [--seed 0] [--torch-threads 1] [--out parity.json]
 
 On a CPU machine without network, Isaac Lab's workflow starts (it needs no Kit: its launcher
 picks Newton's MuJoCo-Warp on the CPU) but cannot fetch the cartpole's USD and ground plane
