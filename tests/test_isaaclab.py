@@ -65,8 +65,12 @@ def test_missing_environment_is_one_line(write_manifest, monkeypatch):
 
 
 @pytest.mark.slow
-def test_cartpole_trains_and_evaluates_on_this_cpu(write_manifest, tmp_path):
-    res = rlcrate("run", str(write_manifest(cartpole())), "--out", str(tmp_path), timeout=1800)
+@pytest.mark.parametrize("task", ["Isaac-Cartpole-Direct", "Isaac-Cartpole"])
+def test_cartpole_trains_and_evaluates_on_this_cpu(write_manifest, tmp_path, task):
+    """Both cartpole tasks take the local stand-in: the direct task's articulation is
+    `scene.cartpole`, the manager-based one's `scene.robot`."""
+    m = cartpole(env={"backend": "isaaclab", "id": task})
+    res = rlcrate("run", str(write_manifest(m)), "--out", str(tmp_path), timeout=1800)
     assert res.returncode == 0, res.stdout + res.stderr
     run = run_dir_of(tmp_path, "il-t")
     unit = run / "units" / "default" / "seed-0"

@@ -8,13 +8,15 @@ steps a few hundred env steps per second, and importing its tasks takes tens of 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 import yaml
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from runner.backends import isaaclab
-from tests.helpers import rlcrate, run_dir_of
+from tests.helpers import ROOT, checkout_env, rlcrate, run_dir_of
 
 pytestmark = [
     pytest.mark.isaaclab,
@@ -187,3 +189,45 @@ def test_sb3_defaults_task_trains_with_the_task_config_and_manifest_overrides(
     assert "algo.params.seed" not in sources and "algo.params.device" not in sources
     status = json.loads((run / "units" / "default" / "seed-0" / "status.json").read_text())
     assert status["state"] == "done" and status["timesteps_done"] == 128
+
+
+@pytest.mark.slow
+def test_check_determinism_trains_twice_and_compares_the_final_parameters(write_manifest, tmp_path):
+    """Slow: two fresh processes each start Isaac Lab and train 2 RSL-RL iterations from master
+    seed 0. On the CPU (Newton's MuJoCo-Warp, one torch thread) they agree bit for bit; the
+    verdict is recorded for this environment, where later runs' provenance reads it."""
+    cache = tmp_path / "cache"
+    out = rlcrate(
+        "check-determinism",
+        str(write_manifest(rsl())),
+        "--steps",
+        "256",
+        timeout=1800,
+        env_extra={"RLCRATE_CACHE_DIR": str(cache)},
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    said = " ".join(out.stdout.split())
+    assert "bitwise: the final parameters after 256 env steps are identical" in said, said
+    (entry,) = json.loads((cache / "determinism.json").read_text()).values()
+    found = entry["isaaclab"]
+    assert found["result"] == "bitwise" and found["algo"] == "rsl_rl_ppo", found
+    assert found["env_steps"] == 256 and found["env"] == "Isaac-Cartpole-Direct"
+
+
+@pytest.mark.slow
+def test_gpu_script_dry_validates_the_rsl_rl_step(tmp_path):
+    """Slow: two `validate --deep` in Isaac Lab's Python (~90 s). tests/gpu/check_gpu.py --dry
+    (any machine, no GPU figure): the RSL-RL step's 4096-env manifests pass validation and the
+    dry construction; AnymalD's only when its assets can be reached, else the error names them."""
+    out = tmp_path / "gpu.json"
+    script = ROOT / "tests" / "gpu" / "check_gpu.py"
+    cmd = [sys.executable, str(script), str(out), "--dry", "--only", "rsl_rl"]
+    res = subprocess.run(cmd, env=checkout_env(), capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, res.stdout + res.stderr
+    result = json.loads(out.read_text())
+    assert result["dry"] is True and "brax" not in result and "sb3" not in result
+    cart, anymal = (
+        result["rsl_rl"][t] for t in ("Isaac-Cartpole-Direct", "Isaac-Velocity-Flat-AnymalD")
+    )
+    assert cart["rc"] == 0 and "ok (1 variant(s)" in cart["out"], cart
+    assert anymal["rc"] == 0 or "set env.kwargs.asset_root" in anymal["out"], anymal

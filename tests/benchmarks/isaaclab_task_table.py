@@ -1,15 +1,19 @@
 """Which registered Isaac Lab tasks run on this machine, and what the others need (a script, not
 a test). Run it with Isaac Lab's Python (the GPU environment):
 
-    .cache/gpu-env/bin/python tests/benchmarks/isaaclab_task_table.py [--try] [--out tasks.json]
+    .cache/gpu-env/bin/python tests/benchmarks/isaaclab_task_table.py [--try] [--also TASK,...]
+        [--all] [--timeout 300] [--out tasks.json]
 
 For every registered `Isaac-*` task, from its configuration alone: the files it names under
 Isaac's asset root (robots, props, ground planes; `asset_files`), whether it has camera sensors
 (they render: Isaac Sim's RTX or a GPU renderer), its physics presets (Newton's MuJoCo-Warp is the
 one that runs on a CPU without Isaac Sim), whether rlcrate has a local stand-in for its assets,
-and the agent configs it registers (sb3, rsl_rl). `--try` also runs `rlcrate run` with a tiny
-budget (8 envs, 64 steps, 1 eval episode) on each task the static verdict says runs here, and
-records the outcome. Prints a Markdown table.
+and the agent configs it registers (sb3, rsl_rl): the verdict, inferred. `--try` also runs
+`rlcrate run` with a tiny budget (8 envs, 64 steps, 1 eval episode) on each task that verdict says
+runs here and on the tasks `--also` names (every task with `--all`: to check the other verdicts),
+each within `--timeout` seconds (its process group is ended past it), and records the outcome:
+"ran", or the last line rlcrate printed. Prints a Markdown table; a tried task's cell says what
+was measured.
 """
 
 from __future__ import annotations
@@ -18,9 +22,12 @@ import argparse
 import contextlib
 import io
 import json
+import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import yaml
@@ -67,7 +74,7 @@ def inspect(task: str, root: str) -> dict:
     return row
 
 
-def try_run(task: str) -> str:
+def try_run(task: str, timeout: float) -> str:
     m = {"rlcrate": 1, "name": "task-try", "env": {"backend": "isaaclab", "id": task},
          "parallel": {"envs": 8}, "algo": {"name": "PPO", "params": {"n_steps": 8,
          "batch_size": 64, "n_epochs": 1}}, "train": {"timesteps": 64},
@@ -76,14 +83,29 @@ def try_run(task: str) -> str:
         path = Path(tmp) / "m.yaml"
         path.write_text(yaml.safe_dump(m))
         exe = Path(sys.executable).with_name("rlcrate")
-        res = subprocess.run([str(exe), "run", str(path), "--out", tmp], capture_output=True,
-                             text=True, timeout=3600, check=False)  # fmt: skip
-    return "ran" if res.returncode == 0 else (res.stderr.strip().splitlines() or ["?"])[-1][:200]
+        # its own session: past the timeout the whole group goes (rlcrate and its unit)
+        proc = subprocess.Popen([str(exe), "run", str(path), "--out", tmp], text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True)  # fmt: skip
+        try:
+            _, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGTERM)  # rlcrate ends its units on SIGTERM
+            try:
+                proc.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+            return f"did not finish within {timeout:.0f} s"
+    return "ran" if proc.returncode == 0 else (err.strip().splitlines() or ["?"])[-1][:400]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--try", dest="attempt", action="store_true")
+    ap.add_argument("--also", default="", help="with --try: more tasks to try, comma-separated")
+    ap.add_argument("--all", action="store_true", help="with --try: try every task")
+    ap.add_argument("--timeout", type=float, default=300, help="with --try: seconds per task")
     ap.add_argument("--out", default="isaaclab-tasks.json")
     args = ap.parse_args()
     with contextlib.redirect_stdout(io.StringIO()):
@@ -92,9 +114,17 @@ def main() -> None:
         from isaaclab.utils.assets import NUCLEUS_ASSET_ROOT_DIR
     rows = [inspect(t, NUCLEUS_ASSET_ROOT_DIR) for t in sorted(gym.registry)
             if t.startswith("Isaac-")]  # fmt: skip
+    also = {t for t in args.also.split(",") if t}
+    unknown = also - {r["task"] for r in rows}
+    if unknown:
+        sys.exit(f"--also: not registered Isaac Lab tasks: {', '.join(sorted(unknown))}")
     for row in rows:
-        if args.attempt and row["verdict"].startswith("runs"):
-            row["tried"] = try_run(row["task"])
+        wanted = args.all or row["verdict"].startswith("runs") or row["task"] in also
+        if args.attempt and wanted:
+            t0 = time.perf_counter()
+            row["tried"] = try_run(row["task"], args.timeout)
+            row["tried_s"] = round(time.perf_counter() - t0, 1)
+            print(f"{row['task']}: {row['tried']} ({row['tried_s']} s)", file=sys.stderr)
         Path(args.out).write_text(json.dumps(rows, indent=2))
     print("| task | verdict | asset files | sb3 | rsl_rl |\n|---|---|---|---|---|")
     for r in rows:

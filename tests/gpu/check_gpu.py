@@ -1,6 +1,7 @@
 """Check the GPU path in one go on a machine with an NVIDIA GPU; write JSON as it goes.
 
-    tests/gpu/check_gpu.sh [OUT.json]        (about 7 minutes at most; each step has a timeout)
+    tests/gpu/check_gpu.sh [OUT.json] [--only STEP,...] [--dry]
+                                        (about 7 minutes at most; each step has a timeout)
 
 Steps (each records its figures, or why it was skipped or failed, and the time it took):
   host       nvidia-smi, CPU count, load
@@ -12,10 +13,16 @@ Steps (each records its figures, or why it was skipped or failed, and the time i
   sb3        SB3 PPO on CartPole through `rlcrate run`, device cuda vs cpu (steps/s)
   scaling    `rlcrate bench` env-only steps/s over 1..16 workers: EnvPool Pong, Godot BallChase
 The whole run stops starting new steps at DEADLINE_S (420 s) so it ends well inside 8 minutes.
+
+`--dry` (for a machine without a GPU: it claims no GPU figure) gives every manifest the steps
+would run to `rlcrate validate --deep` instead (plain validation, then the dry construction in the
+backend's own Python: the task's agent config taking algo.params, the env's checks), and runs the
+host step; brax is skipped. A `cuda` manifest is then refused here, as it should be on a CPU.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -36,6 +43,7 @@ BRAX_PY = os.environ.get("RLCRATE_PYTHON_BRAX") or (
 )
 DEADLINE_S = 420
 T0 = time.monotonic()
+DRY = False  # --dry: validate --deep every manifest instead of running it
 
 BRAX = """
 import time, functools, jax
@@ -81,6 +89,10 @@ def brax() -> dict[str, object]:
 def _run(m: dict, tmp: Path, timeout: float, *args: str) -> dict[str, object]:
     path = tmp / f"{m['name']}.yaml"
     path.write_text(yaml.safe_dump(m))
+    if DRY:
+        res = _sh([str(EXE), "validate", "--deep", str(path)], timeout)
+        return {"dry": f"validate --deep (not {args[0]})", "rc": res.returncode,
+                "out": (res.stdout + res.stderr).strip()[-500:]}  # fmt: skip
     res = _sh([str(EXE), *args, str(path), "--out", str(tmp)], timeout)
     found = list((tmp / m["name"]).glob("*/units/*/seed-*/status.json"))
     status = json.loads(found[0].read_text()) if found else {}
@@ -141,8 +153,14 @@ def scaling(tmp: Path) -> dict[str, object]:
 
 
 def main() -> None:
-    out_path = Path(sys.argv[1] if len(sys.argv) > 1 else "gpu-check.json")
-    result: dict[str, object] = {"started": time.time()}
+    global DRY
+    ap = argparse.ArgumentParser(description="Check rlcrate's GPU path; JSON to OUT.")
+    ap.add_argument("out", nargs="?", default="gpu-check.json")
+    ap.add_argument("--only", default="", help="comma-separated steps (default: all)")
+    ap.add_argument("--dry", action="store_true", help="validate --deep instead of running")
+    a = ap.parse_args()
+    DRY, out_path, only = a.dry, Path(a.out), {s for s in a.only.split(",") if s}
+    result: dict[str, object] = {"started": time.time(), "dry": DRY}
     with tempfile.TemporaryDirectory() as tmp:
         where = Path(tmp)
         steps = [
@@ -153,8 +171,16 @@ def main() -> None:
             ("sb3", lambda: sb3(where)),
             ("scaling", lambda: scaling(where)),
         ]
+        unknown = only - {name for name, _ in steps}
+        if unknown:
+            sys.exit(f"--only: no step {', '.join(sorted(unknown))}")
         for name, step in steps:
             t = time.monotonic()
+            if only and name not in only:
+                continue
+            if DRY and name == "brax":
+                result[name] = {"skipped": "--dry: the Brax step only trains"}
+                continue
             if _left() < 20:
                 result[name] = {"skipped": "out of time (DEADLINE_S)"}
                 continue

@@ -141,7 +141,9 @@ def task_cfg(env: EnvSpec, p: dict[str, Any], n_envs: int, seed: int, cache: Pat
         cfg.sim.physics.use_cuda_graph = p["cuda_graph"]
     if p["local_assets"] == "cartpole":
         cfg.scene.ground = None  # its USD lives on the asset server
-        cfg.scene.cartpole.spawn.usd_path = str(local_cartpole(cache))
+        # the direct task names its articulation `cartpole`, the manager-based one `robot`
+        robot = getattr(cfg.scene, "cartpole", None) or cfg.scene.robot
+        robot.spawn.usd_path = str(local_cartpole(cache))
     for key, value in env.kwargs.items():
         if key not in RUNNER_KWARGS:
             set_dotted(cfg, key, value)

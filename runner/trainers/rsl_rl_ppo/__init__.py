@@ -350,9 +350,18 @@ def determinism_attempt(cfg: Manifest, seeds: dict[str, int], steps: int) -> dic
         runner = _runner(env, agent, None)
         batch = iteration_steps(agent, cfg.parallel.envs)
         iters = max(1, math.ceil(steps / batch))
-        runner.learn(num_learning_iterations=iters, init_at_random_ep_len=False)
-        state = runner.alg.policy.state_dict()
-        params = {k: v.detach().cpu().numpy() for k, v in state.items() if torch.is_tensor(v)}
+        # as the unit trains (its random first episode lengths come from the seeded torch RNG)
+        runner.learn(
+            num_learning_iterations=iters, init_at_random_ep_len=agent.init_at_random_ep_len
+        )
+        # RSL-RL's own save: each model's state dict (actor, critic; RND's when configured)
+        params = {
+            f"{part}/{key}": value.detach().cpu().numpy()
+            for part, state in runner.alg.save().items()
+            if "optimizer" not in part
+            for key, value in state.items()
+            if torch.is_tensor(value)
+        }
     finally:
         env.close()
         end()
