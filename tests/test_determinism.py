@@ -61,6 +61,19 @@ def cache_dir(tmp_path, monkeypatch):
     return tmp_path / "cache"
 
 
+@pytest.mark.gymnasium
+def test_a_crashing_attempt_is_no_verdict(write_manifest, cache_dir):
+    """An attempt that crashes (Adam's capturable=True builds on the CPU and fails in the first
+    step) is trouble, exit 2, not the answer "diverged" (exit 1); nothing is recorded."""
+    capturable = {"optimizer_kwargs": {"capturable": True}}
+    m = tiny_manifest(algo__params={"n_steps": 64, "policy_kwargs": capturable})
+    out = rlcrate("check-determinism", str(write_manifest(m)))
+    assert out.returncode == 2, out.stdout + out.stderr
+    (line,) = [ln for ln in out.stderr.splitlines() if ln.strip()]
+    assert "attempt 1 failed" in line and "no verdict" in line and "capturable" in line
+    assert not (cache_dir / "determinism.json").exists()
+
+
 @pytest.mark.slow
 @pytest.mark.gymnasium
 def test_gymnasium_bitwise_and_recorded_in_provenance(write_manifest, tmp_path, cache_dir):

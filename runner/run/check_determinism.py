@@ -111,10 +111,13 @@ def _spawn(
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0 or not out.is_file():
-        from runner.errors import RunnerError
+        from runner.errors import BackendUnavailable
 
+        # exit 2, as cmp's "trouble": 1 stays the answer "diverged"
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RunnerError(f"check-determinism: attempt {n} failed ({tail})")
+        raise BackendUnavailable(
+            f"check-determinism: attempt {n} failed in {python} ({tail}); no verdict"
+        )
     return json.loads(out.read_text(encoding="utf-8"))
 
 

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from runner.errors import FieldError
+from runner.errors import FieldError, RunnerError
 from runner.manifest.schema import Manifest, ParallelSpec
 
 
@@ -72,6 +72,8 @@ def build_once(cfg: Manifest, *, check_device: bool = True) -> tuple[tuple[str, 
     try:
         one = ParallelSpec(envs=1, workers=1, mode="dummy")
         venv = make_env(cfg, seed=0, parallel=one)
+    except RunnerError as exc:  # rlcrate's own one line (e.g. every asset file a task needs)
+        return ("env",), f"cannot build the env: {exc}"
     except Exception as exc:
         return ("env",), f"cannot build the env: {_first_line(exc)}"
     try:
