@@ -12,6 +12,12 @@ not) with the same packages. The norms were added by running this module with to
 a CPU whose bytes still hashed as the pre-seam recording did (so they are that model's norms).
 Float results depend on the numeric libraries, so the test skips (saying why) where their
 versions differ from the recording's.
+
+The eval returns were re-recorded once since, on purpose: evaluation used to load the model with
+its env, and SB3's load reseeds that env with the training seed, so the eval episodes were not
+the eval seed's. Now the model is loaded without the env. Training is untouched by that change:
+the final parameters still match the pre-seam recording (checked when the returns were
+re-recorded, and by this test).
 """
 
 from __future__ import annotations
