@@ -25,6 +25,7 @@ from runner.archive.layout import (
     SUMS,
     TB_PARTS,
 )
+from runner.archive.parents import parent_files
 from runner.errors import UserInputError
 from runner.manifest.resolved import ResolvedRun, read_resolved
 from runner.record.rundir import file_sha256, read_json, read_status
@@ -63,50 +64,6 @@ def run_files(run_dir: Path, opts: ArchiveOptions) -> list[str]:
         if path.is_file():
             out.append(rel.as_posix())
     return sorted(out)
-
-
-PARENTS = "parents"  # a warm start's parent units, as a run directory of their own: parents/<id>/
-
-
-def parent_files(run_dir: Path, res: ResolvedRun) -> dict[str, Path]:
-    """The files every warm start of the run started from (archive name -> file): each parent
-    run's manifest and resolved.yaml, and each parent unit's status and pinned files, under
-    parents/<run-id>/ as they lie in that run. Refused, with how to fix it, when one is gone or
-    differs from the hash pinned when the run started."""
-    from runner.checks.lineage import Parent
-
-    out: dict[str, Path] = {}
-    for lineage in (v.parent for v in res.variants.values() if v.parent is not None):
-        run = Path(lineage.run)
-        top = f"{PARENTS}/{lineage.run_id}"
-        pinned = {
-            "manifest.yaml": lineage.manifest_sha256,
-            "resolved.yaml": lineage.resolved_sha256,
-        }
-        for name, digest in pinned.items():
-            out[f"{top}/{name}"] = _pinned(run_dir, run / name, digest)
-        parent = Parent(run, read_resolved(run), lineage.variant)
-        for unit in lineage.units.values():
-            unit_dir = parent.unit_dir(unit.seed)
-            out[f"{top}/{unit_dir.relative_to(run).as_posix()}/status.json"] = (
-                unit_dir / "status.json"
-            )
-            digests = (unit.model_sha256, unit.stats_sha256)
-            for path, sha in zip(parent.files(unit.seed), digests, strict=False):
-                out[f"{top}/{path.relative_to(run).as_posix()}"] = _pinned(run_dir, path, sha)
-    return out
-
-
-def _pinned(run_dir: Path, path: Path, digest: str | None) -> Path:
-    found = file_sha256(path) if path.is_file() else None
-    if digest is not None and found != digest:
-        now = "is gone" if found is None else "has changed"
-        raise UserInputError(
-            f"{run_dir}: the warm start's parent file {path} {now} since the run started; "
-            "restore the parent run as it was (resolved.yaml `parent` pins each file's "
-            "SHA-256), then archive again, so the archive carries what the run started from"
-        )
-    return path
 
 
 def unit_states(run_dir: Path, res: ResolvedRun) -> dict[str, str]:

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from runner.archive.parents import unpack_parent
 from runner.archive.results import (
     RerunFailed,
     archived_eval,
@@ -42,7 +43,7 @@ from runner.manifest.overrides import from_record
 from runner.manifest.parse import parse_yaml
 from runner.manifest.resolved import ResolvedRun, parse_resolved
 from runner.provenance import envdiff
-from runner.record.rundir import read_json, write_bytes_atomic, write_json_atomic
+from runner.record.rundir import read_json, write_json_atomic
 from runner.trainers.base import read_eval
 
 
@@ -129,36 +130,6 @@ def _check_manifest(v: Verified, res: ResolvedRun, tmp: Path) -> None:
             f"{v.path}: refused, its manifest.yaml does not resolve to its resolved.yaml "
             "(edited after the run, or another rlcrate version); nothing was rerun"
         )
-
-
-def unpack_parent(v: Verified, res: ResolvedRun, out: Path) -> Path | None:
-    """A warm-started run's parent units, as the archive carries them, written to
-    OUT/parents/<run-id>/ (kept: the rerun's resolved.yaml names it); None without a warm
-    start. The rerun's own check then finds exactly the pinned files there."""
-    ids = {p.run_id for p in (v.parent for v in res.variants.values()) if p is not None}
-    if not ids:
-        return None
-    if len(ids) > 1:
-        raise UserInputError(
-            f"{v.path}: its variants warm-start from {len(ids)} parent runs; reproduce reruns "
-            "a run whose warm starts share one parent run"
-        )
-    run_id = ids.pop()
-    prefix = f"parents/{run_id}/"
-    files = {name[len(prefix) :]: data for name, data in v.files.items() if name.startswith(prefix)}
-    if "resolved.yaml" not in files:
-        raise UserInputError(
-            f"{v.path}: it does not carry its warm start's parent run {run_id} (archived by an "
-            "older rlcrate?); nothing was rerun"
-        )
-    target = out / "parents" / run_id
-    for rel, data in files.items():
-        path = target / rel
-        if path.is_file() and path.read_bytes() == data:
-            continue  # unpacked by an earlier reproduce
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_bytes_atomic(path, data)
-    return target.resolve()
 
 
 def _derived_manifest(
