@@ -72,8 +72,9 @@ def build_once(cfg: Manifest, *, check_device: bool = True) -> tuple[tuple[str, 
     try:
         one = ParallelSpec(envs=1, workers=1, mode="dummy")
         venv = make_env(cfg, seed=0, parallel=one)
-    except RunnerError as exc:  # rlcrate's own one line (e.g. every asset file a task needs)
-        return ("env",), f"cannot build the env: {exc}"
+    except RunnerError as exc:  # rlcrate's own line, whole (e.g. every asset file a task needs)
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return ("env",), f"cannot build the env: {first}"
     except Exception as exc:
         return ("env",), f"cannot build the env: {_first_line(exc)}"
     try:
