@@ -113,3 +113,24 @@ def test_brax_resume_falls_back_past_a_damaged_checkpoint(tmp_path, capsys):
     assert start is not None and start.steps_done == 64
     assert np.array_equal(start.model["w"], np.arange(3.0))
     assert "step-128.zip is unreadable" in capsys.readouterr().err
+
+
+@pytest.mark.gymnasium
+def test_a_stop_request_ends_sb3_training_at_the_next_step(tmp_path):
+    """The unit's SIGTERM handler sets STOP and raises; where that exception is swallowed, the
+    SB3 loop's per-step check still stops training, with a checkpoint to resume from."""
+    from runner.record.seeding import derive
+    from runner.trainers import sb3
+    from runner.trainers.base import STOP
+    from tests.helpers import tiny_manifest
+
+    cfg = Manifest.model_validate(tiny_manifest(train__timesteps=100_000))
+    STOP.set()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            sb3.train(cfg, tmp_path, derive(0))
+    finally:
+        STOP.clear()
+    (checkpoint,) = (tmp_path / "checkpoints").glob("step-*.zip")
+    assert int(checkpoint.stem.split("-")[1]) < 100_000
+    assert not (tmp_path / "model.zip").exists()

@@ -19,6 +19,7 @@ from runner.record.rundir import UnitRef, read_status, write_status
 from runner.record.seeding import derive, seed_everything
 from runner.run.finish import record_failure, remove_debris
 from runner.trainers import get_trainer, trainer_for
+from runner.trainers.base import STOP
 
 
 def unit_config(run_dir: Path, variant: str, seed: int, *, training: bool = False) -> Manifest:
@@ -33,6 +34,7 @@ def unit_config(run_dir: Path, variant: str, seed: int, *, training: bool = Fals
 
 
 def _sigterm(signum: int, frame: Any) -> None:
+    STOP.set()  # the trainer's loop stops at its next step, even if this exception is swallowed
     raise KeyboardInterrupt
 
 

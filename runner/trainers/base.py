@@ -18,6 +18,7 @@ EVAL_FIELDS); the unit writes its state, times and errors itself.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -36,6 +37,11 @@ TRAIN_FIELDS = (
     "resumed_from",  # env steps done before this session, or None
 )
 EVAL_FIELDS = ("eval_mean", "eval_std")
+
+# Set by the unit's SIGTERM handler, which also raises KeyboardInterrupt. A loop that can check it
+# per step does (raising KeyboardInterrupt itself): the handler's exception can land in code that
+# swallows it (a finalizer, a C callback), and the unit would then train on to the end.
+STOP = threading.Event()
 
 
 class Trainer(Protocol):

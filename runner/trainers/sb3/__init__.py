@@ -13,7 +13,7 @@ from typing import Any
 
 from runner.manifest.schema import Manifest, ParallelSpec
 from runner.record.rundir import read_status, write_json_atomic
-from runner.trainers.base import MODEL_FILE, TB_DIR, write_eval
+from runner.trainers.base import MODEL_FILE, STOP, TB_DIR, write_eval
 from runner.trainers.resume import (
     Start,
     newest_readable,
@@ -53,6 +53,8 @@ def _callback(cfg: Manifest, unit_dir: Path, started: float, start: Start):
             return start.wall_before_s + time.perf_counter() - self.t0
 
         def _on_step(self) -> bool:
+            if STOP.is_set():  # asked to stop, though the handler's exception was swallowed
+                raise KeyboardInterrupt
             steps = self.model.num_timesteps
             if self.next_ckpt is not None and steps >= self.next_ckpt:
                 save_checkpoint(self.model, unit_dir, self.train_wall_s())
