@@ -3,6 +3,7 @@ run directory it leaves: determinism, failures, Ctrl-C and resume."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -138,8 +139,12 @@ def test_failed_unit_does_not_stop_the_others(write_manifest, tmp_path):
 
 
 def _pending_sigterm(pid: int) -> bool:
-    """Whether a SIGTERM waits for (stopped) process pid, from /proc/PID/status."""
-    text = Path(f"/proc/{pid}/status").read_text()
+    """Whether a SIGTERM waits for (stopped) process pid, from /proc/PID/status (False once it
+    is gone)."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
     fields = dict(line.split(":", 1) for line in text.splitlines())
     pending = int(fields["SigPnd"], 16) | int(fields["ShdPnd"], 16)
     return bool(pending & (1 << (signal.SIGTERM - 1)))
@@ -170,7 +175,8 @@ def test_ctrl_c_marks_interrupted_and_resume_finishes(write_manifest, tmp_path):
     deadline = time.monotonic() + 10
     while not _pending_sigterm(unit) and time.monotonic() < deadline:
         time.sleep(0.1)
-    os.kill(unit, signal.SIGCONT)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(unit, signal.SIGCONT)
     proc.wait(timeout=90)
     assert proc.returncode == 130
     status = json.loads((run / "units/default/seed-0/status.json").read_text())
