@@ -74,7 +74,8 @@ def _wants_defaults(data: Any) -> bool:
     return isinstance(algo, dict) and algo.get("defaults") is not None
 
 
-def _given(data: Any, path: tuple[str, ...]) -> bool:
+def given(data: Any, path: tuple[str, ...]) -> bool:
+    """Whether the manifest's data sets this dotted path (a default source never overrides it)."""
     for part in path:
         if not isinstance(data, dict) or part not in data:
             return False
@@ -82,7 +83,7 @@ def _given(data: Any, path: tuple[str, ...]) -> bool:
     return True
 
 
-def value_sources(m: Manifest, given: Any, supplied: dict[str, str]) -> dict[str, str]:
+def value_sources(m: Manifest, data: Any, supplied: dict[str, str]) -> dict[str, str]:
     """Where each algo value (and each value the defaults supplied, nested ones included) came
     from: the defaults' source, `manifest`, or `rlcrate default`."""
     paths: list[tuple[str, ...]] = [("algo", k) for k in m.algo.model_dump() if k != "params"]
@@ -92,7 +93,7 @@ def value_sources(m: Manifest, given: Any, supplied: dict[str, str]) -> dict[str
         key = ".".join(p)
         below = [v for k, v in supplied.items() if k.startswith(key + ".")]
         out[key] = supplied.get(key) or (
-            "manifest" if _given(given, p) else below[0] if below else "rlcrate default"
+            "manifest" if given(data, p) else below[0] if below else "rlcrate default"
         )
     out.update(supplied)  # nested values the defaults supplied (an RSL-RL config's leaves)
     return out
@@ -113,7 +114,7 @@ def read_manifest(
     source = str(path)
     data, lines = parse_yaml(read_text(path), source)
     data = apply_overrides(data, overrides)
-    given, supplied = data, dict[str, str]()
+    as_written, supplied = data, dict[str, str]()
     if _wants_defaults(data) and defaults is not None:
         try:
             data, supplied = defaults(data)
@@ -128,7 +129,7 @@ def read_manifest(
             manifest = Manifest.model_validate(_without(data, exc.locs))
         except (ValidationError, TypeError):
             raise ManifestError(attribute(exc.problems, overrides)) from None
-    manifest._sources = value_sources(manifest, given, supplied)
+    manifest._sources = value_sources(manifest, as_written, supplied)
     return manifest, problems, lines
 
 

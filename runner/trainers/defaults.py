@@ -29,15 +29,6 @@ def apply(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     return found
 
 
-def given(data: Any, path: tuple[str, ...]) -> bool:
-    """Whether the manifest's data sets this dotted path (a source never overrides it)."""
-    for part in path:
-        if not isinstance(data, dict) or part not in data:
-            return False
-        data = data[part]
-    return True
-
-
 def put(data: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
     """Set a dotted path in the manifest's data, making the mappings on the way."""
     for part in path[:-1]:

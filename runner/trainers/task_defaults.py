@@ -20,7 +20,8 @@ import copy
 import math
 from typing import Any
 
-from runner.trainers.defaults import given, put
+from runner.manifest.load import given
+from runner.trainers.defaults import put
 from runner.trainers.rsl_rl_ppo import RUNNER_SUPPLIED
 
 Path_ = tuple[str, ...]

@@ -22,7 +22,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from runner.trainers.defaults import given, put
+from runner.manifest.load import given
+from runner.trainers.defaults import put
 from runner.trainers.sb3.zoo_expr import literal
 
 FILES = {
