@@ -121,12 +121,12 @@ def test_brax_ppo_twice_and_sb3_adapter_in_one_run(
     assert problem is None and curve is not None and len(curve.steps) > 0
     assert curve.steps[-1] <= status["timesteps_done"]
     with zipfile.ZipFile(units[0] / "model.zip") as z:
-        assert {"params.pkl", "config.json"} <= set(z.namelist())
+        assert set(z.namelist()) == {"params.npz", "config.json"}  # data, no pickle
     evals = [json.loads((u / "eval.json").read_text()) for u in units]
     assert evals[0]["n_episodes"] == 3 and evals[0]["seed"] == status["seeds"]["eval_env"]
     assert all(0 < e["length"] <= 50 for e in evals[0]["episodes"])
     assert evals[0]["episodes"] == evals[1]["episodes"]  # same seed, same result
-    params = [zipfile.ZipFile(u / "model.zip").read("params.pkl") for u in units]
+    params = [zipfile.ZipFile(u / "model.zip").read("params.npz") for u in units]
     assert params[0] == params[1]
     prov = json.loads((run / "provenance.json").read_text())
     assert prov["brax"]["packages"]["brax"] and prov["brax"]["packages"]["jax"], prov["brax"]

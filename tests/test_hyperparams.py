@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import pickle
 import types
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -148,9 +148,10 @@ def test_plain_validate_says_what_needs_deep_and_imports_no_torch(write_manifest
     assert res.stdout.strip() == "False", res.stderr
 
 
-def _stats(path: Path):
-    with path.open("rb") as f:
-        return pickle.load(f)  # noqa: S301  (a file this test's run wrote)
+def _stats(path: Path) -> dict:
+    """A unit's normalization statistics: arrays read without pickles, as rlcrate reads them."""
+    with np.load(path, allow_pickle=False) as z:
+        return {name: z[name] for name in z.files}
 
 
 def _normalized(**over) -> dict:
@@ -179,14 +180,17 @@ def test_normalized_run_saves_statistics_and_evaluates_frozen(write_manifest, tm
     assert out.returncode == 0, out.stdout + out.stderr
     run = run_dir_of(tmp_path / "runs", "tiny")
     unit = run / "units/default/seed-0"
-    stats = _stats(unit / "vecnormalize.pkl")
+    stats = _stats(unit / "vecnormalize.npz")
     # every env step and the first reset went into the statistics (2 envs)
-    assert stats.obs_rms.count == pytest.approx(1e-4 + 2 + 512, abs=1e-9)
-    assert stats.clip_obs == 5.0 and stats.gamma == 0.99
-    for ckpt in (256, 512):
-        assert (unit / f"checkpoints/step-{ckpt}.zip").is_file()
-        saved = _stats(unit / f"checkpoints/step-{ckpt}.vecnormalize.pkl")
-        assert saved.obs_rms.count == pytest.approx(1e-4 + 2 + ckpt, abs=1e-9)
+    assert float(stats["obs.count"]) == pytest.approx(1e-4 + 2 + 512, abs=1e-9)
+    assert stats["obs.mean"].shape == (4,) and set(stats) == {
+        f"{w}.{p}" for w in ("obs", "ret") for p in ("mean", "var", "count")
+    }
+    # checkpoints at rollout boundaries below the budget (the final model holds the last one)
+    assert not (unit / "checkpoints/step-512.zip").exists()
+    assert (unit / "checkpoints/step-256.zip").is_file()
+    saved = _stats(unit / "checkpoints/step-256.vecnormalize.npz")
+    assert float(saved["obs.count"]) == pytest.approx(1e-4 + 2 + 256, abs=1e-9)
     # evaluation: rewards as the env gives them (CartPole: 1 a step, so return == length)
     episodes = json.loads((unit / "eval.json").read_text())["episodes"]
     assert all(e["return"] == e["length"] for e in episodes), episodes
@@ -208,16 +212,16 @@ def test_normalized_run_saves_statistics_and_evaluates_frozen(write_manifest, tm
 
         with tarfile.open(tar) as t:
             names = t.getnames()
-        assert any(n.endswith("seed-0/vecnormalize.pkl") for n in names) is present
+        assert any(n.endswith("seed-0/vecnormalize.npz") for n in names) is present
     # an archive with the model but without its statistics is refused, checksums or not
     from tests.archive_tools import altered
 
     def drop(files: dict) -> None:
-        del files["units/default/seed-0/vecnormalize.pkl"]
+        del files["units/default/seed-0/vecnormalize.npz"]
 
     forged = altered(tmp_path / "a0.tar.gz", tmp_path / "forged.tar.gz", drop, sums=True)
     refused = rlcrate("reproduce", str(forged), "--out", str(tmp_path / "re"))
-    assert refused.returncode == 2 and "vecnormalize.pkl is missing" in refused.stderr
+    assert refused.returncode == 2 and "vecnormalize.npz is missing" in refused.stderr
     assert not (tmp_path / "re").exists()
     # re-evaluating from the saved files gives the same returns: the statistics reload exactly
     (unit / "eval.json").unlink()
@@ -239,17 +243,15 @@ def test_resumed_normalized_unit_continues_its_statistics(write_manifest, tmp_pa
     run = run_dir_of(tmp_path / "runs", "tiny")
     unit = run / "units/default/seed-0"
     # what a SIGKILL right after the first checkpoint leaves
-    for name in ("model.zip", "vecnormalize.pkl", "train.json", "eval.json"):
+    for name in ("model.zip", "vecnormalize.npz", "train.json", "eval.json"):
         (unit / name).unlink()
-    for name in ("step-512.zip", "step-512.json", "step-512.vecnormalize.pkl"):
-        (unit / "checkpoints" / name).unlink()
     write_status(unit, "interrupted")
     res = rlcrate("run", str(run / "manifest.yaml"), "--resume", str(run))
     assert res.returncode == 0, res.stderr
     status = json.loads((unit / "status.json").read_text())
     assert status["state"] == "done" and status["resumed_from"] == 256
     # 256 steps to the checkpoint + 256 after it + a reset (2 envs) at each start
-    stats = _stats(unit / "vecnormalize.pkl")
-    assert stats.obs_rms.count == pytest.approx(1e-4 + 2 + 256 + 2 + 256, abs=1e-9)
+    stats = _stats(unit / "vecnormalize.npz")
+    assert float(stats["obs.count"]) == pytest.approx(1e-4 + 2 + 256 + 2 + 256, abs=1e-9)
     with zipfile.ZipFile(unit / "model.zip") as z:
         assert "policy.pth" in z.namelist()

@@ -9,10 +9,10 @@ unit, and an archive carries the parent so `reproduce` reruns from it.
 from __future__ import annotations
 
 import json
-import pickle
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -51,8 +51,8 @@ def _returns(unit: Path) -> list[float]:
 
 
 def _obs_count(unit: Path) -> float:
-    with open(unit / "vecnormalize.pkl", "rb") as f:
-        return float(pickle.load(f).obs_rms.count)
+    with np.load(unit / "vecnormalize.npz", allow_pickle=False) as z:
+        return float(z["obs.count"])
 
 
 def test_zero_shot_replays_the_parent_and_the_lineage_is_pinned(parent, write_manifest, tmp_path):
@@ -74,7 +74,7 @@ def test_zero_shot_replays_the_parent_and_the_lineage_is_pinned(parent, write_ma
     unit = pinned["units"]["1"]
     assert unit["seed"] == 1
     assert unit["model_sha256"] == file_sha256(parent / "units/default/seed-1/model.zip")
-    assert unit["stats_sha256"] == file_sha256(parent / "units/default/seed-1/vecnormalize.pkl")
+    assert unit["stats_sha256"] == file_sha256(parent / "units/default/seed-1/vecnormalize.npz")
     prov = json.loads((run / "provenance.json").read_text())
     assert prov["lineage"]["default"] == pinned
     report = (run / "report.md").read_text()

@@ -13,8 +13,11 @@ SUMS = "SHA256SUMS"
 ARCHIVE_FORMAT = 1  # bumped when a reader of the previous format could misread the new one
 MANIFEST_FORMAT = 1  # the newest manifest format (`rlcrate: N`) this rlcrate runs
 
-# left out by --no-models (vecnormalize.pkl: the model's observation normalization statistics)
-MODEL_PARTS = ("model.zip", "vecnormalize.pkl", "checkpoints")
+# left out by --no-models (vecnormalize.npz: the model's observation normalization statistics)
+MODEL_PARTS = ("model.zip", "vecnormalize.npz", "checkpoints")
+# Files an older rlcrate wrote as Python pickles (which run code when read): an archive holding
+# one is refused, never unpacked.
+PICKLE_SUFFIXES = (".pkl", ".pickle")
 TB_PARTS = ("tb",)  # left out by --no-tensorboard
 SKIPPED_NAMES = ("progress.json",)  # advisory, rewritten every second while a unit trains
 

@@ -21,6 +21,7 @@ from runner.archive.layout import (
     ARCHIVE_FORMAT,
     INDEX,
     MODEL_PARTS,
+    PICKLE_SUFFIXES,
     SKIPPED_NAMES,
     SUMS,
     TB_PARTS,
@@ -60,6 +61,12 @@ def run_files(run_dir: Path, opts: ArchiveOptions) -> list[str]:
             raise UserInputError(
                 f"{path}: refused, it is {kind}; an archive holds the run's own regular files "
                 "only (replace it with the file itself, then archive again)"
+            )
+        if path.is_file() and path.name.endswith(PICKLE_SUFFIXES):
+            raise UserInputError(
+                f"{path}: refused, it is a Python pickle (written by an older rlcrate), which "
+                "can run code when read; an archive holds data only: rerun the unit with this "
+                "rlcrate, then archive again"
             )
         if path.is_file():
             out.append(rel.as_posix())

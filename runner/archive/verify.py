@@ -25,6 +25,7 @@ from runner.archive.layout import (
     INDEX,
     MANIFEST_FORMAT,
     MAX_FILES,
+    PICKLE_SUFFIXES,
     SMALL_LIMIT,
     SMALL_SUFFIXES,
     SUMS,
@@ -210,8 +211,22 @@ def verify(path: Path) -> Verified:
         raise _refuse(path, f"the stream is {what} or not an rlcrate archive ({exc})") from None
     verified = state.finish()
     _check_formats(verified)
+    _check_no_pickles(verified)
     _check_statistics(verified)
     return verified
+
+
+def _check_no_pickles(v: Verified) -> None:
+    """Archives travel between strangers: a pickle (an older rlcrate's statistics or Brax
+    parameters) can run code when read, so an archive that holds one is refused."""
+    for rel in sorted(v.sums):
+        if rel.endswith(PICKLE_SUFFIXES):
+            raise _refuse(
+                v.path,
+                f"it holds {rel}, a Python pickle (written by an older rlcrate), which can run "
+                "code when read; rlcrate reads only data files: archive the run again after "
+                "rerunning it with this rlcrate",
+            )
 
 
 def _check_statistics(v: Verified) -> None:
@@ -227,7 +242,7 @@ def _check_statistics(v: Verified) -> None:
     for rel in v.sums:
         parts = rel.split("/")
         if parts[-1] == "model.zip" and len(parts) == 4 and parts[1] in normalized:
-            stats = "/".join(parts[:-1] + ["vecnormalize.pkl"])
+            stats = "/".join(parts[:-1] + ["vecnormalize.npz"])
             if stats not in v.sums:
                 why = f"{stats} is missing: {rel} was trained with algo.normalize"
                 raise _refuse(v.path, why)

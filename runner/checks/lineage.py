@@ -19,9 +19,11 @@ from typing import Any
 from runner.errors import FieldError, RunFileError
 from runner.manifest.resolved import RESOLVED, Lineage, ParentUnit, ResolvedRun, read_resolved
 from runner.manifest.schema import InitFrom, Manifest
+from runner.record.datafiles import LegacyPickle
 from runner.record.rundir import UnitRef, file_sha256, read_status
 from runner.trainers import get_trainer, trainer_for
 from runner.trainers.base import spaces_mismatch
+from runner.trainers.resume import check_final
 
 FIELD = ("train", "init_from")
 
@@ -72,9 +74,16 @@ def _unit_problem(parent: Parent, seed: int) -> str | None:
         )
     for path in parent.files(seed):
         if not path.is_file():
+            legacy = path.with_suffix(".pkl")
+            if legacy.is_file():  # an older rlcrate's pickle: refused, never read
+                return str(LegacyPickle(legacy, "the parent's normalization statistics"))
             return f"{path} is missing: the parent unit's files are incomplete"
         if path.suffix == ".zip" and not _whole_zip(path):
             return f"{path} is damaged (not a whole zip file)"
+    try:  # the parent's files as its training left them (train.json's hashes), before any read
+        check_final(unit)
+    except RunFileError as exc:
+        return str(exc)
     return None
 
 

@@ -245,7 +245,7 @@ def hyperparameters_section(run: Run) -> list[str]:
         what = " and ".join(k for k in ("obs", "reward") if norm.get(k)) or "nothing"
         out.append(
             f"- VecNormalize ({what}; clip_obs {norm.get('clip_obs')}, clip_reward "
-            f"{norm.get('clip_reward')}): statistics in each unit's `vecnormalize.pkl`; "
+            f"{norm.get('clip_reward')}): statistics in each unit's `vecnormalize.npz`; "
             "evaluation used them frozen, with the env's own rewards."
         )
     return out + [""]

@@ -90,6 +90,7 @@ def prepare_run_dir(
                 f"--resume {run_dir}: {manifest_path} resolves differently from the manifest that "
                 "run was started with; resume with the run's own manifest.yaml"
             )
+        check_resumed_files(run_dir, res)
         return run_dir, res
     from runner.manifest.overrides import record
 
@@ -114,6 +115,24 @@ def prepare_run_dir(
         shutil.rmtree(run_dir, ignore_errors=True)
         raise
     return run_dir, res
+
+
+def check_resumed_files(run_dir: Path, res: ResolvedRun) -> None:
+    """Before anything of a resumed run is opened (the dry construction loads a warm start's
+    parent): its parents' files are the ones pinned when it started, each finished unit's model
+    files the ones its training left, and no unit holds a pickle (an older rlcrate's statistics
+    or parameters, which could run code when read). One line, exit 2, otherwise."""
+    from runner.record.datafiles import LegacyPickle
+    from runner.trainers.resume import check_final
+
+    for unit in res.units():
+        parent = res.variants[unit.variant].parent
+        if parent is not None:
+            lineage.verify(parent, unit.seed)
+        unit_dir = unit.dir(run_dir)
+        for old in sorted(unit_dir.rglob("*.pkl")) if unit_dir.is_dir() else []:
+            raise LegacyPickle(old, "a file")
+        check_final(unit_dir)
 
 
 def parallelism(manifest: Manifest, res: ResolvedRun) -> tuple[int, int]:

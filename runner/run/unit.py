@@ -20,6 +20,7 @@ from runner.record.seeding import derive, seed_everything
 from runner.run.finish import record_failure, remove_debris
 from runner.trainers import get_trainer, trainer_for
 from runner.trainers.base import STOP
+from runner.trainers.resume import check_final
 
 
 def unit_config(run_dir: Path, variant: str, seed: int, *, training: bool = False) -> Manifest:
@@ -71,6 +72,7 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
             fields.update(trainer.train(cfg, unit_dir, seeds))  # keeps a finished training
             write_status(unit_dir, "running", **fields)
         if "eval" in jobs:
+            check_final(unit_dir)  # the model's files as training left them, before any read
             fields.update(trainer.evaluate(cfg, unit_dir, seeds))
     except KeyboardInterrupt:
         remove_debris(unit_dir)

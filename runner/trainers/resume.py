@@ -19,12 +19,13 @@ import os
 import re
 import sys
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.record.rundir import read_json, replace_via, write_json_atomic
+from runner.errors import RunFileError
+from runner.record.rundir import file_sha256, read_json, replace_via, write_json_atomic
 
 CKPT = re.compile(r"^step-(\d+)\.zip$")
 TRAIN_RECORD = "train.json"
@@ -38,14 +39,40 @@ def save_atomic(model: Any, path: Path) -> None:
 
 def save_checkpoint(model: Any, unit_dir: Path, train_wall_s: float) -> None:
     """step-N.zip, then step-N.json with the training time it took to get there."""
-    from runner.trainers.sb3.hyperparams import checkpoint_stats, save_stats
+    from runner.trainers.sb3.files import checkpoint_stats, save_stats
 
     steps = model.num_timesteps
     path = unit_dir / "checkpoints" / f"step-{steps}.zip"
     save_stats(model, checkpoint_stats(path))  # first: a checkpoint on disk has its statistics
     save_atomic(model, path)
-    meta = {"timesteps": steps, "train_wall_time_s": train_wall_s}
+    meta = {
+        "timesteps": steps,
+        "train_wall_time_s": train_wall_s,
+        "files": pins(path.parent, [path.name, checkpoint_stats(path).name]),
+    }
     write_json_atomic(unit_dir / "checkpoints" / f"step-{steps}.json", meta)
+
+
+def pins(folder: Path, names: Sequence[str]) -> dict[str, str]:
+    """name -> SHA-256 of each of `names` in `folder` that exists: what a later read checks
+    before any library opens the file."""
+    return {n: file_sha256(folder / n) for n in names if (folder / n).is_file()}
+
+
+def check_pins(folder: Path, pinned: Any, what: str) -> None:
+    """RunFileError when a file pinned in `pinned` ({name: sha256}, from a record this unit
+    wrote) is gone or has other bytes; a record without pins (older runs) checks nothing."""
+    if not isinstance(pinned, dict):
+        return
+    for name, digest in sorted(pinned.items()):
+        path = folder / str(name)
+        found = file_sha256(path) if path.is_file() else None
+        if found != digest:
+            now = "is missing" if found is None else f"has SHA-256 {found[:12]}…"
+            raise RunFileError(
+                f"{path} {now}, not the file {what} recorded ({str(digest)[:12]}…): it changed "
+                "after it was written, so it is not read"
+            )
 
 
 def checkpoints(unit_dir: Path) -> list[tuple[int, Path]]:
@@ -105,6 +132,12 @@ def _by_content(
         if steps > budget:
             say(f"checkpoint {path.name} holds {steps} steps, over this unit's {budget}; skipped")
             continue
+        if steps == budget:  # only a stop during the last update or the final save writes one
+            say(
+                f"checkpoint {path.name} was taken at the budget, before the final save "
+                "finished; an older one is used"
+            )
+            continue
         found.append((steps, path))
     return sorted(found, key=lambda x: x[0], reverse=True)
 
@@ -121,9 +154,15 @@ def newest_readable(
     a loop whose checkpoints hold no step passes `step_in_name`)."""
     say = log or (lambda line: print(line, file=sys.stderr, flush=True))
     for steps, path in _by_content(unit_dir, budget, say, steps_of):
+        meta = read_json(path.with_suffix(".json"))
         try:
+            check_pins(path.parent, meta.get("files") if isinstance(meta, dict) else None,
+                       f"{path.with_suffix('.json').name}")  # fmt: skip
             model = load(path)
-        except Exception as exc:  # a damaged zip fails in many ways (zipfile, torch, pickle)
+        except RunFileError as exc:
+            say(f"{exc}; trying an older checkpoint")
+            continue
+        except Exception as exc:  # a damaged zip fails in many ways (zipfile, torch)
             say(f"checkpoint {path.name} is unreadable ({type(exc).__name__}); trying an older one")
             continue
         meta = read_json(unit_dir / "checkpoints" / f"step-{steps}.json")
@@ -158,7 +197,10 @@ def _rebuilt(unit_dir: Path, steps: int) -> dict[str, Any]:
 
 
 def finished_training(
-    unit_dir: Path, budget: int, steps_of: Callable[[Path], int | None] | None = saved_steps
+    unit_dir: Path,
+    budget: int,
+    steps_of: Callable[[Path], int | None] | None = saved_steps,
+    pinned: Sequence[str] = (),
 ) -> dict[str, Any] | None:
     """The train job's record if its training finished (then it must not train again): model.zip
     trained at least `budget` steps by its own account (`steps_of`). A missing or damaged
@@ -176,13 +218,21 @@ def finished_training(
     if isinstance(record, dict) and record.get("timesteps_done") == steps:
         return record
     record = _rebuilt(unit_dir, steps)
-    record_finished(unit_dir, record)
+    record_finished(unit_dir, record, pinned)
     return record
 
 
-def record_finished(unit_dir: Path, fields: dict[str, Any]) -> None:
-    """Written after model.zip: from here on, resuming this unit only evaluates."""
-    write_json_atomic(unit_dir / TRAIN_RECORD, fields)
+def record_finished(unit_dir: Path, fields: dict[str, Any], pinned: Sequence[str] = ()) -> None:
+    """Written after model.zip: from here on, resuming this unit only evaluates. `pinned`: the
+    model's files, whose SHA-256 every later read checks first (`check_final`)."""
+    write_json_atomic(unit_dir / TRAIN_RECORD, {**fields, "files": pins(unit_dir, pinned)})
+
+
+def check_final(unit_dir: Path) -> None:
+    """The final model's files are the ones training left (the hashes in train.json), before
+    anything opens them: RunFileError, one line, if one changed."""
+    record = read_json(unit_dir / TRAIN_RECORD)
+    check_pins(unit_dir, record.get("files") if isinstance(record, dict) else None, TRAIN_RECORD)
 
 
 def forget_finished(unit_dir: Path) -> None:
@@ -208,14 +258,16 @@ def train_once(
     train: Callable[[], dict[str, Any]],
     final_ok: Callable[[Path], Any],
     steps_of: Callable[[Path], int | None] | None = saved_steps,
+    pinned: Sequence[str] = ("model.zip",),
 ) -> dict[str, Any]:
     """Run `train` unless this unit's training already finished (then keep its final model and
     its figures, so a resumed unit re-evaluates the model it trained). `final_ok(model.zip)`
     raises if the final model is unreadable; then training continues from the newest checkpoint.
     A training that ends short of `budget` steps fails the unit: it is never recorded as done.
     """
-    done = finished_training(unit_dir, budget, steps_of)
+    done = finished_training(unit_dir, budget, steps_of, pinned)
     if done is not None:
+        check_final(unit_dir)  # a changed model is refused, never read nor trained over
         try:
             final_ok(unit_dir / "model.zip")
             return done
@@ -233,5 +285,5 @@ def train_once(
             f"training ended after {fields.get('timesteps_done')} of {budget} steps; "
             "the unit is not done"
         )
-    record_finished(unit_dir, fields)
+    record_finished(unit_dir, fields, pinned)
     return fields

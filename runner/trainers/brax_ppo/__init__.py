@@ -7,15 +7,16 @@ and `action_repeat` (env.kwargs.episode_length, env.action_repeat), and defaults
 (Brax's in-loop evaluation is replaced by the eval job) and `log_training_metrics` to true, whose
 mean training-episode return goes to TensorBoard under REWARD_TAG as SB3's `ep_rew_mean` does.
 
-model.zip holds the trained parameters (params.pkl) and what rebuilds the policy (config.json).
+model.zip holds the trained parameters (params.npz: arrays, no pickle) and what rebuilds the
+policy (config.json).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
-import pickle
 import time
 import zipfile
 from pathlib import Path
@@ -90,21 +91,86 @@ def _networks(config: dict[str, Any]) -> Any:
     )
 
 
+PARAMS_MEMBER = "params.npz"
+CONFIG_MEMBER = "config.json"
+
+
 def save_params(path: Path, params: Any, config: dict[str, Any]) -> None:
+    """model.zip: the parameters as named arrays (params.npz, one array per leaf, named by its
+    path in the (normalizer, policy, value) tree) and config.json; atomically."""
+    import io
+
     import jax
     import numpy as np
 
+    leaves, _ = jax.tree_util.tree_flatten_with_path(params)
+    buf = io.BytesIO()
+    np.savez(buf, **{jax.tree_util.keystr(k): np.asarray(v) for k, v in leaves})
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}.zip")
-    with zipfile.ZipFile(tmp, "w") as z:
-        z.writestr("params.pkl", pickle.dumps(jax.tree.map(np.asarray, params)))
-        z.writestr("config.json", json.dumps(config, indent=2))
-    os.replace(tmp, path)
+    try:
+        with zipfile.ZipFile(tmp, "w") as z:
+            z.writestr(PARAMS_MEMBER, buf.getvalue())
+            z.writestr(CONFIG_MEMBER, json.dumps(config, indent=2))
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
-def load_params(path: Path) -> tuple[Any, dict[str, Any]]:
-    with zipfile.ZipFile(path) as z:
-        return pickle.loads(z.read("params.pkl")), json.loads(z.read("config.json"))
+def _template(config: dict[str, Any]) -> Any:
+    """A (normalizer, policy, value) tree of the shapes `config` builds, to read arrays into."""
+    import jax
+    import jax.numpy as jnp
+    from brax.training.acme import running_statistics, specs
+
+    nets = _networks(config)
+    key = jax.random.PRNGKey(0)
+    size = config["observation_size"]
+    obs = (
+        {k: specs.Array(tuple(v)[-1:], jnp.dtype("float32")) for k, v in size.items()
+         if not k.startswith("pixels/")}
+        if isinstance(size, dict)
+        else specs.Array((int(size),), jnp.dtype("float32"))
+    )  # fmt: skip
+    normalizer = running_statistics.init_state(obs)
+    return (normalizer, nets.policy_network.init(key), nets.value_network.init(key))
+
+
+def load_params(path: Path, config: dict[str, Any]) -> Any:
+    """model.zip's parameters, as data: the zip's members checked first, the arrays read
+    without pickles and fitted into the tree that `config` (built from the manifest, never
+    read from the file) makes; RunFileError otherwise."""
+    import io
+
+    import jax
+    import numpy as np
+
+    from runner.errors import RunFileError
+    from runner.record.datafiles import LegacyPickle, check_zip
+
+    with contextlib.suppress(OSError, zipfile.BadZipFile), zipfile.ZipFile(path) as z:
+        if "params.pkl" in z.namelist():
+            raise LegacyPickle(path, "Brax parameters")
+    check_zip(path, {PARAMS_MEMBER, CONFIG_MEMBER}, what="model")
+    try:
+        with zipfile.ZipFile(path) as z:
+            data = z.read(PARAMS_MEMBER)
+        with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
+            saved = {name: arrays[name] for name in arrays.files}
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile, EOFError) as exc:
+        raise RunFileError(f"{path}: its parameters are not readable as arrays ({exc})") from None
+    leaves, tree = jax.tree_util.tree_flatten_with_path(_template(config))
+    out = []
+    for keys, like in leaves:
+        name = jax.tree_util.keystr(keys)
+        arr = saved.pop(name, None)
+        if arr is None or arr.shape != np.shape(like) or arr.dtype.kind not in "biuf":
+            raise RunFileError(f"{path}: its parameter {name} is missing or not {np.shape(like)}")
+        out.append(arr)
+    if saved:
+        raise RunFileError(f"{path}: it holds parameters this network has not: {sorted(saved)[:3]}")
+    return jax.tree_util.tree_unflatten(tree, out)
 
 
 class _Progress:
@@ -153,16 +219,12 @@ def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any
     from runner.backends.brax import make_brax_env
 
     env = make_brax_env(cfg.env)
-    kwargs, network = ppo_kwargs(cfg, seeds)
-    config = {
-        "env": cfg.env.id, "observation_size": env.observation_size,
-        "action_size": env.action_size, "network": network,
-        "normalize_observations": bool(kwargs.get("normalize_observations", False)),
-    }  # fmt: skip
+    kwargs, _ = ppo_kwargs(cfg, seeds)
+    config = _config(cfg, env, seeds)
     done_before, restore = 0, None
     # the newest checkpoint that loads, falling back past damaged ones (as SB3's trainer does)
     start = newest_readable(
-        unit_dir, lambda path: load_params(path)[0], cfg.train.timesteps, steps_of=step_in_name
+        unit_dir, lambda path: load_params(path, config), cfg.train.timesteps, steps_of=step_in_name
     )
     if start is not None:
         done_before, restore = start.steps_done, start.model
@@ -172,7 +234,7 @@ def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any
     try:
         _, params, _ = ppo.train(
             environment=env,
-            network_factory=network_factory(network),
+            network_factory=network_factory(config["network"]),
             progress_fn=progress.metrics,
             policy_params_fn=progress.params,
             restore_params=restore,
@@ -193,6 +255,17 @@ def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any
         "train_steps_per_s": (steps - done_before) / wall if wall > 0 else 0.0,
         "resumed_from": done_before or None,
     }
+
+
+def _config(cfg: Manifest, env: Any, seeds: dict[str, int]) -> dict[str, Any]:
+    """What builds the policy's networks, from the manifest and its env (saved beside the
+    parameters for people to read; loading builds it again, never reads it)."""
+    kwargs, network = ppo_kwargs(cfg, seeds)
+    return {
+        "env": cfg.env.id, "observation_size": env.observation_size,
+        "action_size": env.action_size, "network": network,
+        "normalize_observations": bool(kwargs.get("normalize_observations", False)),
+    }  # fmt: skip
 
 
 def network_factory(network: dict[str, Any]) -> Any:
@@ -247,7 +320,10 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
     model_path = unit_dir / MODEL_FILE
     if not model_path.exists():
         raise FileNotFoundError(f"{model_path} is missing; run the train job first")
-    params, config = load_params(model_path)
+    from runner.backends.brax import make_brax_env
+
+    config = _config(cfg, make_brax_env(cfg.env), seeds)
+    params = load_params(model_path, config)
     make_policy = ppo_networks.make_inference_fn(_networks(config))
     policy = make_policy(params, deterministic=cfg.eval.deterministic)
     returns, lengths = _episodes(cfg, policy, seeds["eval_env"])

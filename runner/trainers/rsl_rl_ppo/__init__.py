@@ -182,19 +182,32 @@ class _Hooks:
             save(self.runner, path, self.iters, self.steps, self.wall())
 
 
-def _load(runner: Any, path: Path, device: str) -> dict[str, Any]:
-    runner.load(str(path), map_location=device)
-    import torch
+def _saved(path: Path, device: str = "cpu") -> dict[str, Any]:
+    """An RSL-RL save of this trainer as data: torch's restricted unpickler (RSL-RL's own
+    `runner.load` unpickles anything), and the keys its PPO saves."""
+    from runner.errors import RunFileError
+    from runner.record.datafiles import torch_load
 
-    return dict(torch.load(str(path), weights_only=False, map_location="cpu")["infos"] or {})
+    saved = torch_load(path, map_location=device)
+    if not isinstance(saved, dict) or not {"actor_state_dict", "iter"} <= set(saved):
+        raise RunFileError(f"{path}: not an RSL-RL PPO save (no actor_state_dict and iter)")
+    return saved
+
+
+def _load(runner: Any, path: Path, device: str) -> dict[str, Any]:
+    """Put a save's models, optimizer and iteration into `runner`, as RSL-RL's `load` does."""
+    saved = _saved(path, device)
+    if runner.alg.load(saved, None, True):
+        runner.current_learning_iteration = saved["iter"]
+    infos = saved.get("infos")
+    return dict(infos) if isinstance(infos, dict) else {}
 
 
 def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
     """Train one unit (continuing from its newest readable checkpoint); TRAIN_FIELDS."""
-    import torch
 
     def final_ok(path: Path) -> None:
-        torch.load(str(path), weights_only=False, map_location="cpu")
+        _saved(path)
 
     budget = cfg.train.timesteps
     return train_once(
@@ -205,11 +218,9 @@ def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any
 def saved_steps(path: Path) -> int | None:
     """The env steps an RSL-RL save of this trainer says it trained (its `infos`); None when the
     file is not one."""
-    import torch
-
     try:
-        infos = torch.load(str(path), weights_only=False, map_location="cpu").get("infos") or {}
-    except Exception:  # a damaged or foreign file fails in many ways (zip, pickle, torch)
+        infos = _saved(path).get("infos") or {}
+    except Exception:  # a damaged or foreign file fails in many ways (zip, torch, RunFileError)
         return None
     steps = infos.get("timesteps") if isinstance(infos, dict) else None
     return steps if isinstance(steps, int) and not isinstance(steps, bool) and steps >= 0 else None
@@ -275,7 +286,7 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
     env, agent, end = _setup(cfg, unit_dir / "eval-logs", 1, seeds["eval_env"], seeds)
     try:
         runner = _runner(env, agent, None)
-        runner.load(str(model_path), map_location=agent.device)
+        _load(runner, model_path, agent.device)
         policy = runner.get_inference_policy(device=agent.device)
         returns: list[float] = []
         lengths: list[int] = []

@@ -24,9 +24,11 @@ from runner.trainers.resume import (
 )
 from runner.trainers.sb3 import algos
 from runner.trainers.sb3.common import load_model, make_env, make_model
-from runner.trainers.sb3.hyperparams import (
+from runner.trainers.sb3.files import (
     STATS_FILE,
     checkpoint_stats,
+    peek_params,
+    require_stats,
     restore_stats,
     save_stats,
 )
@@ -52,13 +54,21 @@ def _callback(cfg: Manifest, unit_dir: Path, started: float, start: Start):
         def train_wall_s(self) -> float:
             return start.wall_before_s + time.perf_counter() - self.t0
 
+        def _on_rollout_start(self) -> None:
+            # A rollout boundary, after the previous rollout's update: a checkpoint taken here
+            # holds every update of the steps it counts (one taken mid-rollout would count
+            # steps whose update it lacks; at the budget, a resume would then skip the last
+            # update). The loop ends at the budget before another rollout, so no checkpoint
+            # is ever taken there: the final model.zip is the only record of a finished unit.
+            steps = self.model.num_timesteps
+            if self.next_ckpt is not None and steps >= self.next_ckpt:
+                save_checkpoint(self.model, unit_dir, self.train_wall_s())
+                self.next_ckpt = (steps // every + 1) * every
+
         def _on_step(self) -> bool:
             if STOP.is_set():  # asked to stop, though the handler's exception was swallowed
                 raise KeyboardInterrupt
             steps = self.model.num_timesteps
-            if self.next_ckpt is not None and steps >= self.next_ckpt:
-                save_checkpoint(self.model, unit_dir, self.train_wall_s())
-                self.next_ckpt += every
             now = time.perf_counter()
             if now - self.last_write >= 1.0:
                 self.last_write = now
@@ -81,17 +91,23 @@ def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any
     """
 
     def final_ok(path: Path) -> Any:
-        if cfg.algo.normalize is not None and not (unit_dir / STATS_FILE).is_file():
-            raise FileNotFoundError(f"{STATS_FILE} (the model's normalization statistics)")
-        return load_model(cfg, path, None)
+        if cfg.algo.normalize is not None:
+            require_stats(unit_dir / STATS_FILE)
+        return peek_params(path)
 
-    return train_once(unit_dir, cfg.train.timesteps, lambda: _train(cfg, unit_dir, seeds), final_ok)
+    return train_once(
+        unit_dir,
+        cfg.train.timesteps,
+        lambda: _train(cfg, unit_dir, seeds),
+        final_ok,
+        pinned=start_files(cfg),
+    )
 
 
-def _resume_from(cfg: Manifest, path: Path, venv: Any) -> Any:
+def _resume_from(cfg: Manifest, path: Path, venv: Any, seed: int) -> Any:
     """A checkpoint and, when normalizing, the statistics saved with it (either unreadable:
     the checkpoint is, and an older one is tried)."""
-    model = load_model(cfg, path, venv)
+    model = load_model(cfg, path, venv, seed=seed, resume=True)
     if cfg.algo.normalize is not None:
         restore_stats(venv, checkpoint_stats(path))
     return model
@@ -101,7 +117,9 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
     venv = make_env(cfg, seed=seeds["env"], log_dir=unit_dir)
     try:
         start = newest_readable(
-            unit_dir, lambda path: _resume_from(cfg, path, venv), cfg.train.timesteps
+            unit_dir,
+            lambda path: _resume_from(cfg, path, venv, seeds["model"]),
+            cfg.train.timesteps,
         )
         if start is not None:
             from stable_baselines3.common.logger import configure
@@ -163,9 +181,14 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
         training=False,
     )
     try:
-        # loaded without the env: SB3's load reseeds a model's env with the training seed
-        # (`set_random_seed`), which would replace the eval seed of every env that takes one
-        model = load_model(cfg, model_path, None)
+        # The global generators seeded as SB3's own load seeded them (with the model's seed)
+        # before the policy was built; the env keeps its eval seed (seed None: SB3 would
+        # reseed `venv` with the training seed, replacing the eval seed of every env that
+        # takes one).
+        from stable_baselines3.common.utils import set_random_seed
+
+        set_random_seed(seeds["model"])
+        model = load_model(cfg, model_path, venv, seed=None)
         returns, lengths = evaluate_policy(
             model,
             venv,

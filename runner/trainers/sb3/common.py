@@ -43,8 +43,9 @@ def make_env(
         raise
 
 
-def make_model(cfg: Manifest, venv: Any, *, seed: int, tb_dir: Path | None) -> Any:
-    """The manifest's algorithm on `venv`, logging to TensorBoard in `tb_dir` (None: no logging)."""
+def make_model(cfg: Manifest, venv: Any, *, seed: int | None, tb_dir: Path | None) -> Any:
+    """The manifest's algorithm on `venv`, logging to TensorBoard in `tb_dir` (None: no logging).
+    `seed` None: SB3 seeds nothing (neither the global generators nor `venv`)."""
     from stable_baselines3.common.logger import Logger, configure
 
     from runner.trainers.sb3.hyperparams import model_kwargs
@@ -58,5 +59,14 @@ def make_model(cfg: Manifest, venv: Any, *, seed: int, tb_dir: Path | None) -> A
     return model
 
 
-def load_model(cfg: Manifest, path: Path, venv: Any) -> Any:
-    return algo_class(cfg.algo.name).load(str(path), env=venv, device=cfg.algo.device)
+def load_model(
+    cfg: Manifest, path: Path, venv: Any, *, seed: int | None, resume: bool = False
+) -> Any:
+    """The model saved at `path`, rebuilt from the manifest on `venv` and given the file's
+    weights (`files.load_weights`: nothing in the file is unpickled); `resume`: also its
+    training counters, and TensorBoard stays off until the caller sets a logger."""
+    from runner.trainers.sb3.files import load_weights
+
+    model = make_model(cfg, venv, seed=seed, tb_dir=None)
+    load_weights(model, path, counters=resume)
+    return model

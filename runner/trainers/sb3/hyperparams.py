@@ -1,26 +1,22 @@
 """The SB3 trainer's side of the manifest's hyperparameters: schedules and `policy_kwargs` names
 become objects, and `algo.normalize` becomes SB3's VecNormalize with its statistics on disk.
 
-Statistics live beside the model they belong to: `vecnormalize.pkl` beside model.zip, and
-`checkpoints/step-N.vecnormalize.pkl` beside each checkpoint, written before the model so a
-model on disk always has its statistics. Evaluation loads them frozen, with reward
-normalization off, as rl-zoo3's enjoy.py does.
+Statistics live beside the model they belong to: `vecnormalize.npz` beside model.zip, and
+`checkpoints/step-N.vecnormalize.npz` beside each checkpoint, written before the model so a
+model on disk always has its statistics (arrays only: `runner.trainers.sb3.files`). Evaluation
+loads them frozen, with reward normalization off, as rl-zoo3's enjoy.py does.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
-import os
 from pathlib import Path
 from typing import Any
 
 from runner.manifest.schedules import SCHEDULE_KEYS
 from runner.manifest.schema import AlgoSpec, Manifest
-from runner.record.rundir import replace_via
 from runner.trainers.sb3.hyper import SB3_OPTIMIZERS
-
-STATS_FILE = "vecnormalize.pkl"
 
 
 class LinearSchedule:
@@ -93,26 +89,24 @@ def gamma(cfg: Manifest) -> float:
 
 
 def normalize_env(venv: Any, cfg: Manifest, *, stats: Path | None, training: bool) -> Any:
-    """`venv` under VecNormalize when the manifest asks for it. `stats`: statistics to start
-    from (a resumed unit); evaluation (`training` False) needs them and freezes them."""
+    """`venv` under VecNormalize when the manifest asks for it (its settings from the manifest).
+    `stats`: statistics to start from (a resumed unit); evaluation (`training` False) needs
+    them and freezes them, with reward normalization off (rl-zoo3's enjoy.py)."""
     spec = cfg.algo.normalize
     if spec is None:
         return venv
     from stable_baselines3.common.vec_env import VecNormalize
 
+    from runner.trainers.sb3.files import require_stats, restore_stats
+
     if not training:
-        if stats is None or not stats.is_file():
-            raise FileNotFoundError(
-                f"{stats} is missing: the normalization statistics of the model"
-            )
-        env = VecNormalize.load(str(stats), venv)
-        env.training, env.norm_reward = False, False
-        return env
+        assert stats is not None, "evaluation freezes the model's own statistics"
+        require_stats(stats)
     env = VecNormalize(
         venv,
-        training=True,
+        training=training,
         norm_obs=spec.obs,
-        norm_reward=spec.reward,
+        norm_reward=spec.reward and training,
         clip_obs=spec.clip_obs,
         clip_reward=spec.clip_reward,
         gamma=gamma(cfg),
@@ -121,25 +115,3 @@ def normalize_env(venv: Any, cfg: Manifest, *, stats: Path | None, training: boo
     if stats is not None:
         restore_stats(env, stats)
     return env
-
-
-def restore_stats(env: Any, path: Path) -> None:
-    """Continue from saved statistics (a resumed unit): the running means, variances and counts."""
-    from stable_baselines3.common.vec_env import VecNormalize
-
-    saved = VecNormalize.load(str(path), env.venv)
-    env.obs_rms, env.ret_rms = saved.obs_rms, saved.ret_rms
-
-
-def checkpoint_stats(checkpoint: Path) -> Path:
-    """checkpoints/step-N.zip -> checkpoints/step-N.vecnormalize.pkl"""
-    return checkpoint.with_name(f"{checkpoint.stem}.{STATS_FILE}")
-
-
-def save_stats(model: Any, path: Path) -> None:
-    """The model's VecNormalize statistics, atomically; nothing when it has none."""
-    env = model.get_vec_normalize_env()
-    if env is None:
-        return
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    replace_via(path, tmp, lambda t: env.save(str(t)))

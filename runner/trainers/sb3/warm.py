@@ -15,8 +15,8 @@ from typing import Any
 from runner.errors import FieldError
 from runner.manifest.schema import Manifest
 from runner.record.rundir import UnitRef
-from runner.trainers.base import MODEL_FILE, spaces_mismatch
-from runner.trainers.sb3.hyperparams import STATS_FILE, restore_stats
+from runner.trainers.base import MODEL_FILE
+from runner.trainers.sb3.files import STATS_FILE, peek_params, restore_stats
 
 FIELD = ("train", "init_from")
 
@@ -34,24 +34,20 @@ def parent_dir(cfg: Manifest) -> Path:
 
 def warm_start(model: Any, venv: Any, cfg: Manifest) -> None:
     """Load the parent's policy into `model` (built for this unit) and its statistics into
-    `venv`; FieldError (one line at train.init_from) when the spaces or the networks differ."""
-    from stable_baselines3.common.save_util import load_from_zip_file
-
+    `venv`; FieldError (one line at train.init_from) when the networks differ. Only the policy's
+    weights are read from the parent's zip (`files.peek_params`: nothing unpickled); the
+    spaces were compared from both manifests (`checks.lineage`), and a network built for other
+    spaces does not take the parent's weights."""
     unit = parent_dir(cfg)
-    data, params, _ = load_from_zip_file(unit / MODEL_FILE, device=model.device)
-    data = data or {}
-    theirs = (data.get("observation_space"), data.get("action_space"))
-    ours = (model.observation_space, model.action_space)
-    if theirs[0] != ours[0] or theirs[1] != ours[1]:
-        raise FieldError(FIELD, spaces_mismatch(theirs, ours))
+    params = peek_params(unit / MODEL_FILE)
     try:
         model.policy.load_state_dict(params["policy"])
-    except (RuntimeError, KeyError) as exc:
+    except (RuntimeError, KeyError, TypeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise FieldError(
             FIELD,
             "the parent's policy network does not fit this variant's (are "
-            f"algo.params.policy_kwargs the parent's?): {first}",
+            f"algo.params.policy_kwargs the parent's?): {first[:300]}",
         ) from None
     if cfg.algo.normalize is not None:
         restore_stats(venv, unit / STATS_FILE)
