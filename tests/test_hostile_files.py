@@ -214,13 +214,21 @@ def test_hostile_model_members_fail_the_unit_cleanly(case, copy, tmp_path):
     assert status["state"] == "failed" and why in status["error"], status["error"]
 
 
-def test_a_changed_model_is_refused_before_it_is_opened(copy):
-    """Without the forger's care: the hash train.json pinned no longer matches (one line, exit
-    2, before any unit or library opens the file)."""
-    model = copy / UNIT / "model.zip"
-    rezip(model, {"extra.txt": b"changed"})
-    for out in (_eval(copy), rlcrate("run", str(copy / "manifest.yaml"), "--resume", str(copy))):
-        _one_line(out, "model.zip", "train.json recorded")
+def test_a_changed_model_is_not_opened(copy):
+    """Without the forger's care: the hash train.json pinned no longer matches. Nothing opens
+    the file: `eval` fails the unit naming it, `run --resume` trains the unit again from its
+    checkpoint (as for a damaged model)."""
+    unit = copy / UNIT
+    rezip(unit / "model.zip", {"extra.txt": b"changed"})
+    out = _eval(copy)
+    assert out.returncode == 1 and "Traceback" not in out.stdout + out.stderr
+    status = json.loads((unit / "status.json").read_text())
+    assert status["state"] == "failed" and "not the file train.json recorded" in status["error"]
+    again = rlcrate("run", str(copy / "manifest.yaml"), "--resume", str(copy))
+    assert again.returncode == 0, again.stderr
+    status = json.loads((unit / "status.json").read_text())
+    assert status["state"] == "done" and status["resumed_from"] == 256
+    assert "not the file train.json recorded" in (unit / "unit.log").read_text()
 
 
 def test_hostile_checkpoint_statistics_are_skipped_on_resume(copy, tmp_path):

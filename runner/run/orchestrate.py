@@ -119,11 +119,11 @@ def prepare_run_dir(
 
 def check_resumed_files(run_dir: Path, res: ResolvedRun) -> None:
     """Before anything of a resumed run is opened (the dry construction loads a warm start's
-    parent): its parents' files are the ones pinned when it started, each finished unit's model
-    files the ones its training left, and no unit holds a pickle (an older rlcrate's statistics
-    or parameters, which could run code when read). One line, exit 2, otherwise."""
+    parent): its parents' files are the ones pinned when it started, and no unit holds a pickle
+    (an older rlcrate's statistics or parameters, which could run code when read). One line,
+    exit 2, otherwise. (A unit's own model files are checked against its train.json by the
+    unit, before it reads them: a changed one is trained again, or fails an eval-only job.)"""
     from runner.record.datafiles import LegacyPickle
-    from runner.trainers.resume import check_final
 
     for unit in res.units():
         parent = res.variants[unit.variant].parent
@@ -132,7 +132,6 @@ def check_resumed_files(run_dir: Path, res: ResolvedRun) -> None:
         unit_dir = unit.dir(run_dir)
         for old in sorted(unit_dir.rglob("*.pkl")) if unit_dir.is_dir() else []:
             raise LegacyPickle(old, "a file")
-        check_final(unit_dir)
 
 
 def parallelism(manifest: Manifest, res: ResolvedRun) -> tuple[int, int]:

@@ -267,14 +267,15 @@ def train_once(
     """
     done = finished_training(unit_dir, budget, steps_of, pinned)
     if done is not None:
-        check_final(unit_dir)  # a changed model is refused, never read nor trained over
         try:
+            check_final(unit_dir)  # a model that changed after training is not read: as damaged
             final_ok(unit_dir / "model.zip")
             return done
         except Exception as exc:
+            why = str(exc) if isinstance(exc, RunFileError) else type(exc).__name__
             print(
-                f"model.zip is unreadable ({type(exc).__name__}); training again from the "
-                "newest readable checkpoint",
+                f"model.zip is unreadable ({why}); training again from the newest readable "
+                "checkpoint",
                 file=sys.stderr,
                 flush=True,
             )
