@@ -1,7 +1,7 @@
 """Parity with rl-zoo3's own train.py (a script, not a test): the same zoo entry trained by
 `rlcrate run` (`algo.defaults: zoo`) and by `python -m rl_zoo3.train`, same steps, paired seeds,
 both evaluated with rlcrate's protocol on the same eval seed (the zoo's model and its
-vecnormalize.pkl loaded frozen, as the rlcrate unit's are).
+statistics loaded frozen, as the rlcrate unit's are; its vecnormalize.pkl converted to arrays).
 
     .venv/bin/python tests/benchmarks/bench_zoo_parity.py --zoo-python ZOO_VENV/bin/python \\
         --entry ppo:Acrobot-v1 --entry ppo:MountainCar-v0 --steps 16384 --seeds 0 1 \\
@@ -124,7 +124,16 @@ def evaluate_zoo_model(rl: dict, zoo: dict, env_id: str, seed: int) -> dict:
     unit = Path(tempfile.mkdtemp(prefix="zoo-eval-"))
     folder = Path(zoo["folder"])
     shutil.copy(folder / f"{env_id}.zip", unit / "model.zip")
-    shutil.copy(folder / env_id / "vecnormalize.pkl", unit / "vecnormalize.pkl")
+    # The zoo's statistics are a pickle that this script's own zoo run wrote: trusted here (and
+    # only here), unpickled, and written as the arrays rlcrate reads.
+    import pickle
+
+    from runner.trainers.sb3.files import STATS_FILE, write_stats
+
+    theirs = folder / env_id / "vecnormalize.pkl"
+    if theirs.is_file():
+        with theirs.open("rb") as f:
+            write_stats(pickle.load(f), unit / STATS_FILE)  # noqa: S301  (our own zoo run's)
     evaluate(cfg, unit, derive(seed))
     ev = json.loads((unit / "eval.json").read_text())
     return {"eval_mean": ev["mean"], "eval_returns": [e["return"] for e in ev["episodes"]]}

@@ -69,10 +69,15 @@ def _rms_arrays(prefix: str, rms: Any) -> dict[str, Any]:
 def save_stats(model: Any, path: Path) -> None:
     """The model's VecNormalize statistics as arrays, atomically; nothing when it has none."""
     env = model.get_vec_normalize_env()
-    if env is None:
-        return
-    arrays = {**_rms_arrays("obs", env.obs_rms), **_rms_arrays("ret", env.ret_rms)}
-    write_npz_atomic(path, arrays)
+    if env is not None:
+        write_stats(env, path)
+
+
+def write_stats(env: Any, path: Path) -> None:
+    """A VecNormalize's running statistics (`obs_rms`, `ret_rms`) as STATS_FILE arrays. Also
+    how statistics a person trusts (rl-zoo3's own vecnormalize.pkl, loaded by them) become
+    what rlcrate reads."""
+    write_npz_atomic(path, {**_rms_arrays("obs", env.obs_rms), **_rms_arrays("ret", env.ret_rms)})
 
 
 def _restore_rms(arrays: dict[str, Any], prefix: str, rms: Any, path: Path) -> None:
