@@ -86,7 +86,8 @@ def write_npz_atomic(path: Path, arrays: Mapping[str, Any]) -> None:
 
     def write(t: Path) -> None:
         with open(t, "wb") as f:
-            np.savez(f, **{k: np.asarray(v) for k, v in arrays.items()})
+            named = {k: np.asarray(v) for k, v in arrays.items()}
+            np.savez(f, allow_pickle=False, **named)  # type: ignore[arg-type]  # numbers only
 
     replace_via(path, tmp, write)
 

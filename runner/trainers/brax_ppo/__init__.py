@@ -105,7 +105,8 @@ def save_params(path: Path, params: Any, config: dict[str, Any]) -> None:
 
     leaves, _ = jax.tree_util.tree_flatten_with_path(params)
     buf = io.BytesIO()
-    np.savez(buf, **{jax.tree_util.keystr(k): np.asarray(v) for k, v in leaves})
+    named = {jax.tree_util.keystr(k): np.asarray(v) for k, v in leaves}
+    np.savez(buf, allow_pickle=False, **named)  # type: ignore[arg-type]  # numbers only
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}.zip")
     try:
