@@ -8,7 +8,8 @@ no run directory. Faults are the real-run tests of tests/test_faults.py (signals
 unit killed, each run-directory file corrupted, two resumes at once, a full disk); each counts
 when its run is survived with nothing lost (the test's assertions). Hostile archives are the
 refusal tests of tests/test_archive.py; each counts when it is refused in one line before anything
-is extracted. Prints the counts and every miss by name.
+is extracted. Hostile files are tests/test_hostile_files.py; each counts when no code in the file
+ran. Prints the counts and every miss by name.
 """
 
 from __future__ import annotations
@@ -84,10 +85,18 @@ def hostile_archives() -> tuple[int, int, dict[str, str]]:
     return _junit(str(ROOT / "tests" / "test_archive.py"), "-k", "refuse")
 
 
+def hostile_files() -> tuple[int, int, dict[str, str]]:
+    """tests/test_hostile_files.py: files that carry code (pickles, SB3's cloudpickled `data`,
+    torch files with objects, odd zip members) through every command that reads them; each
+    counts when no code ran and the command ended cleanly."""
+    return _junit(str(ROOT / "tests" / "test_hostile_files.py"))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-faults", action="store_true", help="bad inputs only (fast)")
     parser.add_argument("--no-archives", action="store_true", help="skip hostile archives")
+    parser.add_argument("--no-files", action="store_true", help="skip hostile files")
     parser.add_argument("--json", type=Path, help="also write the counts here")
     args = parser.parse_args()
     n_bad, n_clear, bad_miss = bad_inputs()
@@ -98,6 +107,9 @@ def main() -> int:
     if not args.no_archives:
         n_arch, n_refused, arch_miss = hostile_archives()
         result.update(hostile_archives=n_arch, refused=n_refused, archive_misses=arch_miss)
+    if not args.no_files:
+        n_files, n_safe, file_miss = hostile_files()
+        result.update(hostile_files=n_files, no_code_ran=n_safe, file_misses=file_miss)
     print(json.dumps(result, indent=2))
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
