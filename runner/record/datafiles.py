@@ -29,7 +29,7 @@ from runner.record.rundir import replace_via
 # A model of an image policy is tens of MB; a member this large is a bomb, not a model.
 MAX_MEMBER_BYTES = 2 << 30
 MAX_MEMBERS = 64
-_PLAIN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
+_PLAIN = re.compile(r"^[A-Za-z0-9_.\-]+$")  # and neither "." nor ".."
 
 
 class LegacyPickle(RunFileError):
@@ -62,7 +62,7 @@ def check_zip(
         name = info.filename
         shown = ascii(name)[:80]
         parts = name.split("/") if folders else [name]
-        if ".." in name or not all(_PLAIN.match(part) for part in parts):
+        if not all(_PLAIN.match(part) and part not in (".", "..") for part in parts):
             raise RunFileError(
                 f"{path}: the {what} has a member named {shown}; expected plain names"
             )
