@@ -50,7 +50,7 @@ def test_validate_applies_sets_and_seeds(write_manifest):
         (["-s", "trian.timesteps=3"], ["'trian.timesteps' does not exist", "did you mean 'train'"]),
         (["-s", "parallel.workers=8"], ["--set parallel.workers=8", "cannot exceed envs"]),
         (["-s", "train.timesteps"], ["--set train.timesteps: expected PATH=VALUE"]),
-        (["-s", "env.kwargs={a: [}"], ["--set env.kwargs={a: [}: expected ',' or ']'"]),
+        (["-s", "env.kwargs={a: [}"], ["--set env.kwargs={a: [}: expected the node content"]),
         (["-s", "train.timesteps.x=1"], ["--set train.timesteps.x=1", "has no field 'x'"]),
         (["-s", "matrix.algo.name=PPO"], ["--set matrix.algo.name=PPO", "valid list (got 'PPO')"]),
         (

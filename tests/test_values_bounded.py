@@ -313,3 +313,17 @@ def test_a_bare_seed_runs_that_seed_and_is_recorded_as_a_list(write_manifest, tm
     res = yaml.safe_load((run / "resolved.yaml").read_text())
     assert res["seeds"] == [3] and res["command_line"]["seeds"] == [3]
     assert [p.name for p in (run / "units").glob("*/seed-*")] == ["seed-3"]
+
+
+@pytest.mark.gymnasium
+def test_a_run_recorded_with_the_old_count_form_resumes_as_it_was_made(write_manifest, tmp_path):
+    path = write_manifest(tiny_manifest(train__timesteps=128))
+    out = rlcrate("run", str(path), "-j", "train", "-o", str(tmp_path / "runs"), "--num-seeds", "2")
+    assert out.returncode == 0, out.stdout + out.stderr
+    run = run_dir_of(tmp_path / "runs", "tiny")
+    res = yaml.safe_load((run / "resolved.yaml").read_text())
+    assert res["seeds"] == [0, 1] and res["command_line"]["seeds"] == [0, 1]
+    res["command_line"]["seeds"] = "2"  # as the old `--seeds 2` (a count) recorded it
+    (run / "resolved.yaml").write_text(yaml.safe_dump(res, sort_keys=False))
+    again = rlcrate("run", str(run / "manifest.yaml"), "-j", "train", "--resume", str(run))
+    assert again.returncode == 0, again.stdout + again.stderr

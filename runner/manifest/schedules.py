@@ -114,7 +114,7 @@ def range_issues(params: dict[str, Any]) -> list[Issue]:
         if key not in RANGES:
             continue
         low, high = RANGES[key]
-        ends = [value["start"], value["end"]] if isinstance(value, dict) else [value]
+        ends = [value.get("start"), value.get("end")] if isinstance(value, dict) else [value]
         bad = [v for v in ends if number(v) and (v < low or (high is not None and v > high))]
         if bad:
             where = "the schedule reaches" if isinstance(value, dict) else "got"

@@ -45,8 +45,9 @@ def _param_issues(name: str, params: dict[str, Any]) -> list[Issue]:
     for loc, msg in schedules.schedule_issues(params):
         out.append((("params", *loc), msg))
     for loc, msg in schedules.range_issues(params):
-        bad_schedules.add(loc[0])  # one line per value: its range says what is wrong
-        out.append((("params", *loc), msg))
+        if loc[0] not in bad_schedules:  # one line per value
+            bad_schedules.add(loc[0])
+            out.append((("params", *loc), msg))
     canon = schedules.canonical_params(params)
     for key, value in canon.items():
         if key in RUNNER_ARGS or key in bad_schedules or key == "policy_kwargs" or key not in anns:
