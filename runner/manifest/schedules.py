@@ -114,8 +114,11 @@ def range_issues(params: dict[str, Any]) -> list[Issue]:
         if key not in RANGES:
             continue
         low, high = RANGES[key]
-        ends = [value.get("start"), value.get("end")] if isinstance(value, dict) else [value]
-        bad = [v for v in ends if number(v) and (v < low or (high is not None and v > high))]
+        ends: list[Any] = (
+            [value.get("start"), value.get("end")] if isinstance(value, dict) else [value]
+        )
+        values = [float(v) for v in ends if number(v)]
+        bad = [v for v in values if v < low or (high is not None and v > high)]
         if bad:
             where = "the schedule reaches" if isinstance(value, dict) else "got"
             out.append(((key,), f"'{key}' must stay {_range_text(low, high)}; {where} {bad[0]}"))
