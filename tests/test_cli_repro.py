@@ -11,8 +11,11 @@ from tests.helpers import rlcrate, tiny_manifest
     ("args", "words"),
     [
         (["reproduce", "{a}", "--units", "0"], "--units: expected a positive number"),
-        (["reproduce", "{a}", "--seeds", "x"], "--seeds: expected comma-separated seeds"),
+        (["reproduce", "{a}", "--seeds", "x"], "--seeds: 'x' is not a seed; write seeds as 0"),
         (["reproduce", "{a}", "--seeds", "0", "--units", "1"], "give one of them, not both"),
+        (["reproduce", "{a}", "--num-seeds", "2", "--units", "1"], "give one of them, not both"),
+        (["reproduce", "{a}", "--num-seeds", "0"], "--num-seeds: expected a count of seeds"),
+        (["reproduce", "{a}", "--seeds", ""], "--seeds: expected at least one seed"),
         (["reproduce", "{a}", "--alpha", "0.9"], "--alpha: expected a significance level"),
         (["reproduce", "{a}"], "refused, the stream is"),
         (["check-determinism", "{m}", "--steps", "0"], "--steps: expected 1 to 10,000,000 steps"),

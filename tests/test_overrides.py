@@ -35,7 +35,7 @@ def test_validate_applies_sets_and_seeds(write_manifest):
     )
     assert out.returncode == 0, out.stderr
     assert "3 variant(s) x 2 seed(s) = 6 units" in out.stdout
-    out = rlcrate("validate", str(path), "--seeds", "4", "--set", "seeds=[1]")  # --seeds wins
+    out = rlcrate("validate", str(path), "--num-seeds", "4", "--set", "seeds=[1]")  # it wins
     assert "2 variant(s) x 4 seed(s) = 8 units" in out.stdout, out.stdout + out.stderr
 
 
@@ -50,7 +50,7 @@ def test_validate_applies_sets_and_seeds(write_manifest):
         (["-s", "trian.timesteps=3"], ["'trian.timesteps' does not exist", "did you mean 'train'"]),
         (["-s", "parallel.workers=8"], ["--set parallel.workers=8", "cannot exceed envs"]),
         (["-s", "train.timesteps"], ["--set train.timesteps: expected PATH=VALUE"]),
-        (["-s", "env.kwargs={a: [}"], ["--set env.kwargs={a: [}: the value is not valid YAML"]),
+        (["-s", "env.kwargs={a: [}"], ["--set env.kwargs={a: [}: expected the node content"]),
         (["-s", "train.timesteps.x=1"], ["--set train.timesteps.x=1", "has no field 'x'"]),
         (["-s", "matrix.algo.name=PPO"], ["--set matrix.algo.name=PPO", "valid list (got 'PPO')"]),
         (
@@ -58,9 +58,13 @@ def test_validate_applies_sets_and_seeds(write_manifest):
             ["--set track.mlflow.uri=not a uri", "expected a URI"],
         ),
         (["--seeds", "0,3,0"], ["--seeds: seed 0 is given more than once"]),
-        (["--seeds", "1,-2"], ["--seeds: seeds must be non-negative"]),
-        (["--seeds", "0"], ["--seeds: expected a positive count"]),
-        (["--seeds", "a,b"], ["--seeds: expected comma-separated seeds"]),
+        (["--seeds", "1,-2"], ["--seeds: '-2' is not a seed", "--num-seeds N"]),
+        (["--seeds", "a,b"], ["--seeds: 'a' is not a seed; write seeds as 0, 0,2 or 0-4"]),
+        (["--seeds", ""], ["--seeds: expected at least one seed, got ''"]),
+        (["--num-seeds", "0"], ["--num-seeds: expected a count of seeds from 1 to 10,000"]),
+        (["-s", "algo.params.gamma=.inf"], ["--set algo.params.gamma=.inf: expected a finite"]),
+        (["-s", "algo.params.gamma=.nan"], ["--set algo.params.gamma=.nan: expected a finite"]),
+        (["-s", "env.kwargs={a: 1, a: 2}"], ["env.kwargs={a: 1, a: 2}: a: duplicate key"]),
     ],
 )
 @pytest.mark.parametrize("command", ["validate", "run"])
@@ -91,7 +95,7 @@ def test_overridden_matrix_run_is_recorded_resumed_and_reproduced(write_manifest
     m = tiny_manifest(matrix={"algo.params.n_epochs": [1, 2]}, train__timesteps=128)
     path = write_manifest(m)
     sets = ["-s", "algo.params.batch_size=32", "-s", "matrix.algo.params.n_epochs=[1, 3]"]
-    out = rlcrate("run", str(path), "--out", str(tmp_path / "runs"), *sets, "--seeds", "2")
+    out = rlcrate("run", str(path), "--out", str(tmp_path / "runs"), *sets, "--num-seeds", "2")
     assert out.returncode == 0, out.stdout + out.stderr
     run = run_dir_of(tmp_path / "runs", "tiny")
     res = yaml.safe_load((run / "resolved.yaml").read_text())
@@ -100,7 +104,7 @@ def test_overridden_matrix_run_is_recorded_resumed_and_reproduced(write_manifest
         assert v["config"]["algo"]["params"]["batch_size"] == 32
     rec = res["command_line"]
     assert rec["set"] == ["algo.params.batch_size=32", "matrix.algo.params.n_epochs=[1, 3]"]
-    assert rec["seeds"] == "2" and "--seeds" in rec["argv"]
+    assert rec["seeds"] == [0, 1] and "--num-seeds" in rec["argv"]
     prov = json.loads((run / "provenance.json").read_text())
     assert prov["command_line"] == rec
     assert yaml.safe_load((run / "manifest.yaml").read_text()) == m  # as given
@@ -111,7 +115,7 @@ def test_overridden_matrix_run_is_recorded_resumed_and_reproduced(write_manifest
     # reproduce reruns the recorded, overridden manifest
     archive = tmp_path / "a.tar.gz"
     assert rlcrate("archive", str(run), "-o", str(archive), "--no-models").returncode == 0
-    rep = rlcrate("reproduce", str(archive), "--out", str(tmp_path / "rerun"), "--seeds", "1,")
+    rep = rlcrate("reproduce", str(archive), "--out", str(tmp_path / "rerun"), "--seeds", "1")
     assert rep.returncode == 0, rep.stdout + rep.stderr
     assert "verdict: identical (2 unit(s) rerun" in rep.stdout
     rerun = yaml.safe_load((run_dir_of(tmp_path / "rerun", "tiny") / "resolved.yaml").read_text())

@@ -20,6 +20,7 @@ from runner.cli.exit import Group, click, exit_status
 from runner.cli.run import (
     ImageOpt,
     ManifestArg,
+    NumSeedsOpt,
     OutOpt,
     ResumeOpt,
     RunDirArg,
@@ -88,6 +89,7 @@ def run_cmd(
     ] = True,
     sets: SetOpt = None,
     seeds: SeedsOpt = None,
+    num_seeds: NumSeedsOpt = None,
     *,
     executor: Chosen,
 ) -> None:
@@ -96,7 +98,7 @@ def run_cmd(
     The units run where the manifest's `image:` says (local by default); `--image` overrides it:
     `--image local` runs here, `--image cpu|cuda|TAG` inside that image.
     """
-    overrides = overrides_of(sets, seeds)
+    overrides = overrides_of(sets, seeds, num_seeds)
     run_manifest(manifest, jobs, executor, image, out, resume, expect, overrides)
 
 
@@ -115,11 +117,12 @@ def train_cmd(
     resume: ResumeOpt = None,
     sets: SetOpt = None,
     seeds: SeedsOpt = None,
+    num_seeds: NumSeedsOpt = None,
     *,
     executor: Chosen,
 ) -> None:
     """Train every unit (no evaluation)."""
-    overrides = overrides_of(sets, seeds)
+    overrides = overrides_of(sets, seeds, num_seeds)
     run_manifest(manifest, "train", executor, image, out, resume, overrides=overrides)
 
 
@@ -166,9 +169,10 @@ def bench_cmd(
     out: OutOpt = Path("runs"),
     sets: SetOpt = None,
     seeds: SeedsOpt = None,
+    num_seeds: NumSeedsOpt = None,
 ) -> None:
     """Benchmark env-only and training steps/s over the manifest's bench.sweep."""
-    overrides = overrides_of(sets, seeds)
+    overrides = overrides_of(sets, seeds, num_seeds)
     run_manifest(manifest, "bench", choose(), image, out, None, overrides=overrides)  # no cluster
 
 
@@ -193,6 +197,7 @@ def validate_cmd(
     ] = False,
     sets: SetOpt = None,
     seeds: SeedsOpt = None,
+    num_seeds: NumSeedsOpt = None,
 ) -> None:
     """Check a manifest; every problem names the file, line and field (or the --set that
     caused it)."""
@@ -203,7 +208,7 @@ def validate_cmd(
     from runner.run import resources
     from runner.run.orchestrate import parallelism
 
-    overrides = overrides_of(sets, seeds)
+    overrides = overrides_of(sets, seeds, num_seeds)
     m = load_manifest(manifest, overrides=overrides)
     res = resolved(m)
     for line in resources.warnings(res, parallelism(m, res)[0]):

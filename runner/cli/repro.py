@@ -13,12 +13,16 @@ from runner.errors import UserInputError
 MAX_CHECK_STEPS = 10_000_000  # check-determinism compares a short slice; more is a typo
 
 
-def _seed_list(text: str | None) -> list[int] | None:
-    """`rlcrate run --seeds`'s parser: 0,2 these seeds, 3, seed 3 alone, 2 a count (0 and 1);
-    a seed given twice, or a negative one, is one line (exit 2)."""
-    from runner.manifest.overrides import parse_seeds
+def _seed_list(seeds: str | None, num_seeds: str | None) -> list[int] | None:
+    """`rlcrate run --seeds`'s parser (3, 0,2, 0-4) or `--num-seeds N` (0 to N-1): the archive's
+    seeds to rerun; anything else is one line (exit 2)."""
+    from runner.manifest.seeds import parse_num_seeds, parse_seeds
 
-    return parse_seeds(text) if text else None
+    if seeds is not None and num_seeds is not None:
+        raise UserInputError("--seeds and --num-seeds: give one of them, not both")
+    if seeds is not None:
+        return parse_seeds(seeds)
+    return parse_num_seeds(num_seeds) if num_seeds is not None else None
 
 
 def register(app: typer.Typer) -> None:
@@ -74,8 +78,14 @@ def register(app: typer.Typer) -> None:
             str | None,
             typer.Option(
                 "--seeds",
-                help="Rerun only these seeds: a list (0,2; one seed: 2,) or a count (2: seeds "
-                "0 and 1).",
+                metavar="SEEDS",
+                help="Rerun only these seeds of the archive: 2 (seed 2), 0,2, 0-4.",
+            ),
+        ] = None,
+        num_seeds: Annotated[
+            str | None,
+            typer.Option(
+                "--num-seeds", metavar="N", help="Rerun only the archive's seeds 0 to N-1."
             ),
         ] = None,
         image: ImageOpt = None,
@@ -91,13 +101,15 @@ def register(app: typer.Typer) -> None:
         Exit 0 when the verdict holds (identical, or within tolerance, and expect: met), else 1."""
         from runner.archive import ReproduceOptions, reproduce
 
-        if units is not None and seeds:
-            raise UserInputError("--units and --seeds: give one of them, not both")
+        chosen = _seed_list(seeds, num_seeds)
+        if units is not None and chosen is not None:
+            which = "--seeds" if seeds is not None else "--num-seeds"
+            raise UserInputError(f"--units and {which}: give one of them, not both")
         if units is not None and units < 1:
             raise UserInputError(f"--units: expected a positive number of units, got {units}")
         if not 0 < alpha <= 0.5:
             raise UserInputError(f"--alpha: expected a significance level in (0, 0.5], got {alpha}")
-        opts = ReproduceOptions(out, executor, units, _seed_list(seeds), image, alpha)
+        opts = ReproduceOptions(out, executor, units, chosen, image, alpha)
         raise typer.Exit(0 if reproduce(archive_file, opts, console()) else 1)
 
     @app.command("check-determinism")

@@ -63,8 +63,18 @@ SeedsOpt = Annotated[
     str | None,
     typer.Option(
         "--seeds",
-        help="The seeds to run instead of the manifest's: a list (0,3) or a count (5: seeds "
-        "0 to 4). Recorded in the run.",
+        metavar="SEEDS",
+        help="The seeds to run instead of the manifest's: 3 (seed 3), 0,2 (seeds 0 and 2), 0-4 "
+        "(seeds 0 to 4). Recorded in the run.",
+    ),
+]
+NumSeedsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--num-seeds",
+        metavar="N",
+        help="Run N seeds, 0 to N-1, instead of the manifest's (or give --seeds). Recorded in "
+        "the run.",
     ),
 ]
 
@@ -138,11 +148,14 @@ def _manifest_image(manifest: Path, overrides: list[Override]) -> str:
     return load_manifest(manifest, check=False, overrides=overrides).image
 
 
-def overrides_of(sets: list[str] | None, seeds: str | None) -> list[Override]:
-    """The command line's --set and --seeds as overrides (UserInputError, exit 2, when bad)."""
+def overrides_of(
+    sets: list[str] | None, seeds: str | None, num_seeds: str | None = None
+) -> list[Override]:
+    """The command line's --set, --seeds and --num-seeds as overrides (UserInputError, exit 2,
+    when bad)."""
     from runner.manifest.overrides import build
 
-    return build(sets or [], seeds)
+    return build(sets or [], seeds, num_seeds)
 
 
 def recorded_overrides(run_dir: Path) -> list[Override]:

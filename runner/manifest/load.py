@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from runner.errors import ManifestError
-from runner.manifest.overrides import Override, attribute
+from runner.manifest.overrides import Override, attribute, matrix_problems
 from runner.manifest.overrides import apply as apply_overrides
 from runner.manifest.parse import parse_yaml, read_text  # the parse stage: bounded YAML
 from runner.manifest.problems import Lines, Loc, Problem, at, validation_problems
@@ -114,6 +114,9 @@ def read_manifest(
     source = str(path)
     data, lines = parse_yaml(read_text(path), source)
     data = apply_overrides(data, overrides)
+    varied = matrix_problems(data, overrides)
+    if varied:
+        raise ManifestError(varied)
     as_written, supplied = data, dict[str, str]()
     if _wants_defaults(data) and defaults is not None:
         try:

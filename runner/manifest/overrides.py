@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union, get_args, get_origin
 
-import yaml
 from pydantic import BaseModel
 
-from runner.errors import UserInputError
-from runner.manifest.problems import Loc, Problem
+from runner.errors import ManifestError, UserInputError
+from runner.manifest.parse import parse_yaml
+from runner.manifest.problems import Loc, Problem, shorten
+from runner.manifest.seeds import parse_num_seeds, parse_seeds, seeds_text
 
 # Mappings whose keys are dotted manifest paths: the rest of an override's path is one key.
 DOTTED_KEYS = {("matrix",), ("expect",), ("bench", "sweep")}
@@ -30,11 +31,16 @@ DOTTED_KEYS = {("matrix",), ("expect",), ("bench", "sweep")}
 
 @dataclass(frozen=True)
 class Override:
-    """One change to the manifest's data: `label` is how the user wrote it (for messages)."""
+    """One change to the manifest's data: `label` is how the user wrote it (recorded in full;
+    `shown`, its start, is what error lines echo)."""
 
     label: str
     path: tuple[str, ...]
     value: Any
+
+    @property
+    def shown(self) -> str:
+        return shorten(self.label)
 
 
 def _split(path: str) -> tuple[str, ...]:
@@ -45,56 +51,44 @@ def _split(path: str) -> tuple[str, ...]:
     return tuple(parts)
 
 
+def _value(raw: str, shown: str) -> Any:
+    """The YAML value of a `--set`, read with the manifest's bounded loader (alias bombs, depth,
+    duplicate keys, NaN and infinity refused as in a file); problems name the override."""
+    if not raw.strip():
+        return None
+    try:
+        value, _ = parse_yaml(raw, shown)
+    except ManifestError as exc:
+        raise ManifestError([dataclasses.replace(p, line=0) for p in exc.problems]) from None
+    return value
+
+
 def parse_set(text: str) -> Override:
     """`PATH=VALUE` as an Override; UserInputError naming it when it is not one."""
     label = f"--set {text}"
+    shown = shorten(label)
     path, eq, raw = text.partition("=")
     path = path.strip()
     if not eq or not path or any(not p for p in path.split(".")):
-        raise UserInputError(f"{label}: expected PATH=VALUE, such as algo.params.n_steps=64")
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else None
-    except yaml.YAMLError as exc:
-        what = getattr(exc, "problem", None) or "not valid YAML"
-        raise UserInputError(f"{label}: the value is not valid YAML ({what})") from None
+        raise UserInputError(f"{shown}: expected PATH=VALUE, such as algo.params.n_steps=64")
     problem = path_problem(_split(path))
     if problem:
-        raise UserInputError(f"{label}: {problem}")
-    return Override(label, _split(path), value)
+        raise UserInputError(f"{shown}: {problem}")
+    return Override(label, _split(path), _value(raw, shown))
 
 
-def parse_seeds(text: str, option: str = "--seeds") -> list[int]:
-    """`0,3` (these seeds) or `5` (a count: seeds 0..4); UserInputError on anything else."""
-    parts = [p.strip() for p in text.split(",")]
-    try:
-        values = [int(p) for p in parts if p]
-    except ValueError:
-        raise UserInputError(
-            f"{option}: expected comma-separated seeds (0,3) or a count (5), got {text!r}"
-        ) from None
-    if not values:
-        raise UserInputError(f"{option}: expected at least one seed, got {text!r}")
-    if len(parts) == 1:  # a count
-        if values[0] < 1:
-            raise UserInputError(f"{option}: expected a positive count of seeds, got {text!r}")
-        return list(range(values[0]))
-    negative = [s for s in values if s < 0]
-    if negative:
-        raise UserInputError(f"{option}: seeds must be non-negative, got {negative[0]}")
-    repeated = sorted({s for s in values if values.count(s) > 1})
-    if repeated:
-        raise UserInputError(f"{option}: seed {repeated[0]} is given more than once")
-    return values
-
-
-def seeds_override(text: str) -> Override:
-    return Override(f"--seeds {text}", ("seeds",), parse_seeds(text))
-
-
-def build(sets: Sequence[str] = (), seeds: str | None = None) -> list[Override]:
+def build(
+    sets: Sequence[str] = (), seeds: str | None = None, num_seeds: str | None = None
+) -> list[Override]:
     """The command line's overrides, in order (`--seeds` last: it wins over `--set seeds=`)."""
+    if seeds is not None and num_seeds is not None:
+        raise UserInputError("--seeds and --num-seeds: give one of them, not both")
     out = [parse_set(s) for s in sets]
-    return out + ([seeds_override(seeds)] if seeds else [])
+    if seeds is not None:
+        out.append(Override(f"--seeds {seeds}", ("seeds",), parse_seeds(seeds)))
+    if num_seeds is not None:
+        out.append(Override(f"--num-seeds {num_seeds}", ("seeds",), parse_num_seeds(num_seeds)))
+    return out
 
 
 def _models(annotation: Any) -> list[type[BaseModel]]:
@@ -147,12 +141,54 @@ def apply(data: Any, overrides: Sequence[Override]) -> Any:
             if not isinstance(child, dict):
                 where = ".".join(o.path[: i + 1])
                 raise UserInputError(
-                    f"{o.label}: {where} is {type(child).__name__} in the manifest, not a "
+                    f"{o.shown}: {where} is {type(child).__name__} in the manifest, not a "
                     f"mapping; set {where} as a whole"
                 )
             node = child
         node[o.path[-1]] = copy.deepcopy(o.value)
     return data
+
+
+def _matrix_paths(matrix: Any) -> list[tuple[str, str]]:
+    """(dotted path, which matrix entry varies it) for each path the matrix varies."""
+    if isinstance(matrix, dict):
+        return [(str(k), f"matrix.{k}") for k in matrix]
+    if isinstance(matrix, list):
+        return [
+            (str(k), f"matrix[{i}]") for i, e in enumerate(matrix) if isinstance(e, dict) for k in e
+        ]
+    return []
+
+
+def _holds(value: Any, rest: list[str]) -> bool:
+    for part in rest:
+        if not isinstance(value, dict) or part not in value:
+            return False
+        value = value[part]
+    return True
+
+
+def matrix_problems(data: Any, overrides: Sequence[Override]) -> list[Problem]:
+    """A `--set` of a value the matrix varies would be replaced in every variant yet recorded as
+    if used: refused, naming the matrix entry to change instead."""
+    matrix = data.get("matrix") if isinstance(data, dict) else None
+    out = []
+    for o in overrides:
+        if not o.label.startswith("--set ") or o.path[0] in {k[0] for k in DOTTED_KEYS}:
+            continue
+        mine = ".".join(o.path)
+        for path, entry in _matrix_paths(matrix):
+            inside = path.startswith(mine + ".") and _holds(
+                o.value, path[len(mine) + 1 :].split(".")
+            )
+            if path == mine or mine.startswith(path + ".") or inside:
+                message = (
+                    f"the matrix varies {path} ({entry}): every variant replaces this value, so "
+                    f"no unit would use it; change {entry} instead"
+                )
+                out.append(Problem(o.shown, 0, (), message))
+                break
+    return out
 
 
 def _under(loc: Loc, prefix: tuple[str, ...]) -> bool:
@@ -171,7 +207,7 @@ def attribute(problems: list[Problem], overrides: Sequence[Override]) -> list[Pr
         if inside:
             o = inside[-1]
             rest = tuple(p.path[len(o.path) :])
-            out.append(dataclasses.replace(p, file=o.label, line=0, path=rest))
+            out.append(dataclasses.replace(p, file=o.shown, line=0, path=rest))
             continue
         holding = [o for o in overrides if p.path and _under(o.path, p.path)]
         if holding:
@@ -180,9 +216,9 @@ def attribute(problems: list[Problem], overrides: Sequence[Override]) -> list[Pr
             out.append(p)
     named = {p.file for p in out}
     for p, o in above:
-        if o.label not in named:
-            out.append(dataclasses.replace(p, file=o.label, line=0, path=()))
-            named.add(o.label)
+        if o.shown not in named:
+            out.append(dataclasses.replace(p, file=o.shown, line=0, path=()))
+            named.add(o.shown)
     return out
 
 
@@ -190,10 +226,17 @@ def labels(overrides: Sequence[Override]) -> list[str]:
     return [o.label for o in overrides]
 
 
+def _is_seeds(o: Override) -> bool:
+    return o.path == ("seeds",) and o.label.startswith(("--seeds ", "--num-seeds "))
+
+
 def cli_args(overrides: Sequence[Override]) -> list[str]:
-    """The overrides as command-line arguments again (`--set=PATH=VALUE`, `--seeds=0,3`): for a
+    """The overrides as command-line arguments again (`--set=PATH=VALUE`, `--seeds=0-3`): for a
     run inside an image, and the dry construction's child process."""
-    return ["=".join(o.label.split(" ", 1)) for o in overrides]
+    return [
+        f"--seeds={seeds_text(o.value)}" if _is_seeds(o) else "=".join(o.label.split(" ", 1))
+        for o in overrides
+    ]
 
 
 def from_args(argv: Sequence[str]) -> list[Override]:
@@ -204,25 +247,33 @@ def from_args(argv: Sequence[str]) -> list[Override]:
 
 
 def record(overrides: Sequence[Override], argv: Sequence[str]) -> dict[str, Any]:
-    """What resolved.yaml and provenance.json keep: the command line, and each override as
-    written (`from_record` turns them back into overrides for a resume or a reproduction)."""
+    """What resolved.yaml and provenance.json keep: the command line, each --set as written and
+    the seeds --seeds or --num-seeds chose, as a list (`from_record` turns them back into
+    overrides for a resume or a reproduction)."""
     sets = [o.label.removeprefix("--set ") for o in overrides if o.label.startswith("--set ")]
-    seeds = next(
-        (
-            o.label.removeprefix("--seeds ")
-            for o in overrides
-            if o.path == ("seeds",) and o.label.startswith("--seeds ")
-        ),
-        None,
-    )
+    seeds = next((list(o.value) for o in overrides if _is_seeds(o)), None)
     return {"argv": list(argv), "set": sets, "seeds": seeds}
+
+
+def _recorded_seeds(value: Any) -> list[Override]:
+    """A run's recorded seeds: a list (this version), or the text of the old `--seeds`, where a
+    bare number was a count (`5`: seeds 0 to 4) and `5,` was seed 5."""
+    if value is None:
+        return []
+    if isinstance(value, list):
+        text = seeds_text(value) if all(type(s) is int for s in value) else ""
+        return [Override(f"--seeds {text}", ("seeds",), parse_seeds(text))]
+    text = str(value).strip()
+    if text.isascii() and text.isdigit():
+        return [Override(f"--num-seeds {text}", ("seeds",), parse_num_seeds(text))]
+    return [Override(f"--seeds {text}", ("seeds",), parse_seeds(text))]
 
 
 def from_record(rec: Any) -> list[Override]:
     """The overrides a run recorded (none for a run made before overrides existed)."""
     if not isinstance(rec, dict):
         return []
-    return build(rec.get("set") or [], rec.get("seeds"))
+    return build(rec.get("set") or []) + _recorded_seeds(rec.get("seeds"))
 
 
 def of_run(run_dir: Path) -> list[Override]:

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from runner.errors import ManifestError
-from runner.manifest.problems import Loc, Problem
+from runner.manifest.problems import Loc, Problem, shorten
 
 MAX_BYTES = 1_000_000  # a large sweep manifest is a few kB
 MAX_DEPTH = 50  # nesting of mappings and lists, aliases expanded
@@ -39,7 +39,7 @@ def _fail(source: str, line: int, path: Loc, message: str) -> ManifestError:
 def _yaml_problem(exc: yaml.YAMLError, source: str) -> ManifestError:
     if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
-        what = (exc.problem or "invalid YAML").strip()
+        what = shorten((exc.problem or "invalid YAML").strip(), 160)  # it may quote the text
         if "could not determine a constructor" in str(exc):
             what = f"tag not allowed (manifests are plain YAML; {what})"
         return _fail(source, mark.line + 1 if mark else 0, (), what)

@@ -18,6 +18,12 @@ if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
 
 Lines = dict[Loc, int]  # key path -> line, from the parse stage
+SHOWN = 80  # a value echoed in an error line is cut to this many characters
+
+
+def shorten(text: str, limit: int = SHOWN) -> str:
+    """`text`, or its start and an ellipsis: error lines stay one short line."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def render(problems: list[Problem]) -> list[str]:

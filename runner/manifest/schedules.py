@@ -18,6 +18,21 @@ SCHEDULE_HELP = (
 )
 _LIN = re.compile(r"^lin_(.+)$")
 
+# Where each schedulable value, and the rates beside them, must stay over the whole of training:
+# (lowest, highest). A learning rate below 0 is gradient ascent; a rate above 1 is no rate.
+RANGES: dict[str, tuple[float, float | None]] = {
+    "learning_rate": (0.0, None),
+    "clip_range": (0.0, None),
+    "clip_range_vf": (0.0, None),
+    "delta_std": (0.0, None),
+    "gamma": (0.0, 1.0),
+    "gae_lambda": (0.0, 1.0),
+    "tau": (0.0, 1.0),
+    "exploration_fraction": (0.0, 1.0),
+    "exploration_initial_eps": (0.0, 1.0),
+    "exploration_final_eps": (0.0, 1.0),
+}
+
 Issue = tuple[tuple[str, ...], str]  # (field path under algo.params, message)
 
 
@@ -85,4 +100,26 @@ def schedule_issues(params: dict[str, Any]) -> list[Issue]:
             parse_schedule(value)
         except ValueError as exc:
             out.append(((key,), str(exc)))
+    return out
+
+
+def _range_text(low: float, high: float | None) -> str:
+    return f"from {low:g} to {high:g}" if high is not None else f"{low:g} or more"
+
+
+def range_issues(params: dict[str, Any]) -> list[Issue]:
+    """Values (a schedule's start and end, which bound every value between) outside RANGES."""
+    out: list[Issue] = []
+    for key, value in canonical_params(params).items():
+        if key not in RANGES:
+            continue
+        low, high = RANGES[key]
+        ends: list[Any] = (
+            [value.get("start"), value.get("end")] if isinstance(value, dict) else [value]
+        )
+        values = [float(v) for v in ends if number(v)]
+        bad = [v for v in values if v < low or (high is not None and v > high)]
+        if bad:
+            where = "the schedule reaches" if isinstance(value, dict) else "got"
+            out.append(((key,), f"'{key}' must stay {_range_text(low, high)}; {where} {bad[0]}"))
     return out

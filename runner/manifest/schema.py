@@ -6,6 +6,7 @@ Every model forbids unknown keys; every field carries its description so the JSO
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
@@ -13,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 # The one list of backend names: the registry (`runner.backends`) maps each to its module.
 BackendName = Literal["godot", "envpool", "gymnasium", "isaaclab", "brax"]
 BACKEND_NAMES: tuple[str, ...] = get_args(BackendName)
+MAX_SEEDS = 10_000  # seeds in one run (a paper uses tens); more is a typo that would fill memory
+MAX_SEED = 2**32 - 1  # the largest master seed: NumPy's and Gymnasium's seeds are 32-bit
 
 
 class _Strict(BaseModel):
@@ -357,9 +360,13 @@ class Manifest(_Strict):
     @field_validator("seeds")
     @classmethod
     def _unique_seeds(cls, seeds: list[int]) -> list[int]:
-        dupes = sorted({s for s in seeds if seeds.count(s) > 1})
+        if len(seeds) > MAX_SEEDS:
+            raise ValueError(f"at most {MAX_SEEDS:,} seeds, got {len(seeds):,}")
+        dupes = sorted(s for s, n in Counter(seeds).items() if n > 1)
         if dupes:
-            raise ValueError(f"seeds must be unique; repeated: {dupes}")
+            raise ValueError(f"seeds must be unique; repeated: {dupes[:10]}")
         if any(s < 0 for s in seeds):
             raise ValueError("seeds must be non-negative integers")
+        if any(s > MAX_SEED for s in seeds):
+            raise ValueError(f"a seed is at most {MAX_SEED:,} (32 bits), got {max(seeds):,}")
         return seeds

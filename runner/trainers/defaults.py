@@ -22,7 +22,7 @@ def apply(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     """`data` with the values of its `algo.defaults` source under it (none named: unchanged)."""
     algo = data.get("algo") if isinstance(data, dict) else None
     source = algo.get("defaults") if isinstance(algo, dict) else None
-    if source not in SOURCES:  # none, or a name the schema refuses in one line of its own
+    if not isinstance(source, str) or source not in SOURCES:  # none, or what the schema refuses
         return data, {}
     module = importlib.import_module(SOURCES[source])
     found: tuple[dict[str, Any], dict[str, str]] = module.apply(data)

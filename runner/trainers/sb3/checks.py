@@ -44,6 +44,10 @@ def _param_issues(name: str, params: dict[str, Any]) -> list[Issue]:
     bad_schedules = {loc[0] for loc, _ in schedules.schedule_issues(params)}
     for loc, msg in schedules.schedule_issues(params):
         out.append((("params", *loc), msg))
+    for loc, msg in schedules.range_issues(params):
+        if loc[0] not in bad_schedules:  # one line per value
+            bad_schedules.add(loc[0])
+            out.append((("params", *loc), msg))
     canon = schedules.canonical_params(params)
     for key, value in canon.items():
         if key in RUNNER_ARGS or key in bad_schedules or key == "policy_kwargs" or key not in anns:

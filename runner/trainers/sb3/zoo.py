@@ -22,7 +22,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from runner.errors import ManifestError
 from runner.manifest.load import given
+from runner.manifest.parse import read_yaml
 from runner.trainers.defaults import put
 from runner.trainers.sb3.zoo_expr import literal
 
@@ -79,12 +81,15 @@ def version() -> str | None:
 
 @cache
 def _table(algo: str) -> dict[str, Any]:
-    import yaml
-
+    """The installed zoo's file for `algo`, read as a manifest is (bounded, plain YAML): a
+    tampered file with Python tags or alias bombs is one line naming it."""
     spec = importlib.util.find_spec("rl_zoo3")
     assert spec is not None and spec.submodule_search_locations
     path = Path(list(spec.submodule_search_locations)[0], "hyperparams", f"{FILES[algo]}.yml")
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    try:
+        data, _ = read_yaml(path)
+    except ManifestError as exc:
+        raise ZooError(f"the installed rl-zoo3's file is damaged: {exc.problems[0]}") from None
     return data if isinstance(data, dict) else {}
 
 
