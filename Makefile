@@ -57,7 +57,7 @@ LATEST ?= .venv-latest
 test-latest:
 	test -x $(LATEST)/bin/python || $(PY) -m venv $(LATEST)
 	$(LATEST)/bin/pip install -q --upgrade pip
-	$(LATEST)/bin/pip install -q --upgrade --upgrade-strategy eager $(TORCH) -e '.[all,dev]'
+	$(LATEST)/bin/pip install -q --upgrade --upgrade-strategy eager $(TORCH) -e '.[all,dev,docs]'
 	$(LATEST)/bin/pip install -q --upgrade --no-deps rl-zoo3  # its hyperparams/*.yml, as in venv
 	$(LATEST)/bin/pip list --format=freeze > $(LATEST)/versions.txt
 	$(LATEST)/bin/pytest -q -m "not slow" -p no:cacheprovider
