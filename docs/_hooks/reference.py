@@ -59,8 +59,16 @@ def commands() -> dict[str, set[str]]:
     return out
 
 
+def _text(text: str) -> str:
+    """Help text as Markdown: `<name>` outside code spans is text, not an HTML tag."""
+    parts = text.split("`")
+    for i in range(0, len(parts), 2):
+        parts[i] = parts[i].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return "`".join(parts)
+
+
 def _cell(text: str | None) -> str:
-    return " ".join((text or "").split()).replace("|", "\\|")
+    return _text(" ".join((text or "").split())).replace("|", "\\|")
 
 
 def _param_row(p: Any) -> str:
@@ -91,7 +99,7 @@ def cli_page() -> str:
     for path, cmd in _walk(_click_root(), ()):
         if not path:
             continue
-        lines += [f"## `rlcrate {' '.join(path)}`", "", inspect.cleandoc(cmd.help or ""), ""]
+        lines += [f"## `rlcrate {' '.join(path)}`", "", _text(inspect.cleandoc(cmd.help or "")), ""]
         params = [p for p in cmd.params if getattr(p, "name", "") != "help"]
         if params:
             lines += ["| name | takes | what |", "|---|---|---|"]
@@ -146,6 +154,9 @@ def fields_page() -> str:
 
     schema = json_schema()
     lines = [
+        "---",
+        "hide: [toc]",  # the table needs the room (a dotted path is one word)
+        "---",
         "# Manifest fields",
         "",
         "Generated from the manifest's pydantic schema (`runner/manifest/schema.py`) when the",
