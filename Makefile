@@ -5,10 +5,11 @@ BIN    := $(VENV)/bin
 # The CPU build of torch: this pin keeps pip from pulling a multi-GB CUDA build.
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
-APT_PACKAGES := godot3-server buildah podman debootstrap uidmap tini slurm-wlm munge
+# chromium: the docs tests load the built site in it (headless) and take screenshots.
+APT_PACKAGES := godot3-server buildah podman debootstrap uidmap tini slurm-wlm munge chromium
 
 .PHONY: venv system-deps quickstart test test-fast test-latest test-gpu-env lint type all clean \
-        gpu-env
+        gpu-env docs
 
 # Dev and CI install the exact versions the CPU image locks (hashes and torch's +cpu local
 # version stripped: pip takes no hashes in a constraints file, and TORCH pins torch).
@@ -20,7 +21,7 @@ $(STAMP): pyproject.toml images/cpu/requirements.lock
 	    images/cpu/requirements.lock > $(CONSTRAINTS)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q $(TORCH)
-	$(BIN)/pip install -q -c $(CONSTRAINTS) -e '.[all,dev,track]' $(TORCH)
+	$(BIN)/pip install -q -c $(CONSTRAINTS) -e '.[all,dev,track,docs]' $(TORCH)
 	# rl-zoo3 for `algo.defaults: zoo`: only its hyperparams/*.yml are read (see the zoo extra)
 	$(BIN)/pip install -q --no-deps -c $(CONSTRAINTS) rl-zoo3
 	touch $@
@@ -56,7 +57,7 @@ LATEST ?= .venv-latest
 test-latest:
 	test -x $(LATEST)/bin/python || $(PY) -m venv $(LATEST)
 	$(LATEST)/bin/pip install -q --upgrade pip
-	$(LATEST)/bin/pip install -q --upgrade --upgrade-strategy eager $(TORCH) -e '.[all,dev]'
+	$(LATEST)/bin/pip install -q --upgrade --upgrade-strategy eager $(TORCH) -e '.[all,dev,docs]'
 	$(LATEST)/bin/pip install -q --upgrade --no-deps rl-zoo3  # its hyperparams/*.yml, as in venv
 	$(LATEST)/bin/pip list --format=freeze > $(LATEST)/versions.txt
 	$(LATEST)/bin/pytest -q -m "not slow" -p no:cacheprovider
@@ -104,6 +105,11 @@ test-gpu-env: venv gpu-env
 	PYTHONPATH=$(GPU_TOOLS) $(GPU_ENV)/bin/python -m pytest -q -p no:cacheprovider \
 	    -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder \
 	    -m "isaaclab or brax or not slow" --run-isaaclab
+
+# The documentation site (mkdocs.yml), into build/site; --strict: a broken link or a missing page
+# fails. The reference pages are generated from the code by docs/_hooks/reference.py.
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 lint: venv
 	$(BIN)/ruff check runner tests

@@ -256,8 +256,9 @@ def expect_lines(run_dir: Path) -> list[str]:
 
 
 def _verdict_line(
-    results: list[VariantResult], unmet_lines: list[str], n_units: int, alpha: float
+    results: list[VariantResult], unmet_lines: list[str], n_units: int, alpha: float, claims: int
 ) -> tuple[str, bool]:
+    """The last line; `expect:` is in it only when the manifest makes claims (`claims`)."""
     verdict = overall(results)
     tested = [r for r in results if r.p_value is not None]
     how = (
@@ -265,9 +266,10 @@ def _verdict_line(
         if tested
         else "eval returns compared exactly"
     )
-    claims = f"expect: {len(unmet_lines)} not met" if unmet_lines else "expect: met"
+    said = f"expect: {len(unmet_lines)} not met" if unmet_lines else "expect: met"
     ok = verdict in (IDENTICAL, WITHIN) and not unmet_lines
-    return f"verdict: {verdict} ({n_units} unit(s) rerun; {how}; {claims})", ok
+    tail = f"; {said}" if claims else ""
+    return f"verdict: {verdict} ({n_units} unit(s) rerun; {how}{tail})", ok
 
 
 def _environment(v: Verified, res: ResolvedRun, run_dir: Path) -> list[envdiff.Row]:
@@ -337,7 +339,10 @@ def reproduce(archive_file: Path, opts: ReproduceOptions, console: Console) -> b
     for line in lines:
         console.print(escape(line))
     n_units = sum(len(r.units) for r in results)
-    line, ok = _verdict_line(results, lines, n_units, opts.alpha)
+    from runner.run.expect import n_claims
+
+    claims = n_claims(read_json(run_dir / "summary.json") or {})
+    line, ok = _verdict_line(results, lines, n_units, opts.alpha, claims)
     write_json_atomic(
         run_dir / "reproduce.json",
         {

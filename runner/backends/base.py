@@ -147,9 +147,11 @@ class Backend(Protocol):
 def unknown_id(backend: str, env_id: str, known: Iterable[str], *, limit: int = 12) -> FieldError:
     known = sorted(set(known), key=lambda i: ("/" in i, i))  # plain ids before namespaced ones
     close = difflib.get_close_matches(env_id, known, n=3, cutoff=0.5)
-    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    shown = ", ".join(known[:limit]) + (
-        f", ... ({len(known)} in all)" if len(known) > limit else ""
-    )
-    msg = f"'{env_id}' is not an id the {backend} backend knows.{hint} Known ids: {shown}."
-    return FieldError(("env", "id"), msg)
+    listing = f"{len(known)} known: `rlcrate envs {backend} --all`"
+    if close:  # a good suggestion is the answer; a dozen unrelated ids after it only bury it
+        hint = f"Did you mean {', '.join(repr(c) for c in close)}? ({listing})"
+    elif len(known) > limit:
+        hint = f"Known ids: {', '.join(known[:limit])}, ... ({listing})."
+    else:
+        hint = f"Known ids: {', '.join(known)}."
+    return FieldError(("env", "id"), f"'{env_id}' is not an id the {backend} backend knows. {hint}")

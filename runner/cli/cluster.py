@@ -9,14 +9,14 @@ def status(run_dir: Path) -> int:
     """Print each unit's state (and its Slurm job's); the summary once all have ended. Only
     looks: no unit's state is written, and summary.json only when the run has none yet (a
     detached Slurm run's first), never rewritten."""
-    from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
+    from runner.cli.run import console as make_console
     from runner.manifest import read_resolved
     from runner.run.status import collect
 
-    console = Console(highlight=False)
+    console = make_console()
     state = collect(run_dir)
     if state.bench_only:
         console.print(f"{escape(str(run_dir))}: a bench run (no units); results in bench.json")

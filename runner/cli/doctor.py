@@ -77,6 +77,26 @@ def _gpu() -> tuple[bool, str]:
     return True, f"{names}, driver {info['driver']}"
 
 
+def _said_once(rows: list[tuple[str, str, str, str]]) -> list[tuple[str, str, str, str]]:
+    """Several rows fail for one reason (no GPU environment: Isaac Lab's backend, binary and
+    Python); the first says how to fix it, the others point at that row."""
+    from runner.backends.base import GPU_ENV_HINT
+
+    first: dict[str, str] = {}  # detail (or the hint) -> the row that said it first
+    out = []
+    for what, inst, usable, detail in rows:
+        if detail and detail in first:
+            detail = f"as for {first[detail]}"
+        elif detail:
+            first[detail] = what
+            if GPU_ENV_HINT in detail:
+                hinted = first.setdefault(GPU_ENV_HINT, what)
+                if hinted != what:
+                    detail = detail.replace(GPU_ENV_HINT, f"see {hinted}")
+        out.append((what, inst, usable, detail))
+    return out
+
+
 def doctor(console: Console) -> None:
     """Installed (its packages or binary are here) versus usable (it works on this machine)."""
     from runner.record.machine import cpu_info
@@ -88,18 +108,15 @@ def doctor(console: Console) -> None:
     table.add_column("detail", overflow="fold")
     train = [m for m in installed.TRAIN_MODULES if not installed.has_module(m)]
     hint = f"{', '.join(train)} missing: pip install 'rlcrate[train]'" if train else ""
-    table.add_row("training (SB3, torch)", NO if train else YES, NO if train else YES, escape(hint))
-    for name in BACKENDS:
-        table.add_row(f"backend {name}", *(escape(c) for c in _backend_row(name)))
-    for row in _program_rows():
-        table.add_row(*(escape(c) for c in row))
-    for row in _engine_rows():
-        table.add_row(*(escape(c) for c in row))
-    table.add_row("GPU", YES if gpus else NO, YES if gpus else NO, escape(gpu_text))
+    rows = [("training (SB3, torch)", NO if train else YES, NO if train else YES, hint)]
+    rows += [(f"backend {name}", *_backend_row(name)) for name in BACKENDS]
+    rows += _program_rows() + _engine_rows()
+    rows.append(("GPU", YES if gpus else NO, YES if gpus else NO, gpu_text))
     from runner.cli.doctor_accel import OK, accelerator_rows
 
-    for what, ok, detail in accelerator_rows():
-        table.add_row(what, "", YES if ok == OK else NO, escape(detail))
+    rows += [(what, "", YES if ok == OK else NO, detail) for what, ok, detail in accelerator_rows()]
+    for what, inst, usable, detail in _said_once(rows):
+        table.add_row(what, inst, usable, escape(detail))
     cpu = cpu_info()
     table.add_row("CPU", "", "", f"{cpu['model']}, {cpu['count']} cores ({cpu['usable']} usable)")
     table.add_row("image", "", "", os.environ.get("RLCRATE_IMAGE") or "not in an rlcrate image")

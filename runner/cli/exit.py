@@ -15,6 +15,24 @@ from runner.errors import ManifestError, RunnerError
 click = importlib.import_module(typer.BadParameter.__module__)
 
 
+# What each status means, for every command; the docs' exit-status page is made from this table
+# (tests/test_docs.py checks it covers every status the error types and `run` use).
+STATUSES: dict[int, str] = {
+    0: "success (`reproduce`: the verdict holds; `check-determinism`: bitwise)",
+    1: "a unit failed, or the machine failed the run (a full disk; `--image`: the container engine "
+    "could not start the image, its own 125/126/127); `reproduce`: the rerun differs or its "
+    "`expect:` claims fail, or the rerun could not run to the end (no verdict); "
+    "`check-determinism`: the attempts diverged; `status`: a unit failed",
+    2: "bad input: manifest, arguments, an unknown command or option, a damaged run directory, a "
+    "run in use by another runner, a run directory not finished, an output inside the run or a "
+    "file of the run that is a link or not a regular file (`archive`), an archive refused "
+    "(`reproduce`), a backend not installed here",
+    3: "`run`: every unit finished but an `expect:` claim does not hold (one `expect not met:` "
+    "line per claim on stderr; `--no-expect` reports without failing)",
+    130: "interrupted (Ctrl-C, SIGTERM)",
+}
+
+
 def exit_status(exc: BaseException) -> int:
     """The one place an error becomes text on stderr and an exit status: a sentence per problem,
     never a traceback. 0 success, 1 a unit failed or the machine failed us, 2 bad input (usage,

@@ -79,11 +79,15 @@ NumSeedsOpt = Annotated[
 ]
 
 
+UNLIMITED_WIDTH = 1000
+
+
 def console():
     from rich.console import Console
 
-    # logs and CI capture output without a terminal: give tables room instead of Rich's 80
-    width = None if sys.stdout.isatty() else 120
+    # Without a terminal (a file, a pipe, a log) there is no width to fit: Rich's 80 columns would
+    # cut variant names to `learning_r…`, so tables and lines keep their own width there.
+    width = None if sys.stdout.isatty() else UNLIMITED_WIDTH
     return Console(stderr=False, highlight=False, width=width)
 
 

@@ -28,7 +28,7 @@ from runner.executors.shipping import pack, unpack
 from runner.record.rundir import UnitRef, read_status, write_status, write_text_atomic
 
 RETRIES = int(os.environ.get("RLCRATE_RAY_RETRIES", "3"))
-CONNECT_TIMEOUT_S = 3.0  # a cluster answers in milliseconds; the README promises 10 s in all
+CONNECT_TIMEOUT_S = 3.0  # a cluster answers in ms; the clusters guide promises 10 s in all
 STOP_GRACE_S = 90.0
 runs_here = False
 

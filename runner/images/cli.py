@@ -17,7 +17,8 @@ EngineOpt = Annotated[
     typer.Option(
         "--engine",
         "-e",
-        help="docker | podman | buildah (default: $RLCRATE_ENGINE, else the first one installed).",
+        help="docker | podman | buildah (default: $RLCRATE_ENGINE, else the first of them, in "
+        "that order, that answers here: docker's daemon up, podman able to start a container).",
     ),
 ]
 

@@ -51,7 +51,7 @@ def resolve_target(target: str) -> tuple[str, str]:
 
 
 def detect_engine(engine: str | None = None) -> str:
-    """The engine asked for (argument, else $RLCRATE_ENGINE), else the first installed one."""
+    """The engine asked for (argument, else $RLCRATE_ENGINE), else the first that answers."""
     wanted = engine or os.environ.get(ENGINE_ENV)
     if wanted:
         if wanted not in ENGINES:

@@ -40,7 +40,10 @@ def eval_section(run: Run, rows: list[dict[str, Any]]) -> list[str]:
     out += md_table(
         ["variant", "per seed (seed: mean ± std)", "mean ± std", "IQM [95% CI]", "seeds"], body
     )
-    return out
+    from runner.report.stats import iqm_note
+
+    note = iqm_note({r["n_seeds"] for r in rows})
+    return out + ([f"IQM: {note}.", ""] if note else [])
 
 
 def paired_section(title: str, base: str, rows: list[dict], best: dict[str, int]) -> list[str]:
@@ -65,8 +68,8 @@ def paired_section(title: str, base: str, rows: list[dict], best: dict[str, int]
     out += md_table(["variant", "per-seed difference", "mean", "95% CI", "wins–losses–ties"], body)
     if best:
         out += [
-            "Best return per seed (seeds every variant finished): "
-            + ", ".join(f"{v}: {n}" for v, n in best.items()),
+            "Seeds won (the variant with the best return on that seed, over the seeds every "
+            "variant finished): " + ", ".join(f"{v}: {n} seed(s)" for v, n in best.items()),
             "",
         ]
     return out

@@ -26,11 +26,27 @@ def mean_std(values: Sequence[float]) -> tuple[float, float]:
     return float(arr.mean()), std
 
 
+IQM_TRIM = 0.25
+
+
 def iqm(values: Sequence[float], axis: int | None = None) -> Any:
     """Interquartile mean: the mean after trimming 25% from each end."""
     from scipy.stats import trim_mean
 
-    return trim_mean(np.asarray(values, dtype=float), 0.25, axis=axis)
+    return trim_mean(np.asarray(values, dtype=float), IQM_TRIM, axis=axis)
+
+
+def iqm_note(seed_counts: set[int]) -> str | None:
+    """Why the IQM equals the mean, when it does: trim_mean cuts int(25% of n) values from each
+    end, none for fewer than 4 seeds. None when every count trims something (or is 1 seed)."""
+    small = sorted(n for n in seed_counts if n > 1 and int(IQM_TRIM * n) == 0)
+    if not small:
+        return None
+    n = " or ".join(str(k) for k in small)
+    return (
+        f"with {n} seeds the IQM trims no seed (25% of {n} rounds down to 0 at each end), "
+        "so it equals the mean; it differs from 4 seeds up"
+    )
 
 
 def bootstrap_ci(

@@ -77,7 +77,9 @@ def _caption(summary: dict[str, Any]) -> str | None:
     counts = {v["eval"]["n_seeds"] for v in summary["variants"].values()}
     if counts == {1}:
         return "one seed: no spread across seeds and no confidence interval to show"
-    return None
+    from runner.report.stats import iqm_note
+
+    return iqm_note(counts)
 
 
 def summary_table(summary: dict[str, Any]) -> Table:

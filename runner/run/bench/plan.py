@@ -10,10 +10,8 @@ from runner.manifest.schema import Manifest
 
 
 def _label(variant: str, overrides: dict[str, Any], many_variants: bool) -> str:
-    if len(overrides) == 1:
-        text = str(next(iter(overrides.values())))
-    else:
-        text = ", ".join(f"{k}={v}" for k, v in overrides.items())
+    # `parallel.workers=2`, never a bare `2`: a table row must say which setting it measured
+    text = ", ".join(f"{k}={v}" for k, v in overrides.items())
     if many_variants or not text:
         return f"{variant}: {text}" if text else variant
     return text

@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import importlib.metadata
 import importlib.util
+import json
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -177,7 +178,8 @@ def translate(entry: dict[str, Any]) -> dict[Path_, Any]:
 
 def apply(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     """`data` (the manifest as parsed) with the zoo's values under it; path -> source of each
-    value the zoo supplied. ZooError when the zoo cannot supply them."""
+    value the zoo supplied, and of each the manifest set over the zoo's (`manifest, over SOURCE:
+    ZOO_VALUE`). ZooError when the zoo cannot supply them."""
     import copy
 
     algo: dict[str, Any] = data["algo"] if isinstance(data.get("algo"), dict) else {}
@@ -206,4 +208,6 @@ def apply(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
         if not given(data, path):
             put(out, path, value)
             sources[".".join(path)] = source
+        else:  # the manifest's value wins; say what it replaced, so `--show` has both
+            sources[".".join(path)] = f"manifest, over {source}: {json.dumps(value, default=str)}"
     return out, sources

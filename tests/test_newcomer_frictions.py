@@ -1,0 +1,133 @@
+"""What a newcomer met in the first hour (issue 31), each through the console script: tables cut
+at 80 columns when redirected, the report's wording, reproduce's verdict, the unknown-env error,
+bench point names, doctor's repeated hint, help texts, stray files."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.helpers import ROOT, checkout_env, rlcrate, run_dir_of, tiny_manifest
+
+RATES = [0.0003, 0.001]
+NAMES = ["learning_rate-0.0003", "learning_rate-0.001"]
+
+
+def _redirected(*args: str, cwd: Path, out: Path) -> int:
+    """The console script with stdout to a file and no COLUMNS: `rlcrate ... > file`."""
+    env = {k: v for k, v in checkout_env().items() if k not in ("COLUMNS", "LINES")}
+    exe = Path(sys.executable).with_name("rlcrate")
+    with out.open("w") as f:
+        return subprocess.run(
+            [str(exe), *args], cwd=cwd, stdout=f, stderr=subprocess.PIPE, env=env, timeout=600
+        ).returncode
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> Path:
+    """Two variants x 3 seeds, no `expect:`: the shape of a first own manifest."""
+    tmp = tmp_path_factory.mktemp("first-hour")
+    m = tiny_manifest(seeds=[0, 1, 2], matrix={"algo.params.learning_rate": RATES})
+    (tmp / "m.yaml").write_text(yaml.safe_dump(m))
+    res = rlcrate("run", "m.yaml", "--out", "runs", cwd=tmp)
+    assert res.returncode == 0, res.stderr
+    return run_dir_of(tmp / "runs", "tiny")
+
+
+@pytest.mark.slow
+@pytest.mark.gymnasium
+def test_status_redirected_keeps_full_variant_names(finished, tmp_path):
+    out = tmp_path / "status.txt"
+    assert _redirected("status", str(finished), cwd=tmp_path, out=out) == 0
+    text = out.read_text()
+    for name in NAMES:
+        assert re.search(rf"│ {re.escape(name)} +│", text), text
+    assert "…" not in text
+    assert max(len(line) for line in text.splitlines()) > 80  # the table took the room it needs
+
+
+@pytest.mark.slow
+@pytest.mark.gymnasium
+def test_report_says_seeds_won_and_why_the_iqm_is_the_mean(finished, tmp_path):
+    report = (finished / "report.md").read_text()
+    assert "Best return per seed" not in report
+    won = re.search(r"Seeds won \(.*\): (.*)", report)
+    assert won, report
+    counts = re.findall(r"(learning_rate-[\d.]+): (\d) seed\(s\)", won.group(1))
+    assert counts and sum(int(n) for _, n in counts) == 3, won.group(0)
+    assert "with 3 seeds the IQM trims no seed" in report
+    out = tmp_path / "status.txt"
+    _redirected("status", str(finished), cwd=tmp_path, out=out)
+    assert "with 3 seeds the IQM trims no seed" in out.read_text()  # the summary's caption
+
+
+@pytest.mark.slow
+@pytest.mark.gymnasium
+def test_reproduce_names_no_expect_when_the_manifest_has_none(finished, tmp_path):
+    tar = tmp_path / "a.tar.gz"
+    assert rlcrate("archive", str(finished), "-o", str(tar)).returncode == 0
+    res = rlcrate("reproduce", str(tar), "--units", "2", "--out", str(tmp_path / "re"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    verdict = res.stdout.strip().splitlines()[-1]
+    assert verdict.startswith("verdict: ") and "expect" not in verdict, verdict
+    line = json.loads(next((tmp_path / "re").rglob("reproduce.json")).read_text())["line"]
+    assert line == verdict
+
+
+@pytest.mark.gymnasium
+def test_a_good_env_suggestion_is_not_buried_in_ids(write_manifest):
+    res = rlcrate("validate", str(write_manifest(tiny_manifest(env__id="CartPol-v1"))))
+    assert res.returncode == 2
+    [line] = res.stderr.strip().splitlines()
+    assert "Did you mean 'CartPole-v1'" in line and "Known ids" not in line, line
+    assert "`rlcrate envs gymnasium --all`" in line
+    res = rlcrate("validate", str(write_manifest(tiny_manifest(env__id="Qqqq-v9"))))
+    [line] = res.stderr.strip().splitlines()
+    assert "Known ids: " in line and "`rlcrate envs gymnasium --all`" in line, line
+
+
+@pytest.mark.slow
+@pytest.mark.gymnasium
+def test_bench_table_names_each_point(write_manifest, tmp_path):
+    m = tiny_manifest(
+        bench={"steps": 128, "warmup": 32, "repeats": 1, "sweep": {"parallel.envs": [1, 2]}}
+    )
+    res = rlcrate("bench", str(write_manifest(m)), "--out", str(tmp_path / "runs"))
+    assert res.returncode == 0, res.stderr
+    for envs in (1, 2):
+        assert re.search(rf"│ parallel\.envs={envs} +│", res.stdout), res.stdout
+    bench = json.loads(next((tmp_path / "runs").rglob("bench.json")).read_text())
+    assert [p["label"] for p in bench["points"]] == ["parallel.envs=1", "parallel.envs=2"]
+
+
+def test_doctor_gives_the_gpu_env_hint_once(tmp_path):
+    env = {"RLCRATE_GPU_ENV": str(tmp_path / "no-gpu-env")}
+    for name in [k for k in os.environ if k.startswith("RLCRATE_PYTHON_")]:
+        env[name] = ""
+    res = rlcrate("doctor", env_extra=env)
+    assert res.returncode == 0, res.stderr
+    assert " ".join(res.stdout.split()).count("make gpu-env") == 1, res.stdout
+
+
+def test_image_build_help_says_the_first_engine_that_answers():
+    res = rlcrate("image", "build", "--help")
+    text = " ".join(re.sub(r"[│╭╮╰╯─]", " ", res.stdout).split())
+    assert res.returncode == 0
+    assert "first of them, in that order, that answers here" in text, text
+    assert "first one installed" not in text
+
+
+def test_no_stray_mujoco_log_in_the_repository():
+    tracked = subprocess.run(
+        ["git", "ls-files", "MUJOCO_LOG.TXT"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert tracked.returncode == 0 and tracked.stdout == ""
+    ignored = subprocess.run(["git", "check-ignore", "-q", "MUJOCO_LOG.TXT"], cwd=ROOT)
+    assert ignored.returncode == 0
