@@ -28,7 +28,7 @@ def _one_line(out, *words: str) -> str:
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in out.stderr, out.stderr[-2000:]
     echoed = re.sub(
-        r"/tmp/pytest-of-[^/]+/pytest-\d+/[^/]+/", "", lines[0]
+        r"/tmp/pytest-of-[^/]+/pytest-\d+/(popen-gw\d+/)?[^/]+/", "", lines[0]
     )  # the test's own folders do not count
     assert len(echoed) <= LONGEST, lines[0][:LONGEST]
     for w in words:
