@@ -13,10 +13,9 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, cast
 
+from runner.backends.base import python_problem
 from runner.errors import UserInputError
 from runner.manifest.schema import BACKEND_NAMES, Manifest
-
-from runner.backends.base import python_problem
 
 if TYPE_CHECKING:
     from runner.backends.base import Backend
