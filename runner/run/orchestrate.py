@@ -292,7 +292,11 @@ def track(run_dir: Path, res: ResolvedRun, console: Console) -> None:
     def warn(line: str) -> None:
         console.print(f"[yellow]warning: {escape(line)}[/]", soft_wrap=True)
 
-    done = track_run(run_dir, res, warn)
+    try:
+        done = track_run(run_dir, res, warn)
+    except KeyboardInterrupt:  # what was uploaded is recorded; the rest goes up later
+        console.print(f"[yellow]tracking stopped; finish it with: rlcrate track {run_dir}[/]")
+        raise
     for name, n in done.items():
         if n:
             console.print(f"tracked: {n} unit(s) in {name}")
