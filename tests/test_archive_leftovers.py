@@ -91,10 +91,13 @@ def test_refused_rerun_keeps_a_parent_an_earlier_reproduce_unpacked(warm, tmp_pa
     good = rlcrate("reproduce", str(warm[0]), "--out", str(out), timeout=300)
     assert good.returncode == 0, good.stdout + good.stderr
     bad = altered(warm[0], tmp_path / "bad.tar.gz", _failed_parent, sums=True)
-    _refused(rlcrate("reproduce", str(bad), "--out", str(out), timeout=300))
+    line = _refused(rlcrate("reproduce", str(bad), "--out", str(out), timeout=300))
+    assert "holds another copy of the warm start's parent" in line, line
     kept = out / "parents" / warm[1]
     assert (kept / "resolved.yaml").is_file()  # the first rerun's resolved.yaml names it
     assert json.loads(next(kept.rglob("status.json")).read_text())["state"] == "done"
+    again = rlcrate("reproduce", str(warm[0]), "--out", str(out), timeout=300)
+    assert again.returncode == 0, again.stdout + again.stderr  # the same parent: used as it is
 
 
 def test_killed_archive_part_is_cleared_by_the_next_archive(warm, tmp_path):

@@ -66,7 +66,8 @@ def test_bad_backend_python_is_one_line_in_seconds(tmp_path, kind, var, manifest
 
 
 def _tiny_run(write_manifest, tmp_path: Path) -> Path:
-    m = write_manifest(tiny_manifest(train__timesteps=128, algo__params__n_steps=32))
+    dead = {"mlflow": {"uri": "http://127.0.0.1:9"}}  # nothing listens: a warning, untracked
+    m = write_manifest(tiny_manifest(train__timesteps=128, algo__params__n_steps=32, track=dead))
     res = rlcrate("train", str(m), "--out", str(tmp_path / "runs"), timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
     return run_dir_of(tmp_path / "runs", "tiny")
@@ -84,7 +85,7 @@ def _read_only(run_dir: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a read-only bind mount needs root")
-@pytest.mark.parametrize("command", ["run", "eval"])
+@pytest.mark.parametrize("command", ["run", "eval", "track"])
 def test_read_only_run_dir_is_one_line_naming_the_run(write_manifest, tmp_path, command):
     run_dir = _tiny_run(write_manifest, tmp_path)
     before = sorted(p.relative_to(run_dir) for p in run_dir.rglob("*"))
@@ -92,6 +93,7 @@ def test_read_only_run_dir_is_one_line_naming_the_run(write_manifest, tmp_path, 
     args = {
         "run": ["run", manifest, "--resume", str(run_dir)],
         "eval": ["eval", manifest, "--resume", str(run_dir)],
+        "track": ["track", str(run_dir)],
     }[command]
     res = _read_only(run_dir, *args)
     lines = [line for line in res.stderr.splitlines() if line.strip()]

@@ -81,10 +81,17 @@ def unpack_parent(v: Verified, res: ResolvedRun, out: Path) -> Path | None:
         )
     _check_parent_files(v, res, run_id, files)
     target = out / "parents" / run_id
+    for rel, data in files.items():  # all checked before the first is written
+        path = target / rel
+        if path.exists() and not (path.is_file() and path.read_bytes() == data):
+            raise UserInputError(
+                f"{v.path}: {path} holds another copy of the warm start's parent (unpacked by "
+                "an earlier reproduce, whose rerun reads it); reproduce into another --out"
+            )
     for rel, data in files.items():
         path = target / rel
-        if path.is_file() and path.read_bytes() == data:
-            continue  # unpacked by an earlier reproduce
+        if path.is_file():
+            continue  # the same file, unpacked by an earlier reproduce
         path.parent.mkdir(parents=True, exist_ok=True)
         write_bytes_atomic(path, data)
     return target.resolve()
