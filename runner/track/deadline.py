@@ -14,7 +14,7 @@ import signal
 from collections.abc import Iterator
 
 PROBE_S = 5.0  # is a server there at all: one small request
-CALL_S = 60.0  # one sink's open, one unit's upload (a model artifact included), the close
+CALL_S = 15.0  # one sink's open, one unit's upload (a model artifact included), the close
 
 
 class CallTimeout(BaseException):
