@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from runner.archive.parents import unpack_parent
+from runner.archive.parents import unpacked_parent
 from runner.archive.results import (
     RerunFailed,
     archived_eval,
@@ -36,7 +36,7 @@ from runner.archive.verdict import (
     unit_result,
 )
 from runner.archive.verify import Verified, verify
-from runner.errors import UnitFailed, UserInputError
+from runner.errors import ManifestError, Problem, UnitFailed, UserInputError
 from runner.executors import Chosen, choose
 from runner.manifest.overrides import apply as apply_overrides
 from runner.manifest.overrides import from_record
@@ -155,6 +155,16 @@ def _derived_manifest(
     path.parent.mkdir()
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return path
+
+
+def _as_archived(exc: ManifestError, tmp: Path, archive_file: Path) -> ManifestError:
+    """The rerun's problems, named as the archive's manifest.yaml, without the derived file's
+    line numbers (they are not the archived file's)."""
+    name = f"{archive_file}:manifest.yaml"
+    return ManifestError(
+        [Problem(name, 0, p.path, p.message) if Path(p.file).is_relative_to(tmp) else p
+         for p in exc.problems]
+    )  # fmt: skip
 
 
 def _rerun(manifest: Path, name: str, opts: ReproduceOptions, console: Console) -> Path:
@@ -315,9 +325,12 @@ def reproduce(archive_file: Path, opts: ReproduceOptions, console: Console) -> b
     )
     with tempfile.TemporaryDirectory(prefix="rlcrate-reproduce-") as tmp:
         _check_manifest(v, res, Path(tmp))
-        parent = unpack_parent(v, res, opts.out)
-        manifest = _derived_manifest(v, res, seeds, Path(tmp), res.name, parent)
-        run_dir = _rerun(manifest, res.name, opts, console)
+        try:
+            with unpacked_parent(v, res, opts.out, opts.out / res.name) as parent:
+                manifest = _derived_manifest(v, res, seeds, Path(tmp), res.name, parent)
+                run_dir = _rerun(manifest, res.name, opts, console)
+        except ManifestError as exc:  # the rerun's manifest is a temporary file: name the archive's
+            raise _as_archived(exc, Path(tmp), archive_file) from None
     _check_rerun(archive_file, v, res, seeds, run_dir)
     rows = _environment(v, res, run_dir)
     print_env(console, rows)

@@ -13,6 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, cast
 
+from runner.backends.base import python_problem
 from runner.errors import UserInputError
 from runner.manifest.schema import BACKEND_NAMES, Manifest
 
@@ -62,11 +63,14 @@ def unit_interpreter(name: str) -> str | None:
     if python is None:
         return None
     path = shutil.which(python) or python
+    source = var if os.environ.get(var) else f"the {name} backend's interpreter"
     if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-        source = var if os.environ.get(var) else f"the {name} backend's interpreter"
+        problem: str | None = "is not an executable file"
+    else:
+        problem = python_problem(os.path.abspath(path))  # hung or broken: seconds, not minutes
+    if problem:
         raise UserInputError(
-            f"{source}: {python} is not an executable file (expected the Python "
-            f"that runs {name} units)"
+            f"{source}: {python} {problem} (expected the Python that runs {name} units)"
         )
     return os.path.abspath(path)
 

@@ -10,7 +10,9 @@ one), so everything other modules need to know about a backend is asked of it he
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import functools
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -155,3 +157,39 @@ def unknown_id(backend: str, env_id: str, known: Iterable[str], *, limit: int = 
     else:
         hint = f"Known ids: {', '.join(known)}."
     return FieldError(("env", "id"), f"'{env_id}' is not an id the {backend} backend knows. {hint}")
+
+
+PROBE_S = 10.0  # a Python's start: well under a second, even for Isaac Lab's (imports nothing)
+_PROBE = "import sys; print('rlcrate-python', *sys.version_info[:2])"
+
+
+@functools.cache
+def python_problem(python: str) -> str | None:
+    """None when `python` starts as a Python and answers within PROBE_S; else what it did, in a
+    few words. Asked once per process, before anything waits on that Python for minutes."""
+    import signal
+    import subprocess
+
+    try:
+        proc = subprocess.Popen(
+            [python, "-c", _PROBE],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            start_new_session=True,  # its own group: a wrapper script's children end with it
+        )
+    except OSError as exc:
+        return f"cannot be started ({exc.strerror})"
+    try:
+        stdout, stderr = proc.communicate(timeout=PROBE_S)
+    except subprocess.TimeoutExpired:
+        return f"did not answer within {PROBE_S:.0f} s (hung?)"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    if proc.returncode == 0 and "rlcrate-python" in stdout:
+        return None
+    tail = (stderr.strip() or stdout.strip()).splitlines()[-1:] or ["no output"]
+    return f"is not a working Python (exit status {proc.returncode}: {tail[0][:160]})"

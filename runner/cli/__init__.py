@@ -147,12 +147,15 @@ def eval_cmd(
 
     The run's own --set and --seeds apply; give --set again only to repeat them."""
     from runner.manifest import read_resolved
+    from runner.record import started
     from runner.record.lock import locked
     from runner.record.rundir import read_status, write_status
     from runner.run.orchestrate import RunOptions, run
 
     with locked(resume):
-        for unit in read_resolved(resume).units():
+        units = read_resolved(resume).units()
+        started.check(resume)  # before any unit is marked to evaluate again
+        for unit in units:
             d = unit.dir(resume)
             if read_status(d).get("state") == "done":
                 write_status(d, "pending")  # evaluate again

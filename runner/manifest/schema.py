@@ -262,11 +262,16 @@ def _uri_problem(uri: str) -> str | None:
 
     parts = urlsplit(uri)
     if not parts.scheme or len(parts.scheme) < 2:  # a bare path, or a Windows drive letter
-        return "expected a URI such as http://host:5000, sqlite:///f.db or a file: URI of a folder"
+        return "expected a URI such as http://host:5000 or sqlite:///path/mlflow.db"
+    if parts.scheme == "file":  # MLflow 3 refuses its file store ("maintenance mode")
+        return (
+            "MLflow 3 no longer writes a file: store; use sqlite:///path/mlflow.db (one file, "
+            "no server) or http://host:5000 (`mlflow server`)"
+        )
     if parts.scheme in ("http", "https") and not parts.hostname:
         return f"expected a host after {parts.scheme}://"
     if not (parts.netloc or parts.path):
-        return "expected a URI such as http://host:5000, sqlite:///f.db or a file: URI of a folder"
+        return "expected a URI such as http://host:5000 or sqlite:///path/mlflow.db"
     return None
 
 
@@ -275,8 +280,9 @@ class MlflowSpec(_Strict):
 
     uri: str | None = Field(
         None,
-        description="Tracking URI (http://host:5000, sqlite:///f.db, or a file: URI of a folder); "
-        "unset: MLflow's own MLFLOW_TRACKING_URI. Credentials only from MLflow's environment "
+        description="Tracking URI (http://host:5000, or sqlite:///path/mlflow.db; MLflow 3 "
+        "refuses file: stores); unset: MLflow's own MLFLOW_TRACKING_URI (sqlite:///mlflow.db "
+        "in the working folder when that is unset too). Credentials only from MLflow's environment "
         "variables (MLFLOW_TRACKING_USERNAME, MLFLOW_TRACKING_TOKEN ...), never here.",
     )
     experiment: str | None = Field(

@@ -8,6 +8,7 @@ the holder, only to name it in the message.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ from runner.errors import UserInputError
 
 LOCK_NAME = ".lock"
 _held: dict[Path, int] = {}  # run dir -> fd, so one process may enter the same lock twice
+_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
 @contextlib.contextmanager
@@ -26,8 +28,7 @@ def locked(run_dir: Path) -> Iterator[None]:
     if key in _held:
         yield
         return
-    path = run_dir / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open(run_dir)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -47,3 +48,19 @@ def locked(run_dir: Path) -> Iterator[None]:
     finally:
         del _held[key]
         os.close(fd)  # releases the flock
+
+
+def _open(run_dir: Path) -> int:
+    """The lock file's descriptor. Every user of the lock writes into the run directory, so one
+    that cannot be written is the user's to fix, named as the run, not as `.lock`."""
+    try:
+        if run_dir.is_dir() and not os.access(run_dir, os.W_OK):  # .lock itself may be writable
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+        return os.open(run_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        if exc.errno not in _NOT_WRITABLE:
+            raise
+        raise UserInputError(
+            f"{run_dir}: the run directory cannot be written ({exc.strerror}); this command "
+            "writes into it: copy the run somewhere writable (cp -r) and give the copy"
+        ) from None

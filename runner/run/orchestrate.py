@@ -24,6 +24,7 @@ from runner.errors import BackendUnavailable, RunnerError, UnitFailed, UserInput
 from runner.executors import Chosen, Plan, choose
 from runner.manifest import Manifest, ResolvedRun, read_resolved, resolved
 from runner.manifest.resolved import RESOLVED
+from runner.record import started
 from runner.record.lock import locked
 from runner.record.rundir import (
     UnitRef,
@@ -83,6 +84,7 @@ def prepare_run_dir(
         if not (run_dir / RESOLVED).is_file():
             raise UserInputError(f"--resume {run_dir}: not a run directory (no {RESOLVED})")
         res = read_resolved(run_dir)
+        started.check(run_dir)  # its files are the ones it was made with
         # a resumed run keeps the interpreters and command line it recorded (--set and --seeds
         # are applied to both sides)
         if not res.same_run(resolved(manifest)):
@@ -110,6 +112,7 @@ def prepare_run_dir(
         prov = provenance.collect(sys.argv, manifest_path, res.backends(), res.pythons())
         prov["command_line"] = res.command_line
         prov["lineage"] = {n: v.parent.model_dump() for n, v in res.variants.items() if v.parent}
+        prov[started.KEY] = started.fingerprint(run_dir)  # checked by every --resume
         write_json_atomic(run_dir / "provenance.json", prov)
     except BaseException:  # a full disk, a signal: no half-made run directory stays behind
         shutil.rmtree(run_dir, ignore_errors=True)
@@ -307,7 +310,11 @@ def track(run_dir: Path, res: ResolvedRun, console: Console) -> None:
     def warn(line: str) -> None:
         console.print(f"[yellow]warning: {escape(line)}[/]", soft_wrap=True)
 
-    done = track_run(run_dir, res, warn)
+    try:
+        done = track_run(run_dir, res, warn)
+    except KeyboardInterrupt:  # what was uploaded is recorded; the rest goes up later
+        console.print(f"[yellow]tracking stopped; finish it with: rlcrate track {run_dir}[/]")
+        raise
     for name, n in done.items():
         if n:
             console.print(f"tracked: {n} unit(s) in {name}")

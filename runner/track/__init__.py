@@ -17,11 +17,13 @@ if TYPE_CHECKING:
     from runner.manifest.resolved import ResolvedRun
 
 import importlib.util
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
 from runner.errors import BackendUnavailable
+from runner.record.rundir import read_json
 
 # name -> (module to import, "module:class" of its sink), looked up only when a manifest asks
 SINKS: Final = {
@@ -59,41 +61,67 @@ def check_installed(track: Any) -> None:
             )
 
 
-def _sink_class(name: str) -> Any:
-    import importlib
-
-    module, cls = SINKS[name][1].split(":")
-    return getattr(importlib.import_module(module), cls)
+LOG = "track.log"  # the run directory's: the tracking libraries' own output
 
 
 def track_run(run_dir: Path, res: ResolvedRun, warn: Callable[[str], None]) -> dict[str, int]:
     """Upload what each unit of the run has and its tracked runs lack; returns sink -> units
-    brought up to date. Never raises for a sink's failure: `warn` gets one line per sink."""
-    from runner.track.state import record_in_provenance
-    from runner.track.unit_data import unit_data
+    brought up to date. Never raises for a sink's failure: `warn` gets one line per sink.
 
-    done: dict[str, int] = {}
+    The upload runs in its own process (`runner.track.upload`), its output into `track.log`,
+    every call bounded there, and the whole bounded here too; ended at once on Ctrl-C."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from runner.track.state import record_in_provenance, sweep
+
+    sinks = wanted(track_section(res))
     units = res.units()
-    for name, spec in wanted(track_section(res)).items():
-        sink = _sink_class(name)(run_dir, res, spec)
-        count = 0
-        try:
-            sink.open()
-            for unit in units:
-                data = unit_data(run_dir, res, unit)
-                if data is not None and sink.upload(data):
-                    count += 1
-            sink.close()
-        except Exception as exc:  # tracking never fails a run: one warning per sink
-            warn(
-                f"track.{name}: {sink.where}: {_one_line(exc)}; the run goes on untracked there "
-                f"(`rlcrate track {run_dir}` uploads what is missing later)"
+    sweep(run_dir, units)  # what an upload killed outright left
+    limit = _limit(len(units), len(sinks))
+    root = str(Path(__file__).resolve().parents[2])  # the runner this process runs
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    with tempfile.TemporaryDirectory(prefix="rlcrate-track-") as tmp:
+        result = Path(tmp) / "result.json"
+        cmd = [sys.executable, "-m", "runner.track.upload", str(run_dir), str(result)]
+        with open(run_dir / LOG, "ab") as log:
+            proc = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
             )
-        done[name] = count
-    record_in_provenance(run_dir, units)
-    return done
+            try:
+                proc.wait(timeout=limit)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            except BaseException:  # Ctrl-C (it got the SIGINT too), SIGTERM: it goes now
+                proc.kill()
+                proc.wait()
+                raise
+            finally:
+                sweep(run_dir, units)
+                record_in_provenance(run_dir, units)
+        answer = read_json(result) if result.is_file() else None
+    if not isinstance(answer, dict):
+        why = (
+            f"did not end within {limit:.0f} s"
+            if proc.returncode == -9
+            else (f"ended with exit status {proc.returncode}")
+        )
+        for name in sinks:
+            warn(
+                f"track.{name}: the upload {why} (its output: {run_dir / LOG}); "
+                f"`rlcrate track {run_dir}` uploads what is missing later"
+            )
+        return dict.fromkeys(sinks, 0)
+    for line in answer.get("warnings") or []:
+        warn(str(line))
+    return {name: int((answer.get("done") or {}).get(name, 0)) for name in sinks}
 
 
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
+def _limit(units: int, sinks: int) -> float:
+    """The whole upload's bound: each of its calls is bounded (`deadline`); this is the backstop
+    for a call whose bound did not fire."""
+    from runner.track.deadline import PROBE_S, call_s
+
+    return sinks * (PROBE_S + call_s() * (units + 2)) + 30

@@ -10,14 +10,18 @@ if TYPE_CHECKING:
     from runner.manifest.resolved import ResolvedRun
 
 import os
+import re
+import secrets
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 from runner.track import state
+from runner.track.deadline import PROBE_S
 from runner.track.unit_data import UnitData
 
-PROBE_TIMEOUT_S = 5.0
+NONCE_TAG = "rlcrate.nonce"  # set on each tracked run when it is created, saved before that
+NONCE = re.compile(r"[0-9a-f]{16}")
 BATCH = 500  # MLflow's limit on metrics per log_batch is 1000
 MAX_PARAM = 6000  # MLflow's limit on a parameter value's length
 
@@ -42,14 +46,12 @@ class MlflowSink:
         self.exp_id = ""
         self.parent_id = ""
 
-    def _probe(self) -> None:
-        """Fail fast (one bounded request) when an HTTP server is not there."""
+    def probe(self) -> None:
+        """Fail fast (one small request) when an HTTP server is not there."""
         if not self.uri or not self.uri.startswith(("http://", "https://")):
             return
         try:
-            with urllib.request.urlopen(
-                self.uri.rstrip("/") + "/health", timeout=PROBE_TIMEOUT_S
-            ) as r:
+            with urllib.request.urlopen(self.uri.rstrip("/") + "/health", timeout=PROBE_S) as r:
                 r.read(64)
         except OSError as exc:
             reason = getattr(exc, "reason", exc)
@@ -57,24 +59,41 @@ class MlflowSink:
 
     def open(self) -> None:
         _bounded()
-        self._probe()
         from mlflow.tracking import MlflowClient
 
         self.client = MlflowClient(tracking_uri=self.uri)
-        run_state = state.load(self.run_dir, self.name)
         exp = self.client.get_experiment_by_name(self.experiment)
         self.exp_id = exp.experiment_id if exp else self.client.create_experiment(self.experiment)
-        same = run_state.get("uri") == self.uri and run_state.get("experiment") == self.experiment
-        self.parent_id = str(run_state.get("run_id") or "") if same else ""
-        if not self.parent_id:
-            parent = self.client.create_run(
-                self.exp_id,
-                run_name=self.run_dir.name,
-                tags={"rlcrate.run": self.run_dir.name, "rlcrate.manifest": self.res.name},
-            )
-            self.parent_id = parent.info.run_id
-            entry = {"uri": self.uri, "experiment": self.experiment, "run_id": self.parent_id}
-            state.save(self.run_dir, self.name, entry)
+        tags = {"rlcrate.run": self.run_dir.name, "rlcrate.manifest": self.res.name}
+        self.parent_id = self._run_of(self.run_dir, self.run_dir.name, tags)["run_id"]
+
+    def _run_of(self, folder: Path, run_name: str, tags: dict[str, str]) -> dict[str, Any]:
+        """The tracked run `folder`'s track.json records: the one it has (a resumed unit
+        continues it); the one an upload that was killed had asked for, found by the nonce
+        saved before asking (so a kill between the server's answer and the save makes no
+        second run); else a new one."""
+        entry = state.load(folder, self.name)
+        same = entry.get("uri") == self.uri and entry.get("experiment") == self.experiment
+        if same and entry.get("run_id"):
+            return entry
+        nonce = str(entry.get("nonce") or "") if same else ""
+        if same and NONCE.fullmatch(nonce):  # data from a file: only a nonce of ours is used
+            query = f"tags.`{NONCE_TAG}` = '{nonce}'"
+            found = self.client.search_runs([self.exp_id], filter_string=query, max_results=1)
+            if found:
+                entry["run_id"] = found[0].info.run_id
+                state.save(folder, self.name, entry)
+                return entry
+        else:
+            nonce = secrets.token_hex(8)
+            entry = {"uri": self.uri, "experiment": self.experiment, "nonce": nonce}
+            state.save(folder, self.name, entry)
+        run = self.client.create_run(
+            self.exp_id, run_name=run_name, tags={**tags, NONCE_TAG: nonce}
+        )
+        entry["run_id"] = run.info.run_id
+        state.save(folder, self.name, entry)
+        return entry
 
     def upload(self, data: UnitData) -> bool:
         """Bring the unit's tracked run up to date; True when anything was sent."""
@@ -92,25 +111,14 @@ class MlflowSink:
         return sent
 
     def _unit_run(self, data: UnitData) -> dict[str, Any]:
-        """The unit's record, with its tracked run: the one it has (a resumed unit continues
-        it), or a new one nested under the run's parent."""
-        entry = state.load(data.dir, self.name)
-        same = entry.get("uri") == self.uri and entry.get("experiment") == self.experiment
-        if same and entry.get("run_id"):
-            return entry
-        run = self.client.create_run(
-            self.exp_id,
-            run_name=data.unit.key,
-            tags={
-                "mlflow.parentRunId": self.parent_id,
-                "rlcrate.run": self.run_dir.name,
-                "rlcrate.variant": data.unit.variant,
-                "rlcrate.seed": str(data.unit.seed),
-            },
-        )
-        entry = {"uri": self.uri, "experiment": self.experiment, "run_id": run.info.run_id}
-        state.save(data.dir, self.name, entry)
-        return entry
+        """The unit's record, with its tracked run nested under the run's parent."""
+        tags = {
+            "mlflow.parentRunId": self.parent_id,
+            "rlcrate.run": self.run_dir.name,
+            "rlcrate.variant": data.unit.variant,
+            "rlcrate.seed": str(data.unit.seed),
+        }
+        return self._run_of(data.dir, data.unit.key, tags)
 
     def _params(self, entry: dict[str, Any], data: UnitData) -> bool:
         from mlflow.entities import Param

@@ -54,3 +54,11 @@ def record_in_provenance(run_dir: Path, units: list[UnitRef]) -> None:
         if tracked:
             prov_units.setdefault(u.key, {})["track"] = tracked
     write_json_atomic(run_dir / "provenance.json", prov)
+
+
+def sweep(run_dir: Path, units: list[UnitRef]) -> None:
+    """Remove the temporary files of track.json writes that an upload killed outright (SIGKILL)
+    left; called under the run's lock, with no upload running, so none is in use."""
+    for folder in [run_dir, *(u.dir(run_dir) for u in units)]:
+        for tmp in folder.glob(f".{TRACK_FILE}.*"):
+            tmp.unlink(missing_ok=True)

@@ -31,6 +31,9 @@ class WandbSink:
         self.mode: Any = spec.get("mode") or "online"  # online | offline (the schema says)
         self.where = f"W&B project {self.project} ({self.mode})"
 
+    def probe(self) -> None:
+        """Nothing to ask before `open`: wandb.init bounds its own start (INIT_TIMEOUT_S)."""
+
     def open(self) -> None:
         import wandb  # noqa: F401  (fails here, once, rather than per unit)
 

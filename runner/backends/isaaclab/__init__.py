@@ -22,7 +22,14 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from runner.backends.base import GPU_ENV_HINT, STATISTICAL, Traits, gpu_env_python, unknown_id
+from runner.backends.base import (
+    GPU_ENV_HINT,
+    STATISTICAL,
+    Traits,
+    gpu_env_python,
+    python_problem,
+    unknown_id,
+)
 from runner.errors import BackendUnavailable, FieldError
 from runner.manifest.schema import EnvSpec, ParallelSpec
 from runner.record.rundir import write_text_atomic
@@ -71,6 +78,10 @@ def available() -> str | None:
         return f"the GPU environment (Python 3.12 with Isaac Lab) is not at {where}: {INSTALL}"
     if not os.access(python, os.X_OK):
         return f"{python} is not an executable Python ({INSTALL})"
+    problem = python_problem(python)  # before its registry is asked for, for minutes
+    if problem:
+        source = "RLCRATE_PYTHON_ISAACLAB" if os.environ.get("RLCRATE_PYTHON_ISAACLAB") else ""
+        return f"{source + ': ' if source else ''}{python} {problem} ({INSTALL})"
     return None
 
 

@@ -1,0 +1,48 @@
+"""What a run started with: the SHA-256 of its manifest.yaml and resolved.yaml, recorded in
+provenance.json when the run directory is made and checked before every resume.
+
+A resume takes its units' configs, seeds and --set values from resolved.yaml; a run whose
+resolved.yaml (and manifest.yaml, to match) was edited afterwards would go on training something
+other than what it began, under the same run. The record catches an edit of those files. It is
+no signature: whoever rewrites provenance.json as well can forge it (docs/run-directory.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from runner.errors import RunFileError
+from runner.record.rundir import file_sha256, read_json
+
+KEY = "started_with"  # provenance.json: {file name: SHA-256}
+FILES = ("manifest.yaml", "resolved.yaml")
+
+
+def fingerprint(run_dir: Path) -> dict[str, str]:
+    """The hashes to record, once the run's manifest.yaml and resolved.yaml are written."""
+    return {name: file_sha256(run_dir / name) for name in FILES}
+
+
+def check(run_dir: Path) -> None:
+    """RunFileError, one line naming the file, unless the run's files are those it started with."""
+    prov_path = run_dir / "provenance.json"
+    prov = read_json(prov_path)
+    recorded = prov.get(KEY) if isinstance(prov, dict) else None
+    if not isinstance(recorded, dict) or set(recorded) != set(FILES):
+        raise RunFileError(
+            f"{prov_path}: no record of the files the run started with ({KEY}: expected the "
+            "SHA-256 of manifest.yaml and resolved.yaml); a run made by an older rlcrate, or "
+            "edited, cannot be resumed: start a new run"
+        )
+    for name in FILES:
+        path = run_dir / name
+        try:
+            found = file_sha256(path)
+        except OSError as exc:
+            raise RunFileError(f"{path}: cannot be read ({exc.strerror})") from None
+        if found != recorded[name]:
+            raise RunFileError(
+                f"{path}: changed since the run was made (SHA-256 {found[:12]}..., provenance.json "
+                f"recorded {str(recorded[name])[:12]}...); a run resumes only with the files it "
+                "started with: restore them, or start a new run"
+            )
