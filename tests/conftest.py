@@ -23,6 +23,15 @@ if str(ROOT) not in sys.path[:1]:
 for _var in ray_nodes.TOKEN_VARS:
     os.environ.pop(_var, None)
 os.environ.update(ray_nodes.ISOLATION)
+# Compiled programs outlive the test run (in the checkout's ignored .cache/, shared by `make test`
+# and `make test-gpu-env`): most of a tiny Brax or Isaac Lab run is XLA compilation and Warp's
+# kernel builds. JAX caches only programs that took a second or more to compile by default; the
+# tiny test networks compile faster than that, so every program is cached.
+CACHE = ROOT / ".cache"
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(CACHE / "jax"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1")
+os.environ.setdefault("WARP_CACHE_PATH", str(CACHE / "warp"))
 
 
 @pytest.fixture
