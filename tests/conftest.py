@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 import textwrap
@@ -12,7 +13,7 @@ import pytest
 import yaml
 
 from tests import ray_nodes
-from tests.helpers import ROOT, checkout_env
+from tests.helpers import ROOT, checkout_env, rlcrate, run_dir_of, tiny_manifest
 
 # Every subprocess a test starts (the console script, units, Ray and Slurm workers) imports this
 # checkout, not whichever one the venv's editable install points to.
@@ -61,6 +62,42 @@ def small_disk(tmp_path):
         pytest.skip(f"cannot mount a small tmpfs here: {res.stderr.strip()}")
     yield mnt
     subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+# The one finished run most run-directory tests read: two seeds (a unit of another seed to damage
+# or drop), checkpoints every 256 of its 1024 steps (a newest checkpoint, and one before it, to
+# resume from), 10 eval episodes and a claim that holds (reproduce's sample and its expect check).
+TINY_RUN = tiny_manifest(
+    seeds=[0, 1],
+    train__timesteps=1024,
+    train__checkpoint_every=256,
+    eval__episodes=10,
+    expect={"eval.mean_reward": {">=": 0}},
+)
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> Path:
+    """A finished CartPole run (real SB3 training), trained once per test run and shared by every
+    test that reads one; a test that changes it changes a copy. pytest-xdist's workers share it
+    too: the first to ask trains it in their common base folder, under a file lock."""
+    import fcntl
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the workers' folders are popen-gwN under one base
+    home = base / "tiny-run"
+    with open(base / "tiny-run.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (home / "done").exists():
+            shutil.rmtree(home, ignore_errors=True)
+            home.mkdir()
+            path = home / "tiny.yaml"
+            path.write_text(yaml.safe_dump(TINY_RUN, sort_keys=False))
+            res = rlcrate("run", str(path), "--out", str(home / "runs"))
+            assert res.returncode == 0, res.stdout + res.stderr
+            (home / "done").touch()
+    return run_dir_of(home / "runs", "tiny")
 
 
 @pytest.fixture(scope="module")
