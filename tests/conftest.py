@@ -134,10 +134,12 @@ def pytest_addoption(parser):
 # `make test` runs the suite on two pytest-xdist workers (`-n 2 --dist loadscope
 # --no-loadscope-reorder`) a group of tests at a time: a module, so that its module-scoped fixtures
 # are made once, or modules that share something machine-wide and so run in turn on one worker
-# (the Ray clusters, buildah's image store). The longest groups go first (the option keeps this
-# order), so that no long one starts last while the other worker idles.
+# (the Ray clusters, never two at once on two cores; buildah's image store). The longest groups
+# go first (the option keeps this order), so that no long one starts last while the other worker
+# idles.
 SHARED = {
     "test_ray": "ray", "test_ray_node_loss": "ray", "test_interpreter": "ray",
+    "test_ray_token": "ray",
     "test_images": "image", "test_image_resume": "image", "test_image_export": "image",
     "test_first_hour": "image",
 }  # fmt: skip
