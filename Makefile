@@ -47,8 +47,12 @@ test: export RLCRATE_ENGINE ?= buildah
 test: venv system-deps
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=20
 
+# The edit-test loop: every test but the `slow` ones (real trainings of more than a few seconds,
+# clusters, image builds, Godot), on the same two workers and groups as `make test`.
+FAST := -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder \
+        -m "not slow"
 test-fast: venv
-	$(BIN)/pytest -q -m "not slow"
+	$(BIN)/pytest $(FAST)
 
 # The fast tests again, in a second venv with the newest versions pyproject.toml's ranges allow
 # (no constraints; torch stays at the CPU pin, as the newest default build is the multi-GB CUDA
@@ -60,7 +64,7 @@ test-latest:
 	$(LATEST)/bin/pip install -q --upgrade --upgrade-strategy eager $(TORCH) -e '.[all,dev,docs]'
 	$(LATEST)/bin/pip install -q --upgrade --no-deps rl-zoo3  # its hyperparams/*.yml, as in venv
 	$(LATEST)/bin/pip list --format=freeze > $(LATEST)/versions.txt
-	$(LATEST)/bin/pytest -q -m "not slow" -p no:cacheprovider
+	$(LATEST)/bin/pytest $(FAST)
 
 # The GPU environment: Python 3.12 with exactly images/cuda/requirements.lock (hashes checked),
 # the lock Dockerfile.cuda installs: Isaac Lab 3.0 and RSL-RL, torch 2.11 (its CUDA build, which
@@ -98,13 +102,19 @@ $(GPU_STAMP): $(GPU_LOCK) pyproject.toml | $(STAMP)
 
 gpu-env: $(GPU_STAMP)
 
-# Isaac Lab's tests (a tiny Isaac-Cartpole-Direct train + eval through `rlcrate run`; the first
-# run compiles Warp kernels, cached in ~/.cache/warp), the Brax tests and the fast suite, all in
-# the GPU environment on this CPU: what the CUDA image ships is what CI tests.
+# What differs in the GPU environment, on this CPU: Isaac Lab's tests (a tiny Isaac-Cartpole-Direct
+# train + eval through `rlcrate run`; the first run compiles Warp kernels, cached in .cache/warp),
+# the Brax tests (JAX's compiles cached in .cache/jax, shared with `make test`), the environment's
+# own checks, and a smoke subset of the fast suite in its Python and package set (every backend's
+# conformance tests, the trainers, the CLI). The rest of the fast suite tests rlcrate's own code,
+# which `make test` and `make test-latest` already run.
+GPU_ENV_TESTS := tests/test_isaaclab.py tests/test_isaaclab_picks.py tests/test_isaaclab_rsl_rl.py \
+                 tests/test_brax.py tests/test_gpu_env.py tests/test_registry.py \
+                 tests/test_trainers.py tests/test_cli.py
 test-gpu-env: venv gpu-env
 	PYTHONPATH=$(GPU_TOOLS) $(GPU_ENV)/bin/python -m pytest -q -p no:cacheprovider \
 	    -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder \
-	    -m "isaaclab or brax or not slow" --run-isaaclab
+	    -m "isaaclab or brax or not slow" --run-isaaclab $(GPU_ENV_TESTS)
 
 # The documentation site (mkdocs.yml), into build/site; --strict: a broken link or a missing page
 # fails. The reference pages are generated from the code by docs/_hooks/reference.py.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sys
 import textwrap
@@ -12,7 +13,7 @@ import pytest
 import yaml
 
 from tests import ray_nodes
-from tests.helpers import ROOT, checkout_env
+from tests.helpers import ROOT, checkout_env, rlcrate, run_dir_of, tiny_manifest
 
 # Every subprocess a test starts (the console script, units, Ray and Slurm workers) imports this
 # checkout, not whichever one the venv's editable install points to.
@@ -23,6 +24,15 @@ if str(ROOT) not in sys.path[:1]:
 for _var in ray_nodes.TOKEN_VARS:
     os.environ.pop(_var, None)
 os.environ.update(ray_nodes.ISOLATION)
+# Compiled programs outlive the test run (in the checkout's ignored .cache/, shared by `make test`
+# and `make test-gpu-env`): most of a tiny Brax or Isaac Lab run is XLA compilation and Warp's
+# kernel builds. JAX caches only programs that took a second or more to compile by default; the
+# tiny test networks compile faster than that, so every program is cached.
+CACHE = ROOT / ".cache"
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(CACHE / "jax"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "-1")
+os.environ.setdefault("WARP_CACHE_PATH", str(CACHE / "warp"))
 
 
 @pytest.fixture
@@ -52,6 +62,42 @@ def small_disk(tmp_path):
         pytest.skip(f"cannot mount a small tmpfs here: {res.stderr.strip()}")
     yield mnt
     subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+# The one finished run most run-directory tests read: two seeds (a unit of another seed to damage
+# or drop), checkpoints every 256 of its 1024 steps (a newest checkpoint, and one before it, to
+# resume from), 10 eval episodes and a claim that holds (reproduce's sample and its expect check).
+TINY_RUN = tiny_manifest(
+    seeds=[0, 1],
+    train__timesteps=1024,
+    train__checkpoint_every=256,
+    eval__episodes=10,
+    expect={"eval.mean_reward": {">=": 0}},
+)
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory) -> Path:
+    """A finished CartPole run (real SB3 training), trained once per test run and shared by every
+    test that reads one; a test that changes it changes a copy. pytest-xdist's workers share it
+    too: the first to ask trains it in their common base folder, under a file lock."""
+    import fcntl
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the workers' folders are popen-gwN under one base
+    home = base / "tiny-run"
+    with open(base / "tiny-run.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (home / "done").exists():
+            shutil.rmtree(home, ignore_errors=True)
+            home.mkdir()
+            path = home / "tiny.yaml"
+            path.write_text(yaml.safe_dump(TINY_RUN, sort_keys=False))
+            res = rlcrate("run", str(path), "--out", str(home / "runs"))
+            assert res.returncode == 0, res.stdout + res.stderr
+            (home / "done").touch()
+    return run_dir_of(home / "runs", "tiny")
 
 
 @pytest.fixture(scope="module")
@@ -88,10 +134,12 @@ def pytest_addoption(parser):
 # `make test` runs the suite on two pytest-xdist workers (`-n 2 --dist loadscope
 # --no-loadscope-reorder`) a group of tests at a time: a module, so that its module-scoped fixtures
 # are made once, or modules that share something machine-wide and so run in turn on one worker
-# (the Ray clusters, buildah's image store). The longest groups go first (the option keeps this
-# order), so that no long one starts last while the other worker idles.
+# (the Ray clusters, never two at once on two cores; buildah's image store). The longest groups
+# go first (the option keeps this order), so that no long one starts last while the other worker
+# idles.
 SHARED = {
     "test_ray": "ray", "test_ray_node_loss": "ray", "test_interpreter": "ray",
+    "test_ray_token": "ray",
     "test_images": "image", "test_image_resume": "image", "test_image_export": "image",
     "test_first_hour": "image",
 }  # fmt: skip

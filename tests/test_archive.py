@@ -11,22 +11,17 @@ import tarfile
 import time
 
 import pytest
-import yaml
 
 from tests.archive_tools import INDEX, SUMS, altered, members, resum, write
-from tests.helpers import rlcrate, run_dir_of, tiny_manifest
+from tests.helpers import rlcrate
 
 pytestmark = [pytest.mark.slow, pytest.mark.gymnasium]  # one real training run per module
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("run")
-    path = tmp / "tiny.yaml"
-    path.write_text(yaml.safe_dump(tiny_manifest(seeds=[0, 1], train__checkpoint_every=256)))
-    out = rlcrate("run", str(path), "--out", str(tmp / "runs"))
-    assert out.returncode == 0, out.stdout + out.stderr
-    return run_dir_of(tmp / "runs", "tiny")
+def run(tiny_run):
+    """The session's finished two-seed run (checkpoints included); tests that change it copy it."""
+    return tiny_run
 
 
 @pytest.fixture(scope="module")
@@ -230,12 +225,12 @@ ALTERED = {
         "model.zip does not match",
     ),
     "manifest-edited": (
-        _edit("manifest.yaml", lambda b: b.replace(b"512", b"513")),
+        _edit("manifest.yaml", lambda b: b.replace(b"timesteps: 1024", b"timesteps: 1025")),
         False,
         "manifest.yaml does not match",
     ),
     "manifest-edited-resummed": (
-        _edit("manifest.yaml", lambda b: b.replace(b"512", b"1024")),
+        _edit("manifest.yaml", lambda b: b.replace(b"timesteps: 1024", b"timesteps: 2048")),
         True,
         "does not resolve to its resolved.yaml",
     ),

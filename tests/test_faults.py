@@ -54,16 +54,10 @@ def _debris(run: Path) -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory):
-    """One finished run; tests corrupt copies of it."""
-    out = tmp_path_factory.mktemp("finished")
-    path = out / "m.yaml"
-    import yaml
-
-    path.write_text(yaml.safe_dump(_manifest()))
-    res = rlcrate("run", str(path), "--out", str(out / "runs"))
-    assert res.returncode == 0, res.stderr
-    return run_dir_of(out / "runs", "tiny")
+def finished(tiny_run):
+    """One finished run (the session's: 1024 steps, checkpoints every 256); tests corrupt copies
+    of it."""
+    return tiny_run
 
 
 def _copy(run: Path, tmp_path: Path) -> Path:

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from tests.archive_tools import altered
-from tests.helpers import children_of, rlcrate, run_dir_of, tiny_manifest
+from tests.helpers import children_of, rlcrate, run_dir_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.gymnasium]  # each case trains again
 
@@ -23,14 +23,10 @@ EVAL0 = "units/default/seed-0/eval.json"
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("run")
-    path = tmp / "tiny.yaml"
-    m = tiny_manifest(seeds=[0, 1], eval__episodes=10, expect={"eval.mean_reward": {">=": 0}})
-    path.write_text(yaml.safe_dump(m, sort_keys=False))
-    assert rlcrate("run", str(path), "--out", str(tmp / "runs")).returncode == 0
-    out = tmp / "tiny.tar.gz"
-    made = rlcrate("archive", str(run_dir_of(tmp / "runs", "tiny")), "-o", str(out), "--no-models")
+def bundle(tiny_run, tmp_path_factory):
+    """The archive of the session's finished run (two seeds, 10 eval episodes, a claim)."""
+    out = tmp_path_factory.mktemp("run") / "tiny.tar.gz"
+    made = rlcrate("archive", str(tiny_run), "-o", str(out), "--no-models")
     assert made.returncode == 0, made.stderr
     return out
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from tests.archive_tools import altered
-from tests.helpers import rlcrate, run_dir_of, tiny_manifest
+from tests.helpers import rlcrate
 
 pytestmark = [pytest.mark.slow, pytest.mark.gymnasium]  # one real run, trained once
 
@@ -21,15 +21,10 @@ UNIT = Path("units/default/seed-0")
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory):
-    """(a finished two-seed CartPole run, its archive)."""
-    tmp = tmp_path_factory.mktemp("run")
-    path = tmp / "tiny.yaml"
-    path.write_text(yaml.safe_dump(tiny_manifest(seeds=[0, 1]), sort_keys=False))
-    made = rlcrate("run", str(path), "--out", str(tmp / "runs"))
-    assert made.returncode == 0, made.stderr
-    run = run_dir_of(tmp / "runs", "tiny")
-    out = tmp / "tiny.tar.gz"
+def finished(tiny_run, tmp_path_factory):
+    """(the session's finished two-seed CartPole run, its archive)."""
+    run = tiny_run
+    out = tmp_path_factory.mktemp("run") / "tiny.tar.gz"
     packed = rlcrate("archive", str(run), "-o", str(out), "--no-models")
     assert packed.returncode == 0, packed.stderr
     return run, out
