@@ -71,15 +71,17 @@ def test_consistent_edit_is_refused_on_resume(trained, tmp_path, command):
     assert after == before  # no unit marked, trained or evaluated
 
 
-def test_a_run_without_the_record_is_refused(trained, tmp_path):
+def test_a_run_without_the_record_resumes_with_a_warning(trained, tmp_path):
+    """An older rlcrate's run (or one whose provenance.json is damaged, which a resume
+    survives) has no record to check: it resumes, saying that it could not check."""
     run = _copy(trained, tmp_path)
     prov = json.loads((run / "provenance.json").read_text())
     del prov["started_with"]
     (run / "provenance.json").write_text(json.dumps(prov))
     res = rlcrate("run", str(run / "manifest.yaml"), "--resume", str(run), timeout=300)
-    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
-    assert res.returncode == 2 and len(errors) == 1, res.stdout + res.stderr
-    assert str(run / "provenance.json") in errors[0] and "started_with" in errors[0]
+    assert res.returncode == 0, res.stdout + res.stderr
+    warned = [ln for ln in res.stderr.splitlines() if ln.startswith("warning:")]
+    assert any("started_with" in ln and "provenance.json" in ln for ln in warned), res.stderr
 
 
 def test_an_untouched_run_resumes(trained, tmp_path):

@@ -98,21 +98,31 @@ def test_trainer_has_the_contract(name):
 @needs_brax
 def test_brax_resume_falls_back_past_a_damaged_checkpoint(tmp_path, capsys):
     """brax_ppo.train resumes from `newest_readable` (its checkpoints hold no step: the name
-    gives it), falling back past damaged ones as SB3's trainer does."""
+    gives it), falling back past damaged ones as SB3's trainer does; the parameters come back
+    as arrays fitted into the tree the config builds."""
+    import jax
     import numpy as np
 
-    from runner.trainers.brax_ppo import load_params, save_params
+    from runner.trainers.brax_ppo import _template, load_params, save_params
     from runner.trainers.resume import newest_readable, step_in_name
 
+    config = {
+        "env": "x", "observation_size": 4, "action_size": 1, "normalize_observations": False,
+        "network": {"policy_hidden_layer_sizes": [8], "value_hidden_layer_sizes": [8]},
+    }  # fmt: skip
+    params = _template(config)  # a (normalizer, policy, value) tree of that network
     ckpts = tmp_path / "checkpoints"
-    save_params(ckpts / "step-64.zip", {"w": np.arange(3.0)}, {"env": "x"})
+    save_params(ckpts / "step-64.zip", params, config)
     (ckpts / "step-128.zip").write_bytes(b"not a zip")  # the newest, damaged
     start = newest_readable(
-        tmp_path, lambda path: load_params(path)[0], 1000, steps_of=step_in_name
+        tmp_path, lambda path: load_params(path, config), 1000, steps_of=step_in_name
     )
     assert start is not None and start.steps_done == 64
-    assert np.array_equal(start.model["w"], np.arange(3.0))
-    assert "step-128.zip is unreadable" in capsys.readouterr().err
+    saved, loaded = (jax.tree_util.tree_leaves(t) for t in (params, start.model))
+    assert len(saved) == len(loaded) and all(
+        np.array_equal(a, b) for a, b in zip(saved, loaded, strict=True)
+    )
+    assert "step-128.zip: the model is not a readable zip" in capsys.readouterr().err
 
 
 @pytest.mark.gymnasium

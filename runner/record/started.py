@@ -23,16 +23,18 @@ def fingerprint(run_dir: Path) -> dict[str, str]:
     return {name: file_sha256(run_dir / name) for name in FILES}
 
 
-def check(run_dir: Path) -> None:
-    """RunFileError, one line naming the file, unless the run's files are those it started with."""
+def check(run_dir: Path) -> str | None:
+    """RunFileError, one line naming the file, when the run's files are not those it started
+    with. A run with no record (made by an older rlcrate, or its provenance.json damaged, which
+    a resume survives) cannot be checked: the warning to print is returned instead."""
     prov_path = run_dir / "provenance.json"
     prov = read_json(prov_path)
     recorded = prov.get(KEY) if isinstance(prov, dict) else None
     if not isinstance(recorded, dict) or set(recorded) != set(FILES):
-        raise RunFileError(
-            f"{prov_path}: no record of the files the run started with ({KEY}: expected the "
-            "SHA-256 of manifest.yaml and resolved.yaml); a run made by an older rlcrate, or "
-            "edited, cannot be resumed: start a new run"
+        return (
+            f"{prov_path} has no record of the files the run started with ({KEY}: an older "
+            "rlcrate's run, or a damaged provenance.json); manifest.yaml and resolved.yaml are "
+            "taken as they are"
         )
     for name in FILES:
         path = run_dir / name
@@ -46,3 +48,4 @@ def check(run_dir: Path) -> None:
                 f"recorded {str(recorded[name])[:12]}...); a run resumes only with the files it "
                 "started with: restore them, or start a new run"
             )
+    return None

@@ -84,7 +84,9 @@ def prepare_run_dir(
         if not (run_dir / RESOLVED).is_file():
             raise UserInputError(f"--resume {run_dir}: not a run directory (no {RESOLVED})")
         res = read_resolved(run_dir)
-        started.check(run_dir)  # its files are the ones it was made with
+        unchecked = started.check(run_dir)  # its files are the ones it was made with
+        if unchecked:
+            print(f"warning: {unchecked}", file=sys.stderr, flush=True)
         # a resumed run keeps the interpreters and command line it recorded (--set and --seeds
         # are applied to both sides)
         if not res.same_run(resolved(manifest)):
