@@ -1,7 +1,7 @@
 """The SB3 trainer's files, read as data: models and normalization statistics.
 
 - A model or checkpoint zip is SB3's own `save` format, but it is never read with SB3's `load`:
-  that unpickles (cloudpickle) every `:serialized:` entry of the zip's `data` member (the
+  that unpickles (with cloud-pickle) every `:serialized:` entry of the zip's `data` member (the
   policy class, the spaces, the schedules), which runs whatever the file supplies. Instead the
   model is built from the manifest, as the unit built it (`make_model`), and only its weights
   are taken from the file: the `.pth` members through torch's restricted unpickler
