@@ -2,7 +2,8 @@
 
 A run directory or an archive travels between strangers, so nothing rlcrate reads from one may
 run code when read. Python pickles can (a `__reduce__` calls anything), and so can SB3's
-`:serialized:` entries (cloud-pickled) and torch files loaded without `weights_only`. What a run keeps is:
+`:serialized:` entries (cloud-pickled) and torch files loaded without `weights_only`.
+What a run keeps is:
 
 - arrays in `.npz` files read with `allow_pickle=False` (numbers and their shapes only);
 - zips whose members are checked before any library opens them (`check_zip`): plain names, a
