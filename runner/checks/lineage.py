@@ -20,7 +20,7 @@ from runner.errors import FieldError, RunFileError
 from runner.manifest.resolved import RESOLVED, Lineage, ParentUnit, ResolvedRun, read_resolved
 from runner.manifest.schema import InitFrom, Manifest
 from runner.record.datafiles import LegacyPickle
-from runner.record.rundir import UnitRef, file_sha256, read_status
+from runner.record.rundir import UnitRef, file_sha256, pin_mismatch, read_status
 from runner.trainers import get_trainer, trainer_for
 from runner.trainers.base import spaces_mismatch
 from runner.trainers.resume import check_final
@@ -230,9 +230,7 @@ def verify(lineage: Lineage, seed: int) -> None:
     for path, digest in zip(parent.files(unit.seed), digests, strict=False):
         if digest is None:
             continue
-        found = file_sha256(path) if path.is_file() else None
-        if found != digest:
-            now = "is missing" if found is None else f"has SHA-256 {found[:12]}…"
+        if now := pin_mismatch(path, digest):
             raise RunFileError(
                 f"{path} {now}, not the file pinned when the run started ({digest[:12]}…): the "
                 "parent changed; start a new run to warm-start from it as it is now"

@@ -78,6 +78,15 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def pin_mismatch(path: Path, digest: str) -> str | None:
+    """None when `path` holds the bytes whose SHA-256 is `digest`; else how it differs, as the
+    words after its name ("is missing", "has SHA-256 0123456789ab…"), for a one-line refusal."""
+    found = file_sha256(path) if path.is_file() else None
+    if found == digest:
+        return None
+    return "is missing" if found is None else f"has SHA-256 {found[:12]}…"
+
+
 def read_json(path: Path) -> Any | None:
     try:
         return json.loads(path.read_text(encoding="utf-8"))

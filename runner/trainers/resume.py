@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import RunFileError
-from runner.record.rundir import file_sha256, read_json, replace_via, write_json_atomic
+from runner.record.rundir import (
+    file_sha256,
+    pin_mismatch,
+    read_json,
+    replace_via,
+    write_json_atomic,
+)
 
 CKPT = re.compile(r"^step-(\d+)\.zip$")
 TRAIN_RECORD = "train.json"
@@ -66,9 +72,7 @@ def check_pins(folder: Path, pinned: Any, what: str) -> None:
         return
     for name, digest in sorted(pinned.items()):
         path = folder / str(name)
-        found = file_sha256(path) if path.is_file() else None
-        if found != digest:
-            now = "is missing" if found is None else f"has SHA-256 {found[:12]}…"
+        if now := pin_mismatch(path, str(digest)):
             raise RunFileError(
                 f"{path} {now}, not the file {what} recorded ({str(digest)[:12]}…): it changed "
                 "after it was written, so it is not read"
