@@ -101,13 +101,16 @@ def rlcrate_exe() -> str:
     return str(Path(sys.executable).with_name("rlcrate"))
 
 
-def start_run(path: Path, out: Path, *extra: str) -> subprocess.Popen:
+def start_run(
+    path: Path, out: Path, *extra: str, env_extra: dict[str, str] | None = None
+) -> subprocess.Popen:
     """`rlcrate run` in the background, for tests that stop it part way."""
     return subprocess.Popen(
         [rlcrate_exe(), "run", str(path), "--out", str(out), *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, **(env_extra or {})},
     )
 
 

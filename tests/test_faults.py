@@ -93,7 +93,8 @@ def test_stopped_during_eval_keeps_the_trained_model(sig, write_manifest, tmp_pa
 
 
 def test_interrupt_during_dry_construction_leaves_nothing(write_manifest, tmp_path):
-    proc = start_run(write_manifest(_manifest()), tmp_path / "runs")
+    fresh = {"RLCRATE_CACHE_DIR": str(tmp_path / "cache")}  # no remembered construction
+    proc = start_run(write_manifest(_manifest()), tmp_path / "runs", env_extra=fresh)
     wait_for(lambda: children_of(proc.pid), 30, "the dry construction to start")
     time.sleep(1.0)
     kids = children_of(proc.pid)

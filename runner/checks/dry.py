@@ -30,22 +30,32 @@ def build_all(
     *,
     check_device: bool = True,
     overrides: Sequence[Override] = (),
+    remembered: bool = False,
 ) -> list[str]:
     """Before any unit: every variant built once in its units' Python (`construct`), a warm
     start's parent loaded into it; the warnings to print (observation scales a warm start
-    crosses, `calibration_warnings`)."""
+    crosses, `calibration_warnings`). `remembered`: skip the variants whose construction passed
+    before with nothing it depends on changed since (`checks.dry_cache`), and remember the
+    passes (a run does; `validate --deep` builds every time)."""
     from runner.backends import unit_interpreter
-    from runner.checks import lineage
+    from runner.checks import dry_cache, lineage
 
     pythons = {n: unit_interpreter(v.config.env.backend) for n, v in res.variants.items()}
-    parents = lineage.dry_parents(res)
-    construct(
-        manifest_path,
-        check_device=check_device,
-        pythons=pythons,
-        overrides=overrides,
-        parents=parents,
-    )
+    keys = {
+        n: dry_cache.key(v, pythons[n], check_device=check_device) if remembered else None
+        for n, v in res.variants.items()
+    }
+    todo = {n: python for n, python in pythons.items() if not dry_cache.passed(keys[n])}
+    if todo:
+        construct(
+            manifest_path,
+            check_device=check_device,
+            pythons=todo,
+            overrides=overrides,
+            parents=lineage.dry_parents(res),
+        )
+    for name in todo:
+        dry_cache.remember(keys[name])
     return calibration_warnings(res, pythons)
 
 

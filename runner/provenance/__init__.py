@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import os
 import platform
@@ -42,6 +43,12 @@ def git_info(path: Path) -> dict[str, Any] | None:
 
 
 def packages() -> dict[str, str]:
+    """Every installed distribution's version (read once per process: it walks the path)."""
+    return dict(_packages())
+
+
+@functools.cache
+def _packages() -> dict[str, str]:
     return dict(
         sorted(
             (d.metadata["Name"], d.version)

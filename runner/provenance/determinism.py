@@ -49,10 +49,9 @@ def level(config: Manifest, recorded: dict[str, Any] | None) -> tuple[str, str]:
 
 
 def cache_file() -> Path:
-    base = os.environ.get("RLCRATE_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "rlcrate"
-    )
-    return Path(base) / "determinism.json"
+    from runner.record.cache import cache_dir
+
+    return cache_dir() / "determinism.json"
 
 
 def fingerprint() -> str:

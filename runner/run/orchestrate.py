@@ -256,7 +256,10 @@ def preflight(manifest_path: Path, manifest: Manifest, opts: RunOptions, console
     for line in resources.warnings(res, parallelism(manifest, res)[0]) if units_run else []:
         console.print(f"[yellow]warning: {escape(line)}[/]")
     checked = opts.executor.executor.runs_here
-    for line in build_all(manifest_path, res, check_device=checked, overrides=opts.overrides):
+    built = build_all(
+        manifest_path, res, check_device=checked, overrides=opts.overrides, remembered=True
+    )
+    for line in built:
         console.print(f"[yellow]warning: {escape(line)}[/]", soft_wrap=True)  # one line
 
 

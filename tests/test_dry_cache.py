@@ -1,0 +1,100 @@
+"""A run remembers the dry constructions that passed (runner/checks/dry_cache.py) and skips them
+when nothing they depend on has changed; a change to what the units import makes the next run
+build again, so a cached pass never hides a problem; `validate --deep` always builds.
+
+Which processes start is seen from inside them: a `sitecustomize` module on PYTHONPATH (Python
+imports it at start-up) appends each interpreter's command line to a log when it exits.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import yaml
+
+from tests.helpers import ROOT, rlcrate, tiny_manifest
+
+pytestmark = [pytest.mark.slow, pytest.mark.gymnasium]
+
+CONSTRUCT = "trainers/sb3/construct.py"  # sys.argv[0] of `python -m runner.trainers.sb3.construct`
+
+SITECUSTOMIZE = """
+import atexit, os, sys
+def _log():
+    with open(os.environ["RLCRATE_TEST_PROCS"], "a") as f:
+        f.write(" ".join(sys.argv) + "\\n")
+atexit.register(_log)
+"""
+
+
+@pytest.fixture
+def watched(tmp_path):
+    """(run: args -> CompletedProcess, constructions: () -> count since the last call, path)."""
+    path = tmp_path / "path"
+    path.mkdir()
+    (path / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    log = tmp_path / "procs.log"
+    env = {
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(path)]),
+        "RLCRATE_CACHE_DIR": str(tmp_path / "cache"),
+        "RLCRATE_TEST_PROCS": str(log),
+    }
+    seen = [0]
+
+    def run(*args: str):
+        return rlcrate(*args, env_extra=env, cwd=tmp_path)
+
+    def constructions() -> int:
+        lines = log.read_text().splitlines() if log.exists() else []
+        count = sum(CONSTRUCT in line for line in lines)
+        new, seen[0] = count - seen[0], count
+        return new
+
+    return run, constructions, path
+
+
+def test_unchanged_rerun_skips_the_construction_and_a_new_package_rebuilds(watched, tmp_path):
+    run, constructions, path = watched
+    m = tmp_path / "m.yaml"
+    m.write_text(yaml.safe_dump(tiny_manifest(train__timesteps=128, algo__params__n_steps=32)))
+    out = str(tmp_path / "runs")
+
+    first = run("run", str(m), "--out", out)
+    assert first.returncode == 0, first.stderr
+    assert constructions() == 1
+    assert len(list((tmp_path / "cache" / "dry").iterdir())) == 1
+
+    second = run("run", str(m), "--out", out)
+    assert second.returncode == 0, second.stderr
+    assert constructions() == 0, "an unchanged rerun built its env and model again"
+
+    deep = run("validate", str(m), "--deep")
+    assert deep.returncode == 0, deep.stderr
+    assert constructions() == 1, "validate --deep must build every time"
+
+    # A package installed on the units' path, one that the checks before the construction do
+    # not look at (cloudpickle, which Stable-Baselines3 imports) and that cannot be imported: the
+    # next run builds again and refuses before any unit, exit 2.
+    broken = path / "cloudpickle"
+    broken.mkdir()
+    (broken / "__init__.py").write_text("raise ImportError('a broken install')\n")
+    third = run("run", str(m), "--out", out)
+    assert constructions() == 1
+    assert third.returncode == 2, third.stdout + third.stderr
+    assert "a broken install" in third.stderr and "Traceback" not in third.stderr
+    runs = sorted((tmp_path / "runs" / "tiny").iterdir())
+    assert len(runs) == 2, "the refused run left a run directory"
+
+
+def test_a_changed_value_builds_again(watched, tmp_path):
+    run, constructions, _ = watched
+    out = str(tmp_path / "runs")
+    for n_steps in (32, 32, 16):
+        m = tmp_path / f"m{n_steps}.yaml"
+        m.write_text(
+            yaml.safe_dump(tiny_manifest(train__timesteps=64, algo__params__n_steps=n_steps))
+        )
+        res = run("run", str(m), "--out", out)
+        assert res.returncode == 0, res.stderr
+    assert constructions() == 2  # 32 (built), 32 (remembered), 16 (a new config: built)
