@@ -15,22 +15,25 @@ import numpy as np
 from runner.report.tb import Curve
 
 
-def pyplot() -> Any:
-    """matplotlib.pyplot on the Agg backend, its own notices kept off the user's terminal: "building
-    the font cache" and "created a temporary cache directory" (an unwritable HOME) are logged as
+def subplots(*grid: int, figsize: tuple[float, float], **kw: Any) -> tuple[Any, Any]:
+    """(figure, axes) as pyplot's `subplots` makes them, from matplotlib's object interface:
+    pyplot (its backends, its figure registry) costs a short run a second to import and nothing
+    here shows a window. Matplotlib's own notices stay off the user's terminal: "building the
+    font cache" and "created a temporary cache directory" (an unwritable HOME) are logged as
     warnings, and Python prints unhandled warnings to stderr."""
     import logging
 
     logging.getLogger("matplotlib").setLevel(logging.ERROR)
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize, layout=kw.pop("layout", None))
+    return fig, fig.subplots(*grid, **kw)
+
+
+def colormap(name: str) -> Any:
     import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-_plt = pyplot
+    return matplotlib.colormaps[name]
 
 
 def _save(fig: Any, path: Path) -> Path:
@@ -43,7 +46,6 @@ def _save(fig: Any, path: Path) -> Path:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
-        _plt().close(fig)
     return path
 
 
@@ -66,8 +68,7 @@ def learning_curves(groups: dict[str, list[Curve]], path: Path, *, title: str) -
     groups = {k: v for k, v in groups.items() if v}
     if not groups:
         return None
-    plt = _plt()
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8), layout="constrained")
+    fig, axes = subplots(1, 2, figsize=(12, 4.8), layout="constrained")
     cut = False
     for i, (label, curves) in enumerate(groups.items()):
         color = f"C{i % 10}"
@@ -125,8 +126,7 @@ def eval_points(rows: list[dict[str, Any]], path: Path, *, title: str) -> Path |
     rows = [r for r in rows if r["per_seed"]]
     if not rows:
         return None
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.4 * len(rows) + 2), 4.5), layout="constrained")
+    fig, ax = subplots(figsize=(max(5.0, 1.4 * len(rows) + 2), 4.5), layout="constrained")
     for i, row in enumerate(rows):
         vals = list(row["per_seed"].values())
         jitter = np.linspace(-0.12, 0.12, len(vals)) if len(vals) > 1 else [0.0]
@@ -214,11 +214,10 @@ def _series(points: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 def _scaling_lines(bench: dict[str, Any], points: list[dict[str, Any]], path: Path) -> Path:
     """One panel per metric (env-only, training), one colour per variant; the ideal linear line
     from each series' first point is drawn while there are few series (it clutters beyond)."""
-    plt = _plt()
     axis = bench["axis"]
     series = _series(points)
     ideal = len(series) <= IDEAL_MAX_SERIES
-    fig, axes = plt.subplots(
+    fig, axes = subplots(
         1, len(METRICS), figsize=(11, 4.8), sharey=True, layout="constrained", squeeze=False
     )
     xs_all = sorted({float(p["x"]) for p in points})
@@ -269,9 +268,8 @@ def _scaling_lines(bench: dict[str, Any], points: list[dict[str, Any]], path: Pa
 
 
 def _scaling_bars(bench: dict[str, Any], points: list[dict[str, Any]], path: Path) -> Path:
-    plt = _plt()
     labels = [p["label"] for p in points]
-    fig, ax = plt.subplots(figsize=(max(6.0, 2.2 * len(points) + 2), 5.2), layout="constrained")
+    fig, ax = subplots(figsize=(max(6.0, 2.2 * len(points) + 2), 5.2), layout="constrained")
     width = 0.38
     for mi, (key, name, _) in enumerate(METRICS):
         idx = [i for i, p in enumerate(points) if p.get(key)]

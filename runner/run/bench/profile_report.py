@@ -89,14 +89,13 @@ def plot(bench: dict[str, Any], path: Path) -> Path | None:
     points = profiled(bench)
     if not points:
         return None
-    from runner.report.plots import pyplot
+    from runner.report.plots import colormap, subplots
 
-    plt = pyplot()
     cols = columns(points)
     labels = [p["label"] for p in points]
-    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.55 * len(points)))
+    fig, ax = subplots(figsize=(9, 1.2 + 0.55 * len(points)))
     left = [0.0] * len(points)
-    colors = plt.get_cmap("tab10")
+    colors = colormap("tab10")
     for i, k in enumerate(cols):
         widths = [1e6 * p["profile"]["seconds_per_step"].get(k, 0.0) for p in points]
         ax.barh(labels, widths, left=left, label=PARTS[k], color=colors(i))
@@ -114,5 +113,4 @@ def plot(bench: dict[str, Any], path: Path) -> Path | None:
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, bbox_inches="tight")
-    plt.close(fig)
     return path
