@@ -68,11 +68,14 @@ def test_ray_address_that_is_not_ray_fails_within_10_s_in_one_line(tmp_path):
 
 
 def test_slurm_refusal_leaves_no_run_directory(tmp_path):
-    """sbatch refuses (its configuration cannot be found): one line, and the run directory made
-    for it is gone again."""
+    """sbatch refuses (its configuration names no cluster): one line, and the run directory made
+    for it is gone again. (A configuration file that does not exist would do too, but sbatch
+    retries stat-ing it for 60 s first.)"""
     if shutil.which("sbatch") is None:
         pytest.skip("Slurm's commands are not installed")
     pytest.importorskip("submitit")
+    conf = tmp_path / "slurm.conf"
+    conf.write_text("bogus=1\n")
     out = rlcrate(
         "run",
         str(_write(tmp_path, tiny_manifest())),
@@ -80,7 +83,7 @@ def test_slurm_refusal_leaves_no_run_directory(tmp_path):
         "slurm",
         "--out",
         str(tmp_path / "runs"),
-        env_extra={"SLURM_CONF": str(tmp_path / "no-slurm.conf")},
+        env_extra={"SLURM_CONF": str(conf)},
     )
     errors = [ln for ln in out.stderr.splitlines() if ln.startswith("error:")]
     assert out.returncode == 2 and len(errors) == 1 and "sbatch" in errors[0], out.stderr

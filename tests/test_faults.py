@@ -31,6 +31,7 @@ from tests.helpers import (
 pytestmark = [pytest.mark.slow, pytest.mark.gymnasium]
 
 UNIT = "units/default/seed-0"
+EVAL_EPISODES = 60
 
 
 def _manifest(**over):
@@ -69,7 +70,9 @@ def _copy(run: Path, tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["INT", "KILL"])
 def test_stopped_during_eval_keeps_the_trained_model(sig, write_manifest, tmp_path):
-    path = write_manifest(_manifest(eval__episodes=400))
+    # 60 episodes of the 1024-step policy (about 180 steps each): a few seconds of evaluation,
+    # the window the signal is sent in once train.json shows that training has ended
+    path = write_manifest(_manifest(eval__episodes=EVAL_EPISODES))
     proc = start_run(path, tmp_path / "runs")
     wait_for(lambda: list((tmp_path / "runs").glob(f"tiny/*/{UNIT}/train.json")), 300, "training")
     run = run_dir_of(tmp_path / "runs", "tiny")
@@ -88,7 +91,7 @@ def test_stopped_during_eval_keeps_the_trained_model(sig, write_manifest, tmp_pa
     assert done["state"] == "done" and done["timesteps_done"] == 1024
     assert done["train_wall_time_s"] == first["train_wall_time_s"]
     assert done["wall_time_s"] > first["train_wall_time_s"]  # both segments, not the last only
-    assert len(json.loads((run / UNIT / "eval.json").read_text())["episodes"]) == 400
+    assert len(json.loads((run / UNIT / "eval.json").read_text())["episodes"]) == EVAL_EPISODES
     assert not _debris(run)
 
 

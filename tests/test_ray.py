@@ -92,8 +92,9 @@ def test_interrupted_ray_run_resumes_from_checkpoints(cluster, write_manifest, t
     `--resume` on Ray continues them from those checkpoints."""
     import signal
 
-    # long enough that a loaded machine still shows progress on the driver before the end
-    m = write_manifest(tiny_manifest(seeds=[0, 1], train__timesteps=60000))
+    # long enough that a loaded machine still shows progress on the driver before the end: the
+    # interrupt comes at 2,048 steps, with over 20,000 to go (about 15 s at this size)
+    m = write_manifest(tiny_manifest(seeds=[0, 1], train__timesteps=24000))
     exe = Path(ray_nodes.ray_exe()).with_name("rlcrate")
     base = [str(exe), "run", str(m), "-x", "ray", "--ray-address", cluster[0]]
     proc = subprocess.Popen(

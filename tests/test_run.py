@@ -218,7 +218,8 @@ def test_ctrl_c_marks_interrupted_and_resume_finishes(write_manifest, tmp_path):
 
 @pytest.mark.gymnasium
 def test_killed_run_resumes_to_the_same_summary(write_manifest, tmp_path):
-    m = tiny_manifest(seeds=[0, 1, 2], parallel__units=1, train__timesteps=2048)
+    # two seeds, one unit at a time: the kill comes when seed 0 is done and seed 1 is not
+    m = tiny_manifest(seeds=[0, 1], parallel__units=1, train__timesteps=2048)
     path = write_manifest(m)
     full = rlcrate("run", str(path), "--out", str(tmp_path / "full"))
     assert full.returncode == 0, full.stderr
@@ -243,7 +244,7 @@ def test_killed_run_resumes_to_the_same_summary(write_manifest, tmp_path):
     # units restarted from scratch: the abandoned segment's steps are not plotted twice
     from runner.report.tb import read_curve
 
-    for seed in (0, 1, 2):
+    for seed in (0, 1):
         curve, _ = read_curve(run / f"units/default/seed-{seed}/tb", None)
         assert curve is not None and (curve.steps[1:] > curve.steps[:-1]).all()
 
