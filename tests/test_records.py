@@ -16,7 +16,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
 from runner.trainers.resume import saved_steps
 from tests.helpers import rlcrate, rlcrate_exe, run_dir_of, start_run, tiny_manifest, wait_for
@@ -24,7 +23,7 @@ from tests.helpers import rlcrate, rlcrate_exe, run_dir_of, start_run, tiny_mani
 pytestmark = [pytest.mark.slow, pytest.mark.gymnasium]
 
 UNIT = "units/default/seed-0"
-BUDGET = 2048
+BUDGET = 1024  # conftest's TINY_RUN
 
 
 def _sha(path: Path) -> str:
@@ -49,22 +48,12 @@ def _resume(run: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory):
-    """A finished run whose last checkpoint (1536) comes before its final model (2048)."""
-    out = tmp_path_factory.mktemp("finished")
-    path = out / "m.yaml"
-    m = tiny_manifest(
-        train__timesteps=BUDGET,
-        train__checkpoint_every=768,
-        expect={"eval.mean_reward": {">=": 0}},
-    )
-    path.write_text(yaml.safe_dump(m))
-    res = rlcrate("run", str(path), "--out", str(out / "runs"))
-    assert res.returncode == 0, res.stderr
-    run = run_dir_of(out / "runs", "tiny")
-    steps = sorted(int(p.stem[5:]) for p in (run / UNIT / "checkpoints").glob("step-*.zip"))
-    assert steps == [768, 1536], steps
-    return run
+def finished(tiny_run):
+    """The session's finished run (conftest's TINY_RUN), whose last checkpoint (768) comes before
+    its final model (1024); tests change copies of it."""
+    steps = sorted(int(p.stem[5:]) for p in (tiny_run / UNIT / "checkpoints").glob("step-*.zip"))
+    assert steps == [256, 512, 768], steps
+    return tiny_run
 
 
 def _copy(run: Path, tmp_path: Path) -> Path:
@@ -105,31 +94,31 @@ def test_finished_unit_is_recovered_not_retrained(damaged, finished, tmp_path):
 
 
 def test_renamed_checkpoint_cannot_end_a_unit_early(finished, tmp_path):
-    """step-768.zip copied to step-999999.zip: the step is read from the checkpoint, and the
+    """step-512.zip copied to step-999999.zip: the step is read from the checkpoint, and the
     unit trains on to its budget."""
     run = _copy(finished, tmp_path)
     unit = run / UNIT
     for name in ("model.zip", "train.json", "eval.json"):
         (unit / name).unlink()
-    (unit / "checkpoints" / "step-1536.zip").unlink()
-    shutil.copy(unit / "checkpoints" / "step-768.zip", unit / "checkpoints" / "step-999999.zip")
+    (unit / "checkpoints" / "step-768.zip").unlink()
+    shutil.copy(unit / "checkpoints" / "step-512.zip", unit / "checkpoints" / "step-999999.zip")
     (unit / "status.json").write_text(json.dumps({"state": "interrupted"}))
     res = _resume(run)
     assert res.returncode == 0, res.stdout + res.stderr
     status = _status(run)
-    assert status["state"] == "done" and status["resumed_from"] == 768, status
+    assert status["state"] == "done" and status["resumed_from"] == 512, status
     assert status["timesteps_done"] >= BUDGET and saved_steps(unit / "model.zip") >= BUDGET
-    assert "step-999999.zip holds step 768" in (unit / "unit.log").read_text()
+    assert "step-999999.zip holds step 512" in (unit / "unit.log").read_text()
 
 
 def test_done_unit_whose_model_fell_short_trains_on(finished, tmp_path):
-    """A unit recorded done whose model.zip trained 768 of 2048 steps is not done."""
+    """A unit recorded done whose model.zip trained 768 of 1024 steps is not done."""
     run = _copy(finished, tmp_path)
     unit = run / UNIT
     shutil.copy(unit / "checkpoints" / "step-768.zip", unit / "model.zip")
     res = _resume(run)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "model.zip: trained 768 of 2048 steps; that unit runs again" in res.stdout
+    assert "model.zip: trained 768 of 1024 steps; that unit runs again" in res.stdout
     assert _status(run)["state"] == "done" and saved_steps(unit / "model.zip") >= BUDGET
 
 
