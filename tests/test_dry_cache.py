@@ -98,3 +98,27 @@ def test_a_changed_value_builds_again(watched, tmp_path):
         res = run("run", str(m), "--out", out)
         assert res.returncode == 0, res.stderr
     assert constructions() == 2  # 32 (built), 32 (remembered), 16 (a new config: built)
+
+
+def test_a_module_edited_in_place_on_the_path_changes_the_key(tmp_path, monkeypatch):
+    """A folder on PYTHONPATH counts by its modules, so an edit that keeps the folder's own
+    modification time (written in place, not renamed over) still means building again."""
+    from runner.checks import dry_cache
+    from runner.manifest import resolved
+    from runner.manifest.load import load_unchecked
+
+    m = tmp_path / "m.yaml"
+    m.write_text(yaml.safe_dump(tiny_manifest()))
+    variant = resolved(load_unchecked(m)).variants["default"]
+    lib = tmp_path / "lib"
+    (lib / "myenvs").mkdir(parents=True)
+    module = lib / "myenvs" / "__init__.py"
+    module.write_text("SPEED = 1\n")
+    monkeypatch.syspath_prepend(str(lib))
+    before = dry_cache.key(variant, None, check_device=False)
+    folder = os.stat(lib / "myenvs")
+    module.write_text("SPEED = 22\n")
+    os.utime(lib / "myenvs", ns=(folder.st_atime_ns, folder.st_mtime_ns))
+    after = dry_cache.key(variant, None, check_device=False)
+    assert before is not None and after is not None and before != after
+    assert dry_cache.key(variant, None, check_device=False) == after  # and is stable

@@ -2,9 +2,11 @@
 unchanged experiment does not build its envs and models again before the units do.
 
 A variant's key is a hash of its resolved config (as the construction reads it), the Python its
-units run with and that Python's import path (each folder's modification time: installing,
-upgrading or removing a package changes it), rlcrate's own source files and the files its env is
-made from (a game), each by path, size and modification time. Anything else is never remembered:
+units run with and that Python's import path (an installation's folders by their modification
+time: installing, upgrading or removing a package changes it; any other folder, the working one
+and PYTHONPATH's, by every module importable from it), rlcrate's own source files and the files
+its env is made from (a game), each by path, size and modification time. Anything else is never
+remembered:
 a warm start (its parent is loaded, and checked by `checks.lineage` instead), a GPU device (the
 machine's devices can change without a file changing), a unit Python other than the runner's
 own. Only passes are kept; `validate --deep` always builds.
@@ -54,16 +56,51 @@ def _files(root: Path) -> list[list[object]] | None:
     return out
 
 
-def _importable(folder: Path) -> list[list[object]]:
-    """What `python -m` (the units) could import from the working folder, where runs are made
-    and manifests saved, so its modification time says nothing: its modules and packages."""
+def _package(root: Path) -> Iterator[Path]:
+    """A regular package's modules, subpackages included."""
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if (Path(folder, d) / "__init__.py").is_file())
+        yield from (Path(folder, f) for f in sorted(files) if f.endswith(".py"))
+
+
+def _importable(folder: Path) -> list[list[object]] | None:
+    """Every module importable from a folder of the path that is not an installation (the
+    working folder, which `python -m` puts first; PYTHONPATH's folders): its top-level modules
+    and `.pth` files and its packages' modules, each by size and modification time, so that an
+    edit in place counts. Its own modification time says nothing there (runs are made and
+    manifests saved in it). None when there are more than MAX_FILES."""
     try:
-        names = sorted(os.listdir(folder))[:MAX_FILES]
+        names = sorted(os.listdir(folder))
     except OSError:
         return []
     found = [folder / n for n in names if n.endswith((".py", ".pth"))]
-    found += [folder / n for n in names if (folder / n / "__init__.py").is_file()]
-    return [_stat(p) for p in found] + [_stat(p / "__init__.py") for p in found if p.is_dir()]
+    for name in names:
+        if (folder / name / "__init__.py").is_file():
+            found += _package(folder / name)
+        if len(found) > MAX_FILES:
+            return None
+    return [_stat(p) for p in found]
+
+
+def _installed(entry: Path) -> bool:
+    prefixes = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    return any(entry == p or p in entry.parents for p in prefixes)
+
+
+def _import_path() -> list[object] | None:
+    """The units' import path: an installation's folder by its modification time (installing,
+    upgrading or removing a package changes it), any other folder by its modules."""
+    out: list[object] = []
+    for entry in [Path.cwd(), *(Path(p) for p in sys.path if p)]:
+        entry = entry.resolve()
+        if _installed(entry) or not entry.is_dir():
+            out.append(_stat(entry))
+            continue
+        modules = _importable(entry)
+        if modules is None:
+            return None
+        out.append([str(entry), modules])
+    return out
 
 
 def _source() -> list[list[object]]:
@@ -90,11 +127,13 @@ def key(variant: ResolvedVariant, python: str | None, *, check_device: bool) -> 
     files = _files(Path(game[1])) if game else []
     if files is None:
         return None
+    path = _import_path()
+    if path is None:
+        return None
     parts = {
         "config": cfg.model_dump(mode="json", exclude={"matrix", "expect", "bench", "seeds"}),
         "check_device": check_device,
-        "python": [sys.executable, sys.version, [_stat(Path(p)) for p in sys.path if p]],
-        "cwd": _importable(Path.cwd()),
+        "python": [sys.executable, sys.version, path],
         "rlcrate": _source(),
         "env_files": files,
     }
