@@ -65,6 +65,10 @@ def test_unchanged_rerun_skips_the_construction_and_a_new_package_rebuilds(watch
     assert constructions() == 1
     assert len(list((tmp_path / "cache" / "dry").iterdir())) == 1
 
+    # Folders change without their modules changing: a run directory made in the working folder,
+    # a data folder on PYTHONPATH. Neither means building again.
+    (path / "data").mkdir()
+    (tmp_path / "notes.txt").write_text("tried n_steps 32\n")
     second = run("run", str(m), "--out", out)
     assert second.returncode == 0, second.stderr
     assert constructions() == 0, "an unchanged rerun built its env and model again"
