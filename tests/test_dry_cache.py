@@ -110,10 +110,12 @@ def test_a_module_edited_in_place_on_the_path_changes_the_key(tmp_path, monkeypa
     module = lib / "myenvs" / "__init__.py"
     module.write_text("SPEED = 1\n")
     monkeypatch.syspath_prepend(str(lib))
-    before = dry_cache.key(variant, None, check_device=False)
+    before = dry_cache.key(variant, None, dry_cache.environment(), check_device=False)
     folder = os.stat(lib / "myenvs")
     module.write_text("SPEED = 22\n")
     os.utime(lib / "myenvs", ns=(folder.st_atime_ns, folder.st_mtime_ns))
-    after = dry_cache.key(variant, None, check_device=False)
+    after = dry_cache.key(variant, None, dry_cache.environment(), check_device=False)
     assert before is not None and after is not None and before != after
-    assert dry_cache.key(variant, None, check_device=False) == after  # and is stable
+    assert (
+        dry_cache.key(variant, None, dry_cache.environment(), check_device=False) == after
+    )  # and is stable

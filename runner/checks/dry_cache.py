@@ -5,9 +5,8 @@ A variant's key is a hash of its resolved config (as the construction reads it),
 units run with and that Python's import path (an installation's folders by their modification
 time: installing, upgrading or removing a package changes it; any other folder, the working one
 and PYTHONPATH's, by every module importable from it), rlcrate's own source files and the files
-its env is made from (a game), each by path, size and modification time. Anything else is never
-remembered:
-a warm start (its parent is loaded, and checked by `checks.lineage` instead), a GPU device (the
+its env is made from (a game), each by path, size and modification time. Never remembered: a
+warm start (its parent is loaded, and checked by `checks.lineage` instead), a GPU device (the
 machine's devices can change without a file changing), a unit Python other than the runner's
 own. Only passes are kept; `validate --deep` always builds.
 """
@@ -108,12 +107,29 @@ def _source() -> list[list[object]]:
     return [_stat(p) for p in sorted(package.rglob("*.py"))]
 
 
-def key(variant: ResolvedVariant, python: str | None, *, check_device: bool) -> str | None:
-    """The variant's key (`python`: the one its units run with, None for the runner's own), or
-    None when its construction is never remembered."""
+def environment() -> list[object] | None:
+    """What every variant's key shares: the runner's Python, its import path and rlcrate's own
+    files (walked once per run, not once per variant); None when the path is too large to walk."""
+    path = _import_path()
+    if path is None:
+        return None
+    return [sys.executable, sys.version, path, _source()]
+
+
+def key(
+    variant: ResolvedVariant,
+    python: str | None,
+    env: list[object] | None,
+    *,
+    check_device: bool,
+) -> str | None:
+    """The variant's key (`python`: the one its units run with, None for the runner's own;
+    `env`: `environment()`), or None when its construction is never remembered."""
     from runner.backends import get_backend
 
     cfg = variant.config
+    if env is None:
+        return None
     if variant.parent is not None or cfg.train.init_from is not None:
         return None
     if python not in (None, sys.executable):
@@ -127,14 +143,10 @@ def key(variant: ResolvedVariant, python: str | None, *, check_device: bool) -> 
     files = _files(Path(game[1])) if game else []
     if files is None:
         return None
-    path = _import_path()
-    if path is None:
-        return None
     parts = {
         "config": cfg.model_dump(mode="json", exclude={"matrix", "expect", "bench", "seeds"}),
         "check_device": check_device,
-        "python": [sys.executable, sys.version, path],
-        "rlcrate": _source(),
+        "environment": env,
         "env_files": files,
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
