@@ -49,7 +49,9 @@ def make_model(cfg: Manifest, venv: Any, *, seed: int | None, tb_dir: Path | Non
     from stable_baselines3.common.logger import Logger, configure
 
     from runner.trainers.sb3.hyperparams import model_kwargs
+    from runner.trainers.torch_startup import defer_dynamo
 
+    defer_dynamo()  # the first optimizer would import TorchDynamo, which no unit uses
     cls = algo_class(cfg.algo.name)
     kwargs = model_kwargs(cfg.algo, venv.action_space)
     model = cls(cfg.algo.policy, venv, seed=seed, device=cfg.algo.device, verbose=0, **kwargs)
