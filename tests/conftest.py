@@ -13,13 +13,15 @@ import pytest
 import yaml
 
 from tests import ray_nodes
-from tests.helpers import ROOT, checkout_env, rlcrate, run_dir_of, tiny_manifest
+from tests.helpers import PLUGINS, ROOT, checkout_env, rlcrate, run_dir_of, tiny_manifest
 
 # Every subprocess a test starts (the console script, units, Ray and Slurm workers) imports this
 # checkout, not whichever one the venv's editable install points to.
 os.environ["PYTHONPATH"] = checkout_env()["PYTHONPATH"]
 if str(ROOT) not in sys.path[:1]:
     sys.path.insert(0, str(ROOT))
+if str(PLUGINS) not in sys.path:
+    sys.path.insert(1, str(PLUGINS))
 # Ray in every test (clusters, drivers, units) ignores the user's ~/.ray (see ray_nodes)
 for _var in ray_nodes.TOKEN_VARS:
     os.environ.pop(_var, None)

@@ -8,6 +8,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# A package of plugins (tests/plugins/rlcrate_toys, with its dist-info: what pip installs), on the
+# path of every process the tests start, so its entry points are found as an installed package's.
+PLUGINS = ROOT / "tests" / "plugins"
 
 
 def checkout_env(base: dict[str, str] | None = None, **extra: str) -> dict[str, str]:
@@ -16,7 +19,8 @@ def checkout_env(base: dict[str, str] | None = None, **extra: str) -> dict[str, 
     by default; a test that clears the environment passes its own)."""
     env = dict(os.environ if base is None else base)
     rest = env.get("PYTHONPATH", "")
-    parts = [str(ROOT)] + [p for p in rest.split(os.pathsep) if p and p != str(ROOT)]
+    ours = [str(ROOT), str(PLUGINS)]
+    parts = ours + [p for p in rest.split(os.pathsep) if p and p not in ours]
     return {**env, "PYTHONPATH": os.pathsep.join(parts), **extra}
 
 
@@ -39,6 +43,14 @@ def tiny_manifest(**over) -> dict:
             node = node.setdefault(part, {})
         node[last] = value
     return m
+
+
+def toy_manifest(**over) -> dict:
+    """`tiny_manifest` trained by the torch-free toy_climb trainer (tests/plugins): for the
+    tests of the runner around a unit (signals, files, executors, records), where the training
+    loop is not what is tested. `algo__params__step_ms` paces it when a test needs time to act."""
+    algo = {"trainer": "toy_climb", "name": "climb", "params": {"noise": 0.5}}
+    return tiny_manifest(**{"name": "toy", "algo": algo, **over})
 
 
 def rlcrate(

@@ -2,6 +2,11 @@
 corruption of each run-directory file, two resumes at once, a full disk. Each must be survived
 with nothing lost: the run ends with one clear line, its record says what happened, and
 `--resume` finishes it without redoing finished work.
+
+Faults of the runner around a unit train with the torch-free toy_climb trainer (tests/plugins:
+same files, checkpoints and resume helpers as every trainer); those that reach into SB3's own
+processes (its evaluation window, its SubprocVecEnv workers, its checkpoint sizes, the dry
+construction's torch import) train with SB3.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from tests.helpers import (
     run_dir_of,
     start_run,
     tiny_manifest,
+    toy_manifest,
     unit_processes,
     wait_for,
 )
@@ -36,6 +42,11 @@ EVAL_EPISODES = 60
 
 def _manifest(**over):
     return tiny_manifest(**{"train__timesteps": 1024, "train__checkpoint_every": 256, **over})
+
+
+def _toy(**over):
+    return toy_manifest(**{"name": "tiny", "train__timesteps": 1024,
+                           "train__checkpoint_every": 256, **over})  # fmt: skip
 
 
 def _sha(path: Path) -> str:
@@ -55,10 +66,14 @@ def _debris(run: Path) -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def finished(tiny_run):
-    """One finished run (the session's: 1024 steps, checkpoints every 256); tests corrupt copies
-    of it."""
-    return tiny_run
+def finished(tmp_path_factory):
+    """One finished run (1024 steps, checkpoints every 256, two seeds); tests corrupt copies."""
+    home = tmp_path_factory.mktemp("finished")
+    path = home / "tiny.yaml"
+    path.write_text(json.dumps(_toy(seeds=[0, 1], eval__episodes=10)))
+    res = rlcrate("run", str(path), "--out", str(home / "runs"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    return run_dir_of(home / "runs", "tiny")
 
 
 def _copy(run: Path, tmp_path: Path) -> Path:
@@ -109,7 +124,8 @@ def test_interrupt_during_dry_construction_leaves_nothing(write_manifest, tmp_pa
 
 
 def test_unit_killed_by_a_signal_is_recorded_then_resumed(write_manifest, tmp_path):
-    path = write_manifest(_manifest(train__timesteps=20_000))
+    # about 3 s of training (2,048 vector steps of 1 ms): progress.json comes after 1 s
+    path = write_manifest(_toy(train__timesteps=4096, algo__params__step_ms=1))
     proc = start_run(path, tmp_path / "runs")
     wait_for(lambda: list((tmp_path / "runs").glob(f"tiny/*/{UNIT}/progress.json")), 300, "train")
     unit_pids = unit_processes(proc.pid)
@@ -271,7 +287,7 @@ def test_hung_unit_interpreter_cannot_hang_the_run(write_manifest, tmp_path):
     python.chmod(0o755)
     env = {"RLCRATE_PYTHON_GYMNASIUM": str(python), "RLCRATE_UNIT_START_TIMEOUT_S": "5"}
     res = rlcrate(
-        "run", str(write_manifest(_manifest())), "--out", str(tmp_path / "runs"),
+        "run", str(write_manifest(_toy())), "--out", str(tmp_path / "runs"),
         env_extra=env, timeout=300,
     )  # fmt: skip
     assert res.returncode == 1, res.stdout + res.stderr

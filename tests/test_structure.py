@@ -33,7 +33,7 @@ def _imports(path: Path, modules: set[str], lazy: bool) -> set[str]:
 
 # The layers, lowest first: a module may import its own package and those below it, never one
 # above (a lazy import or one under TYPE_CHECKING included). `errors` stands for the top of
-# runner/ (`__init__`: the version; `errors`); `__main__` is `python -m runner`.
+# runner/ (`__init__`: the version; `errors`; `plugins`); `__main__` is `python -m runner`.
 LAYERS = (
     "errors",
     "record",
@@ -51,7 +51,7 @@ LAYERS = (
     "cli",
     "__main__",
 )
-TOP_MODULES = {"__init__.py", "__main__.py", "errors.py"}  # at most a handful at the top
+TOP_MODULES = {"__init__.py", "__main__.py", "errors.py", "plugins.py"}  # a handful at most
 
 
 def _layer(module: str) -> str:

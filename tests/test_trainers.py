@@ -73,7 +73,7 @@ def test_brax_batch_must_split_evenly_over_the_envs():
 
 
 def test_a_trainer_not_in_this_version_says_so():
-    with pytest.raises(BackendUnavailable, match="the nope trainer is not part of this version"):
+    with pytest.raises(BackendUnavailable, match="no trainer named 'nope' is installed"):
         get_trainer("nope")
 
 

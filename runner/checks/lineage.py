@@ -21,7 +21,7 @@ from runner.manifest.resolved import RESOLVED, Lineage, ParentUnit, ResolvedRun,
 from runner.manifest.schema import InitFrom, Manifest
 from runner.record.datafiles import LegacyPickle
 from runner.record.rundir import UnitRef, file_sha256, pin_mismatch, read_status
-from runner.trainers import get_trainer, trainer_for
+from runner.trainers import trainer_of
 from runner.trainers.base import spaces_mismatch
 from runner.trainers.resume import check_final
 
@@ -45,7 +45,7 @@ class Parent:
 
     def files(self, seed: int) -> list[Path]:
         """The files a child unit starts from (its trainer says which: the model first)."""
-        names = get_trainer(trainer_for(self.config.algo.name)).start_files(self.config) or []
+        names = trainer_of(self.config).start_files(self.config) or []
         return [self.unit_dir(seed) / name for name in names]
 
 
@@ -166,7 +166,7 @@ def problem(cfg: Manifest, seeds: list[int], base: Path | None = None) -> FieldE
     init = cfg.train.init_from
     if init is None:
         return None
-    if get_trainer(trainer_for(cfg.algo.name)).start_files(cfg) is None:
+    if trainer_of(cfg).start_files(cfg) is None:
         own = f"{cfg.algo.name}'s own loop cannot start from another run's model"
         return FieldError(FIELD, own)
     try:

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from runner import trainers
 from runner.checks import lineage
 from runner.checks.installed import missing_packages
 from runner.errors import FieldError, ManifestError, RunnerError
@@ -29,7 +30,7 @@ from runner.manifest.matrix import (
 )
 from runner.manifest.problems import Lines, Loc, Problem, at, validation_problems
 from runner.manifest.schema import Manifest
-from runner.trainers import get_trainer, trainer_for
+from runner.trainers import trainer_for, trainer_of
 from runner.trainers.sb3.checks import sb3_issues
 
 
@@ -96,6 +97,19 @@ def _check_env(
     return None
 
 
+def _check_trainer(cfg: Manifest, source: str, lines: Lines, out: list[Problem]) -> bool:
+    """Whether the trainer `algo.trainer` names is installed (the other checks need it)."""
+    name = cfg.algo.trainer
+    if name is None or trainers.known(name):
+        return True
+    every = trainers.names()
+    close = difflib.get_close_matches(name, every, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    msg = f"no trainer named {name!r} is installed; {hint}(trainers: {', '.join(every)})"
+    out.append(at(source, lines, ("algo", "trainer"), msg))
+    return False
+
+
 def _check_limits(cfg: Manifest, source: str, lines: Lines, out: list[Problem]) -> None:
     """Limits that need no package (the backend's parallel layout, the trainer's cross-field
     limits): checked even on a light install, before any unit starts."""
@@ -104,7 +118,7 @@ def _check_limits(cfg: Manifest, source: str, lines: Lines, out: list[Problem]) 
     problem = get_backend(cfg.env.backend).check_parallel(cfg.parallel)
     if problem:
         out.append(at(source, lines, ("parallel", "workers"), problem))
-    found = get_trainer(trainer_for(cfg.algo.name)).check_limits(cfg)
+    found = trainer_of(cfg).check_limits(cfg)
     if found:
         field, msg = found
         out.append(at(source, lines, tuple(field.split(".")), msg))
@@ -122,12 +136,15 @@ def _check_atari(cfg: Manifest, source: str, lines: Lines, out: list[Problem]) -
 def _check_algo(
     cfg: Manifest, kind: str | None, source: str, lines: Lines, out: list[Problem]
 ) -> None:
-    problem = get_trainer(trainer_for(cfg.algo.name)).check_params(cfg, kind)
+    problem = trainer_of(cfg).check_params(cfg, kind)
     if problem:
         field, msg = problem
         out.append(at(source, lines, ("algo", *field.split(".")), msg))
-    for loc, msg in sb3_issues(cfg.algo.name, cfg.algo.policy, cfg.algo.params, cfg.algo.device):
-        out.append(at(source, lines, ("algo", *loc), msg))
+    if trainer_for(cfg.algo.name, cfg.algo.trainer) == trainers.DEFAULT:
+        for loc, msg in sb3_issues(
+            cfg.algo.name, cfg.algo.policy, cfg.algo.params, cfg.algo.device
+        ):
+            out.append(at(source, lines, ("algo", *loc), msg))
     if cfg.algo.device.startswith("cuda") and not _gpu_present():
         msg = (
             f"'{cfg.algo.device}' needs an NVIDIA GPU, and this machine has none (nvidia-smi "
@@ -160,6 +177,8 @@ def check_manifest(m: Manifest, source: str, lines: Lines) -> list[Problem]:
     configs = _variant_configs(m, source, lines, out) or [m]
     env_seen: set[Any] = set()
     for cfg in configs:  # the same problem in several variants is reported once (below)
+        if not _check_trainer(cfg, source, lines, out):
+            continue
         _check_limits(cfg, source, lines, out)
         if missing_packages(cfg.env.backend):  # a light install: checked where the units run
             continue

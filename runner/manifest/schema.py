@@ -138,6 +138,12 @@ class AlgoSpec(_Strict):
         description="A Stable-Baselines3 or sb3-contrib algorithm class, or an own loop: "
         "brax_ppo (backend brax), rsl_rl_ppo (RSL-RL's PPO, backend isaaclab).",
     )
+    trainer: str | None = Field(
+        None,
+        description="The training loop: sb3 (every Stable-Baselines3 and sb3-contrib algorithm), "
+        "brax_ppo, rsl_rl_ppo, or one an installed package adds (entry point rlcrate.trainers). "
+        "Default: the own loop of the algorithm's name, else sb3.",
+    )
     defaults: Literal["zoo", "task"] | None = Field(
         None,
         description="zoo: start from the hyperparameters the installed rl-zoo3 package publishes "

@@ -18,9 +18,15 @@ def derive(master: int) -> dict[str, int]:
     return {name: int(v) & 0x7FFFFFFF for name, v in zip(STREAMS, state, strict=True)}
 
 
-def seed_everything(seeds: dict[str, int], *, torch_threads: int = 1) -> None:
+def seed_everything(
+    seeds: dict[str, int], *, torch_threads: int = 1, with_torch: bool = True
+) -> None:
+    """Seed Python's and NumPy's generators, and torch's (with its thread count) unless the
+    trainer runs no torch (`with_torch=False`: nothing imports it)."""
     random.seed(seeds["python"])
     np.random.seed(seeds["numpy"])
+    if not with_torch:
+        return
     import torch
 
     torch.manual_seed(seeds["torch"])

@@ -40,12 +40,12 @@ def attempt(config: dict[str, Any], seed: int, steps: int) -> dict[str, Any]:
     """One attempt, in this process, through the unit's trainer."""
     from runner.manifest.schema import Manifest
     from runner.record.seeding import derive, seed_everything
-    from runner.trainers import get_trainer, trainer_for
+    from runner.trainers import trainer_of, uses_torch
 
     cfg = Manifest.model_validate(config)
-    seeds = derive(seed)
-    seed_everything(seeds, torch_threads=cfg.algo.torch_threads)
-    return get_trainer(trainer_for(cfg.algo.name)).determinism_attempt(cfg, seeds, steps)
+    seeds, trainer = derive(seed), trainer_of(cfg)
+    seed_everything(seeds, torch_threads=cfg.algo.torch_threads, with_torch=uses_torch(trainer))
+    return trainer.determinism_attempt(cfg, seeds, steps)
 
 
 def first_divergence(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any] | None:

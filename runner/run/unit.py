@@ -18,7 +18,7 @@ from runner.manifest.schema import Manifest
 from runner.record.rundir import UnitRef, read_status, write_status
 from runner.record.seeding import derive, seed_everything
 from runner.run.finish import record_failure, remove_debris
-from runner.trainers import get_trainer, trainer_for
+from runner.trainers import trainer_of, uses_torch
 from runner.trainers.base import STOP
 from runner.trainers.resume import check_final
 
@@ -66,8 +66,8 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
     fields: dict[str, Any] = {}
     try:
         cfg = unit_config(run_dir, variant, seed, training="train" in jobs)
-        seed_everything(seeds, torch_threads=cfg.algo.torch_threads)
-        trainer = get_trainer(trainer_for(cfg.algo.name))
+        trainer = trainer_of(cfg)
+        seed_everything(seeds, torch_threads=cfg.algo.torch_threads, with_torch=uses_torch(trainer))
         if "train" in jobs:
             fields.update(trainer.train(cfg, unit_dir, seeds))  # keeps a finished training
             write_status(unit_dir, "running", **fields)

@@ -31,11 +31,11 @@ def host_info() -> dict[str, Any]:
 def measure_here(cfg: Manifest) -> dict[str, Any]:
     """Measure a point in this interpreter, with the trainer that trains its algorithm."""
     from runner.record.seeding import derive, seed_everything
-    from runner.trainers import get_trainer, trainer_for
+    from runner.trainers import trainer_of, uses_torch
 
-    seeds = derive(cfg.seeds[0])
-    seed_everything(seeds, torch_threads=cfg.algo.torch_threads)
-    return get_trainer(trainer_for(cfg.algo.name)).bench(cfg, seeds)
+    seeds, trainer = derive(cfg.seeds[0]), trainer_of(cfg)
+    seed_everything(seeds, torch_threads=cfg.algo.torch_threads, with_torch=uses_torch(trainer))
+    return trainer.bench(cfg, seeds)
 
 
 def run_point(point: Point) -> dict[str, Any]:
@@ -58,7 +58,7 @@ def run_point(point: Point) -> dict[str, Any]:
         "workers": cfg.parallel.workers,
         "mode": cfg.parallel.mode,
         "algo": cfg.algo.name,
-        "trainer": trainer_for(cfg.algo.name),
+        "trainer": trainer_for(cfg.algo.name, cfg.algo.trainer),
         "python": python,
     }
     try:

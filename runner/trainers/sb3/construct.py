@@ -47,11 +47,15 @@ def _first_line(exc: BaseException) -> str:
 
 
 def build_once(cfg: Manifest, *, check_device: bool = True) -> tuple[tuple[str, ...], str] | None:
-    """(field path, message) if the variant's env or model cannot be built; None if it can."""
-    from runner.record.seeding import derive, seed_everything
-    from runner.trainers import get_trainer, trainer_for
-    from runner.trainers.sb3.common import make_env
+    """(field path, message) if the variant's env or model cannot be built; None if it can.
+    A trainer with a `dry_construct(cfg)` of its own (a loop that builds its own env, e.g. one
+    without torch) does all of it; the others get one env of the backend and build on it."""
+    from runner.trainers import trainer_of
 
+    trainer = trainer_of(cfg)
+    own = getattr(trainer, "dry_construct", None)
+    if own is not None:
+        return _failed(cfg, lambda: own(cfg))
     if check_device:
         problem = device_problem(cfg.algo.device)
         if problem:
@@ -59,6 +63,8 @@ def build_once(cfg: Manifest, *, check_device: bool = True) -> tuple[tuple[str, 
     else:
         cfg = cfg.model_copy(update={"algo": cfg.algo.model_copy(update={"device": "cpu"})})
     from runner.record.machine import cpu_count
+    from runner.record.seeding import derive, seed_everything
+    from runner.trainers.sb3.common import make_env
 
     if cfg.algo.torch_threads > 8 * cpu_count():
         return ("algo", "torch_threads"), (
@@ -78,13 +84,19 @@ def build_once(cfg: Manifest, *, check_device: bool = True) -> tuple[tuple[str, 
     except Exception as exc:
         return ("env",), f"cannot build the env: {_first_line(exc)}"
     try:
-        get_trainer(trainer_for(cfg.algo.name)).dry_build(cfg, venv)
+        return _failed(cfg, lambda: trainer.dry_build(cfg, venv))
+    finally:
+        venv.close()
+
+
+def _failed(cfg: Manifest, build: Any) -> tuple[tuple[str, ...], str] | None:
+    """What `build()` raised, as (field path, message); None when it built."""
+    try:
+        build()
     except FieldError as exc:  # a field the trainer names (an own loop's config key)
         return tuple(str(p) for p in exc.path), exc.message
     except Exception as exc:
         return ("algo",), f"cannot build the {cfg.algo.name} model: {_first_line(exc)}"
-    finally:
-        venv.close()
     return None
 
 
