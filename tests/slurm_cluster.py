@@ -59,19 +59,22 @@ def write_conf(tmp: Path) -> Path:
                 "AuthType=auth/munge",
                 # a requeued job waits out its credential's lifetime (default 120 s) before it
                 # starts again; the requeue tests need not wait two minutes each
-                "AuthInfo=cred_expire=20",
+                "AuthInfo=cred_expire=5",
                 "ProctrackType=proctrack/linuxproc",
                 "TaskPlugin=task/none",
                 "SelectType=select/cons_tres",
                 "SelectTypeParameters=CR_Core",
                 "SchedulerType=sched/backfill",
+                # a requeued job becomes eligible some seconds later, with no event to schedule
+                # it on: the periodic pass starts it (every 60 s by default)
+                "SchedulerParameters=sched_interval=2",
                 "AccountingStorageType=accounting_storage/none",
                 "JobAcctGatherType=jobacct_gather/none",
                 "MpiDefault=none",
                 "ReturnToService=2",
                 "JobRequeue=1",
                 "MinJobAge=3600",
-                "KillWait=20",
+                "KillWait=5",  # SIGTERM to SIGKILL: submitit's own process ignores SIGTERM
                 _node_line(),
                 f"PartitionName={PARTITION} Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
                 "",

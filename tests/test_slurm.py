@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests import slurm_cluster
-from tests.helpers import rlcrate, run_dir_of, tiny_manifest
+from tests.helpers import rlcrate, run_dir_of, tiny_manifest, toy_manifest
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,10 @@ def _wait(cond, timeout: float, what: str) -> None:
 
 
 def _detached(write_manifest, tmp_path, **over) -> Path:
-    m = tiny_manifest(**over)
+    """A run submitted to Slurm and left to it, trained by the torch-free toy_climb (what these
+    tests watch is Slurm's requeues, signals and cancels; SB3 over Slurm is the first test's);
+    its 1 ms per vector step makes training last about `timesteps` / 1,600 seconds."""
+    m = toy_manifest(name="tiny", algo__params__step_ms=1, **over)
     out = rlcrate(
         "run",
         str(write_manifest(m)),
