@@ -3,7 +3,8 @@
 A server of our own on 127.0.0.1 that answers one byte a second must not stretch a run or
 `rlcrate track`; an upload killed (SIGKILL, Ctrl-C) at the worst moments, between MLflow's
 server creating a run and the client hearing of it, resumes into the same tracked run; MLflow's
-own "View run" lines stay off rlcrate's output. Real MLflow server, real tiny runs."""
+own "View run" lines stay off rlcrate's output. Real MLflow server, real tiny runs (trained by
+the torch-free toy_climb: the upload is what is tested)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers import checkout_env, rlcrate, rlcrate_exe, run_dir_of, tiny_manifest, wait_for
+from tests.helpers import checkout_env, rlcrate, rlcrate_exe, run_dir_of, toy_manifest, wait_for
 from tests.test_track import _free_port, _runs, mlflow_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.gymnasium]
@@ -81,7 +82,7 @@ def trained(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("run")
     path = tmp / "tiny.yaml"
     dead = f"http://127.0.0.1:{_free_port()}"
-    m = tiny_manifest(seeds=[0, 1], track={"mlflow": {"uri": dead}})
+    m = toy_manifest(name="tiny", seeds=[0, 1], track={"mlflow": {"uri": dead}})
     path.write_text(yaml.safe_dump(m, sort_keys=False))
     started = time.monotonic()
     made = rlcrate("run", str(path), "--out", str(tmp / "runs"), timeout=300)
@@ -106,7 +107,9 @@ def _warnings(res: subprocess.CompletedProcess) -> list[str]:
 def test_a_trickling_server_does_not_stretch_the_run(write_manifest, tmp_path, trained):
     _, untracked_s = trained
     with serving(trickler(health_fast=False)) as uri:
-        path = write_manifest(tiny_manifest(seeds=[0, 1], track={"mlflow": {"uri": uri}}))
+        path = write_manifest(
+            toy_manifest(name="tiny", seeds=[0, 1], track={"mlflow": {"uri": uri}})
+        )
         started = time.monotonic()
         res = rlcrate("run", str(path), "--out", str(tmp_path / "runs"), timeout=300)
         took = time.monotonic() - started
@@ -243,7 +246,9 @@ def test_interrupted_upload_resumes_into_the_same_runs(trained, server, tmp_path
 
 
 def test_mlflow_console_lines_stay_off_the_output(trained, server, tmp_path, write_manifest):
-    path = write_manifest(tiny_manifest(track={"mlflow": {"uri": server, "experiment": "quiet"}}))
+    path = write_manifest(
+        toy_manifest(name="tiny", track={"mlflow": {"uri": server, "experiment": "quiet"}})
+    )
     res = rlcrate("run", str(path), "--out", str(tmp_path / "runs"), timeout=300)
     assert res.returncode == 0 and "tracked: 1 unit(s) in mlflow" in res.stdout, res.stdout
     run = run_dir_of(tmp_path / "runs", "tiny")
@@ -259,7 +264,7 @@ def test_mlflow_console_lines_stay_off_the_output(trained, server, tmp_path, wri
 def test_file_store_uri_is_refused_at_validate_time(write_manifest, tmp_path):
     # the three-slash form split so the repository's scan for index addresses passes it by
     for uri in ("file:" + "///tmp/mlruns", f"file:{tmp_path}/mlruns"):
-        path = write_manifest(tiny_manifest(track={"mlflow": {"uri": uri}}))
+        path = write_manifest(toy_manifest(name="tiny", track={"mlflow": {"uri": uri}}))
         res = rlcrate("validate", str(path))
         errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
         assert res.returncode == 2 and len(errors) == 1, res.stdout + res.stderr
@@ -268,7 +273,7 @@ def test_file_store_uri_is_refused_at_validate_time(write_manifest, tmp_path):
 
 def test_a_sqlite_uri_tracks_without_a_server(write_manifest, tmp_path):
     db = tmp_path / "mlflow.db"
-    path = write_manifest(tiny_manifest(track={"mlflow": {"uri": f"sqlite:///{db}"}}))
+    path = write_manifest(toy_manifest(name="tiny", track={"mlflow": {"uri": f"sqlite:///{db}"}}))
     res = rlcrate("run", str(path), "--out", str(tmp_path / "runs"), timeout=300)
     assert res.returncode == 0 and "tracked: 1 unit(s) in mlflow" in res.stdout, res.stdout
     client, runs = _runs(f"sqlite:///{db}")
