@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests import ray_nodes
-from tests.helpers import ROOT, rlcrate, run_dir_of, tiny_manifest
+from tests.helpers import ROOT, rlcrate, run_dir_of, tiny_manifest, toy_manifest
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -92,9 +92,11 @@ def test_interrupted_ray_run_resumes_from_checkpoints(cluster, write_manifest, t
     `--resume` on Ray continues them from those checkpoints."""
     import signal
 
-    # long enough that a loaded machine still shows progress on the driver before the end: the
-    # interrupt comes at 2,048 steps, with over 20,000 to go (about 15 s at this size)
-    m = write_manifest(tiny_manifest(seeds=[0, 1], train__timesteps=24000))
+    # toy_climb at 1 ms per vector step: 12,000 steps take about 7 s, long enough that a loaded
+    # machine still shows progress on the driver before the end (the interrupt comes at 2,048)
+    m = write_manifest(
+        toy_manifest(name="tiny", seeds=[0, 1], train__timesteps=12000, algo__params__step_ms=1)
+    )
     exe = Path(ray_nodes.ray_exe()).with_name("rlcrate")
     base = [str(exe), "run", str(m), "-x", "ray", "--ray-address", cluster[0]]
     proc = subprocess.Popen(

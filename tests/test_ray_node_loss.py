@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from tests import ray_nodes
-from tests.helpers import ROOT, run_dir_of, tiny_manifest
+from tests.helpers import ROOT, run_dir_of, toy_manifest
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
-MATRIX = {"algo.params.n_epochs": [1, 2]}
+MATRIX = {"algo.params.noise": [0.3, 0.6]}
 SEEDS = [0, 1, 2]
 
 
@@ -40,8 +40,11 @@ def test_worker_node_killed_mid_run_every_unit_completes(
     tmp = tmp_path_factory.mktemp("ray-kill")
     address, head, worker = ray_nodes.start(tmp, head_cpus=1, worker_cpus=2)
     try:
-        # longer units, so that the kill lands while two of them run on the worker node
-        m = write_manifest(tiny_manifest(seeds=SEEDS, matrix=MATRIX, train__timesteps=4096))
+        # units of about 4 s (toy_climb, 2 ms per vector step), so that the kill lands while two
+        # of them run on the worker node
+        m = toy_manifest(name="tiny", seeds=SEEDS, matrix=MATRIX, train__timesteps=4096,
+                         algo__params__step_ms=2)  # fmt: skip
+        m = write_manifest(m)
         exe = Path(ray_nodes.ray_exe()).with_name("rlcrate")
         cmd = [str(exe), "run", str(m), "--out", str(tmp_path / "runs"), "-x", "ray"]
         proc = subprocess.Popen(

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tests import ray_nodes
-from tests.helpers import rlcrate, tiny_manifest
+from tests.helpers import rlcrate, toy_manifest
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]  # each test starts Ray clusters
 
@@ -30,7 +30,7 @@ def token_cluster(tmp_path_factory):
 
 def _manifest(tmp_path):
     path = tmp_path / "m.yaml"
-    path.write_text(yaml.safe_dump(tiny_manifest()))
+    path.write_text(yaml.safe_dump(toy_manifest()))  # the trainer is not what is tested
     return path
 
 
