@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, checkout_env, rlcrate, run_dir_of, tiny_manifest
+from tests.helpers import ROOT, checkout_env, rlcrate, run_dir_of, toy_manifest
 
 SCRIPTS = {
     "hangs": "#!/bin/sh\nexec sleep 300 # {marker}\n",
@@ -68,7 +68,7 @@ def test_bad_backend_python_is_one_line_in_seconds(tmp_path, kind, var, manifest
 def _tiny_run(write_manifest, tmp_path: Path, *, tracked: bool) -> Path:
     dead = {"mlflow": {"uri": "http://127.0.0.1:9"}}  # nothing listens: a warning, untracked
     extra = {"track": dead} if tracked else {}
-    m = write_manifest(tiny_manifest(train__timesteps=128, algo__params__n_steps=32, **extra))
+    m = write_manifest(toy_manifest(name="tiny", train__timesteps=128, **extra))  # no torch
     res = rlcrate("train", str(m), "--out", str(tmp_path / "runs"), timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
     return run_dir_of(tmp_path / "runs", "tiny")

@@ -9,7 +9,7 @@ import json
 import pytest
 import yaml
 
-from tests.helpers import rlcrate, run_dir_of, tiny_manifest
+from tests.helpers import rlcrate, run_dir_of, tiny_manifest, toy_manifest
 
 
 def _one_error(out, *words: str) -> str:
@@ -89,26 +89,26 @@ def test_file_problems_keep_their_line_beside_an_override(write_manifest):
     assert any("m.yaml:" in line and "eval.episodes" in line for line in lines), lines
 
 
-@pytest.mark.slow  # trains 4 tiny units twice (the run, then its reproduction): about a minute
+@pytest.mark.slow  # trains 4 tiny units, then reproduces 2 (toy_climb: the overrides are tested)
 @pytest.mark.gymnasium
 def test_overridden_matrix_run_is_recorded_resumed_and_reproduced(write_manifest, tmp_path):
-    m = tiny_manifest(matrix={"algo.params.n_epochs": [1, 2]}, train__timesteps=128)
+    m = toy_manifest(name="tiny", matrix={"algo.params.noise": [0.1, 0.2]}, train__timesteps=128)
     path = write_manifest(m)
-    sets = ["-s", "algo.params.batch_size=32", "-s", "matrix.algo.params.n_epochs=[1, 3]"]
+    sets = ["-s", "algo.params.step_ms=0.5", "-s", "matrix.algo.params.noise=[0.1, 0.3]"]
     out = rlcrate("run", str(path), "--out", str(tmp_path / "runs"), *sets, "--num-seeds", "2")
     assert out.returncode == 0, out.stdout + out.stderr
     run = run_dir_of(tmp_path / "runs", "tiny")
     res = yaml.safe_load((run / "resolved.yaml").read_text())
-    assert sorted(res["variants"]) == ["n_epochs-1", "n_epochs-3"] and res["seeds"] == [0, 1]
+    assert sorted(res["variants"]) == ["noise-0.1", "noise-0.3"] and res["seeds"] == [0, 1]
     for v in res["variants"].values():
-        assert v["config"]["algo"]["params"]["batch_size"] == 32
+        assert v["config"]["algo"]["params"]["step_ms"] == 0.5
     rec = res["command_line"]
-    assert rec["set"] == ["algo.params.batch_size=32", "matrix.algo.params.n_epochs=[1, 3]"]
+    assert rec["set"] == ["algo.params.step_ms=0.5", "matrix.algo.params.noise=[0.1, 0.3]"]
     assert rec["seeds"] == [0, 1] and "--num-seeds" in rec["argv"]
     prov = json.loads((run / "provenance.json").read_text())
     assert prov["command_line"] == rec
     assert yaml.safe_load((run / "manifest.yaml").read_text()) == m  # as given
-    assert (run / "units/n_epochs-3/seed-1/eval.json").is_file()
+    assert (run / "units/noise-0.3/seed-1/eval.json").is_file()
     # --resume without the overrides uses the recorded ones (nothing left to do)
     again = rlcrate("run", str(run / "manifest.yaml"), "--resume", str(run))
     assert again.returncode == 0, again.stderr
@@ -119,5 +119,5 @@ def test_overridden_matrix_run_is_recorded_resumed_and_reproduced(write_manifest
     assert rep.returncode == 0, rep.stdout + rep.stderr
     assert "verdict: identical (2 unit(s) rerun" in rep.stdout
     rerun = yaml.safe_load((run_dir_of(tmp_path / "rerun", "tiny") / "resolved.yaml").read_text())
-    assert sorted(rerun["variants"]) == ["n_epochs-1", "n_epochs-3"] and rerun["seeds"] == [1]
-    assert rerun["variants"]["n_epochs-3"]["config"]["algo"]["params"]["batch_size"] == 32
+    assert sorted(rerun["variants"]) == ["noise-0.1", "noise-0.3"] and rerun["seeds"] == [1]
+    assert rerun["variants"]["noise-0.3"]["config"]["algo"]["params"]["step_ms"] == 0.5

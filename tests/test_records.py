@@ -18,7 +18,15 @@ from pathlib import Path
 import pytest
 
 from runner.trainers.resume import saved_steps
-from tests.helpers import rlcrate, rlcrate_exe, run_dir_of, start_run, tiny_manifest, wait_for
+from tests.helpers import (
+    rlcrate,
+    rlcrate_exe,
+    run_dir_of,
+    start_run,
+    tiny_manifest,
+    toy_manifest,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.gymnasium]
 
@@ -210,7 +218,9 @@ def test_files_follow_the_umask(write_manifest, tmp_path):
 
 def test_interrupted_run_has_no_results_yet(write_manifest, tmp_path):
     """Stopped before any unit was evaluated: its claims are not unmet, there are no results."""
-    m = tiny_manifest(train__timesteps=200_000, expect={"eval.mean_reward": {">=": 0}})
+    # toy_climb, 1 ms per vector step: still training when the interrupt comes
+    m = toy_manifest(name="tiny", train__timesteps=200_000, algo__params__step_ms=1,
+                     expect={"eval.mean_reward": {">=": 0}})  # fmt: skip
     proc = start_run(write_manifest(m), tmp_path / "runs")
     wait_for(lambda: list((tmp_path / "runs").glob(f"tiny/*/{UNIT}/progress.json")), 300, "train")
     proc.send_signal(signal.SIGINT)
