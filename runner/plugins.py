@@ -1,5 +1,6 @@
-"""Plugins other packages install: entry points in the groups `rlcrate.trainers` and
-`rlcrate.executors`, each `name = module` (the module implements the kind's protocol).
+"""Plugins other packages install: entry points in the group `rlcrate.trainers`, each
+`name = module` (the module implements the kind's protocol). Executors come from outside through
+RLCRATE_EXECUTORS (`runner.executors`); backends are still a list in the manifest's schema.
 
 A package adds a trainer by `pip install` alone, with this in its pyproject.toml:
 
@@ -20,7 +21,7 @@ from types import ModuleType
 
 from runner.errors import UserInputError
 
-GROUPS = {"trainer": "rlcrate.trainers", "executor": "rlcrate.executors"}
+GROUPS = {"trainer": "rlcrate.trainers"}
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class Plugin:
 
 @cache
 def installed(kind: str) -> dict[str, Plugin]:
-    """name -> plugin for every entry point of `kind` (trainer, executor); the first
+    """name -> plugin for every entry point of `kind` (a key of GROUPS); the first
     distribution to declare a name keeps it."""
     from importlib.metadata import entry_points
 

@@ -143,7 +143,6 @@ SHARED = {
     "test_ray": "ray", "test_ray_node_loss": "ray", "test_interpreter": "ray",
     "test_ray_token": "ray",
     "test_images": "image", "test_image_resume": "image", "test_image_export": "image",
-    "test_first_hour": "image",
 }  # fmt: skip
 LONGEST = ("test_slurm", "test_brax", "test_faults", "test_run", "ray", "test_course_godot")
 

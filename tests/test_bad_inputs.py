@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import checkout_env
+from tests.helpers import checkout_env, rlcrate, tiny_manifest
 from tests.reliability_cases import Case, cases
 
 EXE = Path(sys.executable).with_name("rlcrate")
@@ -77,3 +77,15 @@ def test_unbuildable_variant_is_one_line_before_any_unit(name, tmp_path):
     proc, _ = run_case(case, timeout=300)
     assert one_clear_line(proc) is None, (one_clear_line(proc), proc.stderr[-2000:])
     assert not (tmp_path / "runs").exists(), "a run directory was started"
+
+
+@pytest.mark.gymnasium
+def test_a_good_env_suggestion_is_not_buried_in_ids(write_manifest):
+    res = rlcrate("validate", str(write_manifest(tiny_manifest(env__id="CartPol-v1"))))
+    assert res.returncode == 2
+    [line] = res.stderr.strip().splitlines()
+    assert "Did you mean 'CartPole-v1'" in line and "Known ids" not in line, line
+    assert "`rlcrate envs gymnasium --all`" in line
+    res = rlcrate("validate", str(write_manifest(tiny_manifest(env__id="Qqqq-v9"))))
+    [line] = res.stderr.strip().splitlines()
+    assert "Known ids: " in line and "`rlcrate envs gymnasium --all`" in line, line

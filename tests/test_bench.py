@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
+from runner.checks.load import load_manifest
 from runner.errors import ManifestError
 from runner.manifest.schema import Manifest
 from runner.run.bench import analysis
 from runner.run.bench import run as bench
-from tests.helpers import tiny_manifest
+from runner.run.orchestrate import manifest_jobs
+from tests.helpers import rlcrate, tiny_manifest
 
 
 def _manifest(**over) -> Manifest:
@@ -151,3 +154,36 @@ def test_bench_whose_sweep_sets_what_the_matrix_varies_says_so(tmp_path: Path):
     assert "all 2 variants share these points" in data["findings"][0], data["findings"]
     assert "share these points" in (run / "report.md").read_text()
     assert not (run / "eval_table.tex").exists()
+
+
+def test_bench_section_means_run_benches(write_manifest):
+    plain = load_manifest(write_manifest(tiny_manifest(), "a.yaml"))
+    benched = load_manifest(write_manifest(tiny_manifest(bench={"steps": 100}), "b.yaml"))
+    assert manifest_jobs(plain) == ["train", "eval"]
+    assert manifest_jobs(benched) == ["train", "eval", "bench"]
+
+
+@pytest.mark.slow  # trains and benchmarks a tiny CartPole (about 20 s)
+@pytest.mark.gymnasium
+def test_run_runs_the_declared_bench_here_with_image_local(write_manifest, tmp_path):
+    m = tiny_manifest(image="cpu", bench={"steps": 200, "warmup": 0, "repeats": 1, "train": False})
+    path = write_manifest(m)
+    out = rlcrate("run", str(path), "--image", "local", "--out", str(tmp_path / "runs"))
+    assert out.returncode == 0, out.stderr
+    run = next((tmp_path / "runs" / "tiny").iterdir())
+    assert (run / "bench.json").is_file() and (run / "units/default/seed-0/eval.json").is_file()
+    assert json.loads((run / "provenance.json").read_text())["image"]["tag"] is None  # ran here
+
+
+@pytest.mark.slow
+@pytest.mark.gymnasium
+def test_bench_table_names_each_point(write_manifest, tmp_path):
+    m = tiny_manifest(
+        bench={"steps": 128, "warmup": 32, "repeats": 1, "sweep": {"parallel.envs": [1, 2]}}
+    )
+    res = rlcrate("bench", str(write_manifest(m)), "--out", str(tmp_path / "runs"))
+    assert res.returncode == 0, res.stderr
+    for envs in (1, 2):
+        assert re.search(rf"│ parallel\.envs={envs} +│", res.stdout), res.stdout
+    bench = json.loads(next((tmp_path / "runs").rglob("bench.json")).read_text())
+    assert [p["label"] for p in bench["points"]] == ["parallel.envs=1", "parallel.envs=2"]

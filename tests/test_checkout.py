@@ -32,3 +32,12 @@ def test_pythonpath_of_another_checkout_comes_after_this_one(tmp_path):
     env = checkout_env({"PATH": "/usr/bin:/bin", "PYTHONPATH": str(other)})
     assert _runner_file(env) == str(ROOT / "runner" / "__init__.py")
     assert env["PYTHONPATH"].split(":")[1:] == [str(PLUGINS), str(other)]  # the test plugins
+
+
+def test_no_stray_mujoco_log_in_the_repository():
+    tracked = subprocess.run(
+        ["git", "ls-files", "MUJOCO_LOG.TXT"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert tracked.returncode == 0 and tracked.stdout == ""
+    ignored = subprocess.run(["git", "check-ignore", "-q", "MUJOCO_LOG.TXT"], cwd=ROOT)
+    assert ignored.returncode == 0

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +14,7 @@ import yaml
 from typer.testing import CliRunner
 
 from runner.cli import app
-from tests.helpers import ROOT, tiny_manifest
+from tests.helpers import ROOT, rlcrate, tiny_manifest
 
 runner = CliRunner()
 MANIFESTS = sorted((ROOT / "manifests").glob("*.yaml"))
@@ -148,3 +150,56 @@ def test_console_script_exit_code(write_manifest):
     out = subprocess.run([str(exe), "validate", str(bad)], capture_output=True, text=True)
     assert out.returncode == 2
     assert out.stderr.startswith(f"error: {bad}:3: env.id:")
+
+
+def test_doctor_suggests_installs_only_for_what_could_run():
+    out = rlcrate("doctor")
+    assert out.returncode == 0, out.stderr
+    for line in out.stdout.splitlines():
+        if "backend isaaclab" in line:  # its own Python 3.12 environment, not a pip extra here
+            assert "pip install 'rlcrate[isaaclab]'" not in line
+
+
+def test_envs_all_is_one_id_per_line():
+    out = rlcrate("envs", "gymnasium", "--all")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert "CartPole-v1" in lines and all(" " not in line and line for line in lines)
+
+
+def test_resume_hint_is_one_line_when_not_a_terminal(tmp_path):
+    from runner.run.orchestrate import resume_hint
+
+    run_dir = tmp_path / ("a-long-folder-name-" * 6) / "run"
+    console_out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; from rich.console import Console; "
+            "from runner.run.orchestrate import resume_hint; "
+            f"resume_hint(Console(width=60), Path({str(run_dir)!r}))",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert resume_hint is not None
+    expected = f"rlcrate run {run_dir / 'manifest.yaml'} --resume {run_dir}"
+    assert expected in console_out.stdout.splitlines(), console_out.stdout
+
+
+def test_doctor_gives_the_gpu_env_hint_once(tmp_path):
+    env = {"RLCRATE_GPU_ENV": str(tmp_path / "no-gpu-env")}
+    for name in [k for k in os.environ if k.startswith("RLCRATE_PYTHON_")]:
+        env[name] = ""
+    res = rlcrate("doctor", env_extra=env)
+    assert res.returncode == 0, res.stderr
+    assert " ".join(res.stdout.split()).count("make gpu-env") == 1, res.stdout
+
+
+def test_image_build_help_says_the_first_engine_that_answers():
+    res = rlcrate("image", "build", "--help")
+    text = " ".join(re.sub(r"[│╭╮╰╯─]", " ", res.stdout).split())
+    assert res.returncode == 0
+    assert "first of them, in that order, that answers here" in text, text
+    assert "first one installed" not in text

@@ -1,13 +1,18 @@
-"""`run --image` with an engine that answers but cannot start containers (podman in a sandbox
-that forbids raising RLIMIT_NOFILE: `crun` exits 126). A fake `podman` on PATH plays that engine
-(the fault cannot be produced on demand on every machine); `rlcrate` is the installed console
-script. `doctor` calls such an engine unusable, `run` does not pick it, and an engine exit status
-(125-127) is one `error:` line with exit 1, not a stray 126."""
+"""Container engines as `run --image`, `doctor` and the image commands meet them, played by fake
+engines on PATH where the case cannot be produced on demand (a daemon that answers with the CPU
+image, one that does not answer, podman in a sandbox that forbids raising RLIMIT_NOFILE so that
+`crun` exits 126); `rlcrate` is the installed console script. The manifest's `image:` sends the
+units into that image, `--image` overrides it; `doctor` calls an engine that cannot start a
+container unusable and `run` does not pick it; an engine exit status (125-127) is one `error:`
+line with exit 1. And the runner installed alone (no extras) validates, doctors and drives an
+image."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -15,7 +20,9 @@ import pytest
 import yaml
 
 from runner import __version__
-from tests.helpers import rlcrate, tiny_manifest
+from runner.checks.load import load_manifest
+from runner.images import engine
+from tests.helpers import ROOT, rlcrate, tiny_manifest
 
 CRUN = "Error: crun: setrlimit `RLIMIT_NOFILE`: Operation not permitted: OCI permission denied"
 
@@ -124,3 +131,125 @@ def test_engine_exit_126_is_an_error_line_and_exit_1(only_podman, tmp_path):
     assert len(errors) == 1 and "126" in errors[0] and "could not start" in errors[0], errors
     assert "paths under /out" not in out.stdout + out.stderr
     assert "Traceback" not in out.stderr
+
+
+def _fake(folder: Path, name: str, script: str) -> None:
+    path = folder / name
+    path.write_text("#!/bin/sh\n" + textwrap.dedent(script))
+    path.chmod(0o755)
+
+
+@pytest.fixture
+def fake_docker(tmp_path, monkeypatch):
+    """A docker whose daemon answers, that has the CPU image and logs every `run`."""
+    folder, log = tmp_path / "bin", tmp_path / "docker.log"
+    folder.mkdir()
+    labels = {engine.LABEL_VARIANT: "cpu"}
+    inspect = json.dumps([{"Id": "sha256:" + "c" * 64, "Config": {"Labels": labels}}])
+    _fake(
+        folder,
+        "docker",
+        f"""
+        [ "$1" = "version" ] && echo 27.0 && exit 0
+        [ "$1 $2" = "image inspect" ] && echo '{inspect}' && exit 0
+        [ "$1" = "run" ] && echo "$@" >> {log} && exit 0
+        exit 99
+        """,
+    )
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("RLCRATE_ENGINE", "docker")
+    return log
+
+
+def test_manifest_image_sends_the_units_into_that_image(fake_docker, write_manifest, tmp_path):
+    path = write_manifest(tiny_manifest(image="cpu"))
+    out = rlcrate("run", str(path), "--out", str(tmp_path / "runs"))
+    assert out.returncode == 0, out.stderr
+    argv = fake_docker.read_text().split()
+    tag = f"rlcrate-cpu:{__version__}"
+    # inside, the runner runs the units right there and decides the jobs from the manifest
+    assert argv[argv.index(tag) + 1 :] == [
+        "rlcrate",
+        "run",
+        f"/in/{path.name}",
+        "--out",
+        "/out",
+        "--image",
+        "local",
+        "--executor",
+        "local",
+    ]
+    assert not (tmp_path / "runs" / "tiny").exists()  # nothing ran here
+
+
+def test_image_option_overrides_the_manifest(fake_docker, write_manifest, tmp_path):
+    path = write_manifest(tiny_manifest(image="cuda"))
+    out = rlcrate("run", str(path), "--image", "cpu", "--jobs", "train", "--out", str(tmp_path))
+    assert out.returncode == 0, out.stderr
+    assert f"rlcrate-cpu:{__version__}" in fake_docker.read_text()
+    assert "--jobs train" in fake_docker.read_text()
+
+
+def test_image_default_is_local(write_manifest):
+    assert load_manifest(write_manifest(tiny_manifest())).image == "local"
+
+
+def test_doctor_lists_docker_without_daemon_as_not_usable(tmp_path, monkeypatch):
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    _fake(folder, "docker", 'echo "Cannot connect to the Docker daemon" >&2; exit 1\n')
+    _fake(folder, "podman", "echo crun; exit 0\n")
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    monkeypatch.delenv("RLCRATE_ENGINE", raising=False)
+    out = rlcrate("doctor")
+    assert out.returncode == 0, out.stderr
+    row = next(line for line in out.stdout.splitlines() if "engine docker" in line)
+    cells = [c.strip() for c in row.split("│")]
+    assert cells[2:5] == ["yes", "no", "no daemon answers: Cannot connect to the Docker daemon"]
+    # image commands take the first engine that answers, not the first one installed (the probe
+    # of whether an engine starts containers is cached per process: ask afresh for these fakes)
+    from runner.checks import installed
+
+    installed.container_problem.cache_clear()
+    try:
+        assert engine.detect_engine() == "podman"
+    finally:
+        installed.container_problem.cache_clear()
+
+
+@pytest.mark.slow  # builds and installs rlcrate into a fresh virtual environment (about 1 min)
+def test_light_install_validates_doctors_and_drives_an_image(fake_docker, tmp_path):
+    venv = tmp_path / "light"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = subprocess.run(
+        [str(venv / "bin/pip"), "install", "-q", str(ROOT)], capture_output=True, text=True
+    )
+    assert pip.returncode == 0, pip.stderr
+    assert "License" not in pip.stderr  # no setuptools license-table deprecation banner
+    exe = str(venv / "bin/rlcrate")
+    py = str(venv / "bin/python")
+    for module in ("torch", "numpy", "stable_baselines3"):
+        assert subprocess.run([py, "-c", f"import {module}"], capture_output=True).returncode
+    quick = str(ROOT / "manifests/quickstart.yaml")
+    val = subprocess.run([exe, "validate", quick], capture_output=True, text=True)
+    assert val.returncode == 0 and "not checked" in val.stdout, val.stderr
+    assert subprocess.run([exe, "doctor"], capture_output=True, text=True).returncode == 0
+    here = subprocess.run(
+        [exe, "run", quick, "--out", str(tmp_path)], capture_output=True, text=True
+    )
+    assert here.returncode == 2 and "--image cpu" in here.stderr and "Traceback" not in here.stderr
+    there = subprocess.run(
+        [exe, "run", quick, "--image", "cpu", "--out", str(tmp_path / "runs")],
+        capture_output=True,
+        text=True,
+    )
+    assert there.returncode == 0, there.stderr
+    assert "/in/quickstart.yaml" in fake_docker.read_text()
+    data = yaml.safe_load(Path(quick).read_text())
+    assert data.get("image", "local") == "local"  # quickstart runs here unless told otherwise
+
+
+def test_image_builds_find_the_checkout():
+    from runner.images.build import source_root
+
+    assert (source_root() / "Dockerfile.cpu").is_file()

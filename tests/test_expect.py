@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from runner.run.expect import EXIT_EXPECT, unmet
-from tests.helpers import rlcrate, tiny_manifest
+from tests.helpers import rlcrate, toy_manifest
 
 
 def test_unmet_lines_one_per_claim():
@@ -46,7 +46,7 @@ def test_unmet_lines_one_per_claim():
 @pytest.mark.slow
 @pytest.mark.gymnasium
 def test_run_exits_3_on_unmet_claims_and_no_expect_reports(write_manifest, tmp_path):
-    m = tiny_manifest(expect={"eval.mean_reward": {">=": 1_000_000, ">": 0}})
+    m = toy_manifest(expect={"eval.mean_reward": {">=": 1_000_000, ">": 0}})  # claims, not training
     path = write_manifest(m)
     out = rlcrate("run", str(path), "--out", str(tmp_path / "a"))
     assert out.returncode == EXIT_EXPECT == 3, out.stdout + out.stderr

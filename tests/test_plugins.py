@@ -65,7 +65,8 @@ def test_a_trainer_that_is_not_installed_is_one_line(write_manifest):
     assert "did you mean 'toy_climb'?" in line and "sb3" in line, line
 
 
-def test_a_plugin_that_cannot_be_imported_is_one_line_naming_its_package(write_manifest, tmp_path):
+def _broken_package(tmp_path):
+    """A package as pip installs it whose trainer module imports what nobody installed."""
     broken = tmp_path / "broken"
     (broken / "rlcrate_broken-1.0.dist-info").mkdir(parents=True)
     (broken / "rlcrate_broken-1.0.dist-info" / "METADATA").write_text(
@@ -79,6 +80,11 @@ def test_a_plugin_that_cannot_be_imported_is_one_line_naming_its_package(write_m
     (broken / "rlcrate_broken" / "loop.py").write_text(
         textwrap.dedent("import a_module_nobody_installed  # noqa\n")
     )
+    return broken
+
+
+def test_a_plugin_that_cannot_be_imported_is_one_line_naming_its_package(write_manifest, tmp_path):
+    broken = _broken_package(tmp_path)
     path = write_manifest(toy_manifest(algo={"trainer": "broken_loop", "name": "climb"}))
     res = rlcrate(
         "run", str(path), "--out", str(tmp_path / "runs"),
@@ -89,3 +95,14 @@ def test_a_plugin_that_cannot_be_imported_is_one_line_naming_its_package(write_m
     assert "\n" not in line and "rlcrate-broken" in line and "broken_loop" in line, line
     assert "a_module_nobody_installed" in line, line
     assert not (tmp_path / "runs").exists()
+
+
+def test_doctor_lists_installed_plugins_and_a_broken_one(tmp_path):
+    broken = _broken_package(tmp_path)
+    res = rlcrate("doctor", env_extra={"PYTHONPATH": f"{ROOT}:{PLUGINS}:{broken}"})
+    assert res.returncode == 0, res.stdout + res.stderr
+    rows = {line.split("│")[1].strip(): line for line in res.stdout.splitlines() if "│" in line}
+    good = rows["trainer toy_climb (rlcrate-toys)"]
+    assert [c.strip() for c in good.split("│")][2:4] == ["yes", "yes"], good
+    bad = next(v for k, v in rows.items() if k.startswith("trainer broken_loop"))
+    assert [c.strip() for c in bad.split("│")][2:4] == ["yes", "no"] and "broken" in bad, bad

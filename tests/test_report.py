@@ -15,6 +15,8 @@ from runner import report
 from runner.errors import UserInputError
 from runner.manifest import Manifest, resolved
 from runner.record.rundir import write_status
+from runner.report.diff import manifest_differences
+from runner.report.segments import Segment, join
 from runner.report.summary import write_summary
 from runner.report.tb import Curve, read_curve, time_to_reach
 from tests.helpers import tiny_manifest
@@ -290,3 +292,27 @@ def test_wall_time_curves_show_every_seed_and_where_the_mean_ends(tmp_path, monk
     assert any("mean ends: 3.4 s" in t.get_text() for t in by_wall.texts)
     assert len(by_steps.get_lines()) == 1 and not by_steps.texts
     assert "the mean stops where the shortest seed ends" in fig._suptitle.get_text()
+
+
+def test_joined_segments_have_no_dip_and_no_stopped_time():
+    first = Segment("PPO_1", 100.0, [(110.0, 100, 1.0), (120.0, 200, 2.0), (130.0, 300, 3.0)])
+    # killed after step 300, continued from the checkpoint at 200, an hour later
+    second = Segment("resumed-200", 4000.0, [(4005.0, 300, 2.5), (4015.0, 400, 4.0)])
+    points, used = join([second, first])
+    assert used == 2
+    assert [p[1] for p in points] == [100, 200, 300, 400]
+    assert [p[2] for p in points] == [1.0, 2.0, 2.5, 4.0]
+    assert [p[0] for p in points] == [10.0, 20.0, 25.0, 35.0]  # training seconds, no gap
+    scratch = Segment("PPO_2", 5000.0, [(5010.0, 100, 0.5)])
+    assert [p[1] for p in join([first, scratch])[0]] == [100]
+
+
+def test_manifest_differences_are_listed():
+    a = {"name": "a", "algo": {"name": "PPO", "params": {}}, "seeds": [0], "variants": {"x": 1}}
+    b = {"name": "b", "algo": {"name": "A2C", "params": {"n_steps": 5}}, "seeds": [0]}
+    assert manifest_differences(a, b) == [
+        ("algo.name", "PPO", "A2C"),
+        ("algo.params", {}, "(not set)"),
+        ("algo.params.n_steps", "(not set)", 5),
+        ("name", "a", "b"),
+    ]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers import rlcrate, run_dir_of, tiny_manifest
+from tests.helpers import rlcrate, run_dir_of, toy_manifest
 
 pytestmark = [pytest.mark.slow, pytest.mark.gymnasium]
 
@@ -22,7 +22,8 @@ UNIT = Path("units/default/seed-0")
 def trained(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("run")
     path = tmp / "tiny.yaml"
-    path.write_text(yaml.safe_dump(tiny_manifest(train__timesteps=256), sort_keys=False))
+    m = toy_manifest(name="tiny", train__timesteps=256)  # what a resume trusts, not training
+    path.write_text(yaml.safe_dump(m, sort_keys=False))
     made = rlcrate("train", str(path), "--out", str(tmp / "runs"), timeout=300)
     assert made.returncode == 0, made.stdout + made.stderr
     return run_dir_of(tmp / "runs", "tiny")

@@ -14,7 +14,7 @@ import time
 import pytest
 import yaml
 
-from tests.helpers import ROOT, rlcrate, run_dir_of, tiny_manifest
+from tests.helpers import ROOT, rlcrate, run_dir_of, tiny_manifest, toy_manifest
 
 MEMORY = 4 << 30  # address space each refusal may use: the unbounded ones grew past this
 LONGEST = 300  # characters in an error line (the unbounded 6-level bomb printed 1.9 MB)
@@ -305,7 +305,7 @@ def test_seeds_and_num_seeds_together_refused(write_manifest):
 
 @pytest.mark.gymnasium
 def test_a_bare_seed_runs_that_seed_and_is_recorded_as_a_list(write_manifest, tmp_path):
-    path = write_manifest(tiny_manifest(train__timesteps=128))
+    path = write_manifest(toy_manifest(name="tiny", train__timesteps=128))  # seeds, not training
     out = rlcrate(
         "run", str(path), "--jobs", "train", "--out", str(tmp_path / "runs"), "--seeds", "3"
     )
@@ -318,7 +318,7 @@ def test_a_bare_seed_runs_that_seed_and_is_recorded_as_a_list(write_manifest, tm
 
 @pytest.mark.gymnasium
 def test_a_run_recorded_with_the_old_count_form_resumes_as_it_was_made(write_manifest, tmp_path):
-    path = write_manifest(tiny_manifest(train__timesteps=128))
+    path = write_manifest(toy_manifest(name="tiny", train__timesteps=128))  # seeds, not training
     out = rlcrate("run", str(path), "-j", "train", "-o", str(tmp_path / "runs"), "--num-seeds", "2")
     assert out.returncode == 0, out.stdout + out.stderr
     run = run_dir_of(tmp_path / "runs", "tiny")

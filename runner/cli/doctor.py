@@ -54,6 +54,24 @@ def _program_rows() -> list[tuple[str, str, str, str]]:
     return rows
 
 
+def _plugin_rows() -> list[tuple[str, str, str, str]]:
+    """One row per plugin an installed package adds (entry points): usable when it imports."""
+    from runner import plugins
+    from runner.errors import UserInputError
+
+    rows = []
+    for kind in plugins.GROUPS:
+        for plugin in plugins.installed(kind).values():
+            what = f"{kind} {plugin.name} ({plugin.package})"
+            try:
+                plugins.load(kind, plugin)
+            except UserInputError as exc:
+                rows.append((what, YES, NO, f"broken: {exc}"))
+                continue
+            rows.append((what, YES, YES, plugin.module))
+    return rows
+
+
 def _engine_rows() -> list[tuple[str, str, str, str]]:
     """One row per engine on PATH: usable only when it answers (docker: its daemon)."""
     rows = []
@@ -110,7 +128,7 @@ def doctor(console: Console) -> None:
     hint = f"{', '.join(train)} missing: pip install 'rlcrate[train]'" if train else ""
     rows = [("training (SB3, torch)", NO if train else YES, NO if train else YES, hint)]
     rows += [(f"backend {name}", *_backend_row(name)) for name in BACKENDS]
-    rows += _program_rows() + _engine_rows()
+    rows += _plugin_rows() + _program_rows() + _engine_rows()
     rows.append(("GPU", YES if gpus else NO, YES if gpus else NO, gpu_text))
     from runner.cli.doctor_accel import OK, accelerator_rows
 
