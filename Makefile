@@ -109,7 +109,8 @@ gpu-env: $(GPU_STAMP)
 # conformance tests, the trainers, the CLI). The rest of the fast suite tests rlcrate's own code,
 # which `make test` and `make test-latest` already run.
 # Brax's bench test (80 s here, mostly compiling) runs under `make test` only: its code path is the
-# same in both environments, and Brax's training and evaluation still run in this one.
+# same in both environments, and Brax's training and evaluation still run in this one (one native
+# unit: the same seed trained twice, bit for bit, is `make test`'s).
 GPU_ENV_TESTS := tests/test_isaaclab.py tests/test_isaaclab_picks.py tests/test_isaaclab_rsl_rl.py \
                  tests/test_brax.py tests/test_gpu_env.py tests/test_registry.py \
                  tests/test_trainers.py tests/test_cli.py \
