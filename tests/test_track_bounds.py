@@ -251,6 +251,8 @@ def test_mlflow_console_lines_stay_off_the_output(trained, server, tmp_path, wri
     )
     res = rlcrate("run", str(path), "--out", str(tmp_path / "runs"), timeout=300)
     assert res.returncode == 0 and "tracked: 1 unit(s) in mlflow" in res.stdout, res.stdout
+    # the summary comes as soon as the unit is evaluated, before the upload
+    assert res.stdout.index("eval mean") < res.stdout.index("tracked: 1 unit(s)"), res.stdout
     run = run_dir_of(tmp_path / "runs", "tiny")
     again = rlcrate("track", str(run), timeout=300)
     assert again.returncode == 0 and "mlflow: 0 unit(s)" in again.stdout, again.stdout

@@ -282,18 +282,19 @@ def _run_locked(
     if opts.executor.settings.detached:
         console.print(f"submitted; follow with: rlcrate status {escape(str(run_dir))}")
         return run_dir
-    if any(j in (opts.jobs or []) for j in ("train", "eval")):
-        track(run_dir, res, console)
     jobs = opts.jobs or []
     units_ran = any(j in jobs for j in ("train", "eval"))
+    # the summary as soon as the last unit is evaluated; uploads, the bench and plots after it
     summary = write_summary(run_dir, res) if units_ran else None
+    if summary is not None:  # a bench-only run has no per-seed results to summarise
+        console.print(summary_table(summary))
+        print_failures(console, summary)
+    if units_ran:
+        track(run_dir, res, console)
     if "bench" in jobs:
         from runner.run.bench.run import run_bench
 
         run_bench(manifest, run_dir, console=console)
-    if summary is not None:  # a bench-only run has no per-seed results to summarise
-        console.print(summary_table(summary))
-        print_failures(console, summary)
     if opts.report:
         _report(run_dir, console)
     failed = [u for u, rc in results.items() if rc != 0]
