@@ -7,7 +7,12 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from tests.helpers import checkout_env
+
+# each test starts torch in fresh Pythons (two, then three with TorchDynamo compiling): seconds
+pytestmark = pytest.mark.slow
 
 DEFER = "from runner.trainers.torch_startup import defer_dynamo; defer_dynamo()"
 SLOTS = """
