@@ -30,7 +30,7 @@ from runner.manifest.matrix import (
 )
 from runner.manifest.problems import Lines, Loc, Problem, at, validation_problems
 from runner.manifest.schema import Manifest
-from runner.trainers import trainer_for, trainer_of
+from runner.trainers import trainer_name, trainer_of
 from runner.trainers.sb3.checks import sb3_issues
 
 
@@ -140,7 +140,7 @@ def _check_algo(
     if problem:
         field, msg = problem
         out.append(at(source, lines, ("algo", *field.split(".")), msg))
-    if trainer_for(cfg.algo.name, cfg.algo.trainer) == trainers.DEFAULT:
+    if trainer_name(cfg) == trainers.DEFAULT:
         for loc, msg in sb3_issues(
             cfg.algo.name, cfg.algo.policy, cfg.algo.params, cfg.algo.device
         ):

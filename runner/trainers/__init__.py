@@ -37,9 +37,14 @@ def trainer_for(algo: str, trainer: str | None = None) -> str:
     return algo if algo in TRAINERS and algo != DEFAULT else DEFAULT
 
 
+def trainer_name(cfg: Manifest) -> str:
+    """The name of the trainer a config's units train with."""
+    return trainer_for(cfg.algo.name, cfg.algo.trainer)
+
+
 def trainer_of(cfg: Manifest) -> Trainer:
     """The trainer a config's units train with."""
-    return get_trainer(trainer_for(cfg.algo.name, cfg.algo.trainer))
+    return get_trainer(trainer_name(cfg))
 
 
 def known(name: str) -> bool:

@@ -42,7 +42,7 @@ def run_point(point: Point) -> dict[str, Any]:
     """Measure one point, in the interpreter its backend's units run in (Brax and Isaac Lab have
     their own); a failure is recorded in the point, not raised."""
     from runner.backends import unit_interpreter
-    from runner.trainers import trainer_for
+    from runner.trainers import trainer_name
 
     cfg = point.config
     python = unit_interpreter(cfg.env.backend) or sys.executable
@@ -58,7 +58,7 @@ def run_point(point: Point) -> dict[str, Any]:
         "workers": cfg.parallel.workers,
         "mode": cfg.parallel.mode,
         "algo": cfg.algo.name,
-        "trainer": trainer_for(cfg.algo.name, cfg.algo.trainer),
+        "trainer": trainer_name(cfg),
         "python": python,
     }
     try:

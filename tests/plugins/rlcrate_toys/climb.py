@@ -223,9 +223,7 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
             if time.perf_counter() - tick >= 1.0:
                 tick = time.perf_counter()
                 rate = (state.steps - start.steps_done) / max(tick - t0, 1e-9)
-                write_json_atomic(unit_dir / "progress.json", {
-                    "steps": state.steps, "total": cfg.train.timesteps,
-                    "steps_per_s": rate, "started": started})  # fmt: skip
+                _progress(unit_dir, cfg, state.steps, rate, started)
             if pause:
                 time.sleep(pause)
     except KeyboardInterrupt:
@@ -237,12 +235,16 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
             env.close()
     _write(state, unit_dir / MODEL_FILE)
     fields = totals(state.steps, start.steps_done, start.wall_before_s, time.perf_counter() - t0)
-    write_json_atomic(unit_dir / "progress.json", {
-        "steps": state.steps, "total": cfg.train.timesteps, "finished": True,
-        "steps_per_s": fields["train_steps_per_s"], "started": started})  # fmt: skip
+    _progress(unit_dir, cfg, state.steps, fields["train_steps_per_s"], started, finished=True)
     resumes = read_status(unit_dir).get("resumes", [])
     resumes += [start.steps_done] if start.steps_done else []
     return {**fields, "train_started": started, "resumes": resumes}
+
+
+def _progress(unit_dir: Path, cfg: Manifest, steps: int, rate: float, started: float,
+              **final: bool) -> None:  # fmt: skip
+    progress = {"steps": steps, "total": cfg.train.timesteps, **final, "steps_per_s": rate}
+    write_json_atomic(unit_dir / "progress.json", {**progress, "started": started})
 
 
 def _next(steps: int, every: int | None) -> int | None:
