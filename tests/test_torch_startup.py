@@ -39,11 +39,28 @@ opt = torch.optim.Adam(net.parameters())
 
 def f(x):
     opt.zero_grad()
-    return net(x).sum() * 2 + len(opt.state_dict()["param_groups"])
+    loss = net(x).sum() * 2
+    loss.backward()
+    opt.step()
+    return loss.detach() + len(opt.state_dict()["param_groups"])
 
 explained = torch._dynamo.explain(f)(torch.ones(2, 3))
 out = float(torch.compile(f, backend="eager")(torch.ones(2, 3)))
-print(json.dumps([explained.graph_count, explained.graph_break_count, out]))
+params = [p.detach().tolist() for p in net.parameters()]
+print(json.dumps([explained.graph_count, explained.graph_break_count, out, params]))
+"""
+# PPO (Adam) and A2C (RMSprop) trained a few updates: the parameters' digest, and whether
+# TorchDynamo was imported
+TRAIN = """
+import hashlib, sys
+from stable_baselines3 import A2C, PPO
+{defer}
+ppo = PPO("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=64, n_epochs=2, seed=0, device="cpu")
+a2c = A2C("MlpPolicy", "CartPole-v1", n_steps=8, seed=0, device="cpu")
+ppo.learn(256)
+a2c.learn(64)
+params = b"".join(p.detach().numpy().tobytes() for m in (ppo, a2c) for p in m.policy.parameters())
+print(hashlib.sha256(params).hexdigest(), "torch._dynamo" in sys.modules)
 """
 
 
@@ -61,9 +78,17 @@ def test_building_and_reloading_models_does_not_import_dynamo():
     assert _python(BUILD.format(defer=DEFER)) == "False"
 
 
+def test_training_steps_without_dynamo_to_the_same_parameters():
+    plain_digest, plain_dynamo = _python(TRAIN.format(defer="")).split()
+    deferred_digest, deferred_dynamo = _python(TRAIN.format(defer=DEFER)).split()
+    assert (plain_dynamo, deferred_dynamo) == ("True", "False")
+    assert deferred_digest == plain_digest
+
+
 def test_a_compiled_caller_gets_torchs_disabled_methods():
     plain = json.loads(_python(COMPILED.format(defer="")))
     resolved = "print(all(s.disabled for s in slots[1:3]))"  # zero_grad, state_dict: called
+    # the compiled step went through torch's own _use_grad wrapper (same graphs and breaks)
     check = "\n".join([COMPILED.format(defer=DEFER), SLOTS, resolved])
     assert _python(check) == "True"
     deferred = json.loads(_python(COMPILED.format(defer=DEFER)))

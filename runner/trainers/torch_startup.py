@@ -10,15 +10,20 @@ the import of TorchDynamo: 1.4-1.9 s on this project's 2-core machine, about as 
 first call made after TorchDynamo is imported; until then the method runs as it is. A frame can be
 compiled only once TorchDynamo is imported, so where something does compile, the methods are
 skipped by it exactly as torch intends, and where nothing does, the import never happens.
-An optimizer's `step` still imports TorchDynamo (torch's `_use_grad` wrapper does, unconditionally),
-so the saving is in the processes that build models without stepping them: the dry construction,
-evaluation, the bench's inference points.
+
+An optimizer's `step` is wrapped by torch's `_use_grad`, which imports TorchDynamo on every call to
+mark two graph breaks around the update (`torch._dynamo.graph_break()`, which does nothing outside
+a compiled frame). `defer_dynamo()` gives each optimizer class whose `step` is that wrapper a step
+that sets and restores the grad mode exactly as `_use_grad` does, without the import, while
+TorchDynamo is not imported; once it is, the call goes to torch's own wrapper. So a unit that
+trains (and its first `step`) no longer pays the import either.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import cache
 from typing import Any
 
@@ -35,6 +40,54 @@ def defer_dynamo() -> None:
         fn = getattr(getattr(Optimizer, name, None), "__wrapped__", None)
         if callable(fn) and getattr(fn, SLOT, None) is None:
             setattr(fn, SLOT, DisabledOnceDynamoLoads(fn))
+    use_grad = _use_grad_code()
+    for cls in _subclasses(Optimizer):
+        step = cls.__dict__.get("step")
+        hooked = getattr(step, "hooked", False)  # wrapped by Optimizer.profile_hook_step already
+        torch_step = getattr(step, "__wrapped__", None) if hooked else step
+        if use_grad is None or getattr(torch_step, "__code__", None) is not use_grad:
+            continue
+        deferred = _step_without_dynamo(torch_step)
+        if hooked:
+            deferred = Optimizer.profile_hook_step(deferred)
+            deferred.hooked = True  # type: ignore[attr-defined]
+        cls.step = deferred
+
+
+def _use_grad_code() -> Any:
+    """The code of torch's `_use_grad` step wrapper (None where torch has no such wrapper)."""
+    try:
+        from torch.optim.optimizer import _use_grad_for_differentiable
+    except ImportError:
+        return None
+    return getattr(_use_grad_for_differentiable(lambda self: None), "__code__", None)
+
+
+def _subclasses(cls: type) -> Iterator[type]:
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
+def _step_without_dynamo(torch_step: Callable[..., Any]) -> Callable[..., Any]:
+    """`torch_step` (torch's `_use_grad` around the optimizer's own `step`) without its import of
+    TorchDynamo while nothing can be compiling: the grad mode set to the optimizer's
+    `differentiable` for the update and restored after it, as `_use_grad` does."""
+    import torch
+
+    raw = torch_step.__wrapped__  # type: ignore[attr-defined]
+
+    def step(*args: Any, **kwargs: Any) -> Any:
+        if "torch._dynamo" in sys.modules:
+            return torch_step(*args, **kwargs)
+        prev = torch.is_grad_enabled()
+        try:
+            torch.set_grad_enabled(args[0].defaults["differentiable"])
+            return raw(*args, **kwargs)
+        finally:
+            torch.set_grad_enabled(prev)
+
+    return functools.update_wrapper(step, raw)
 
 
 class DisabledOnceDynamoLoads:

@@ -106,6 +106,9 @@ def _runner(env: Any, agent: Any, log_dir: Path | None) -> Any:
     from isaaclab.utils import to_dict
     from rsl_rl.runners import OnPolicyRunner
 
+    from runner.trainers.torch_startup import defer_dynamo
+
+    defer_dynamo()  # its optimizer's first step would import TorchDynamo, unused unless compiling
     return OnPolicyRunner(
         env, to_dict(agent), log_dir=str(log_dir) if log_dir else None, device=agent.device
     )

@@ -51,7 +51,7 @@ def make_model(cfg: Manifest, venv: Any, *, seed: int | None, tb_dir: Path | Non
     from runner.trainers.sb3.hyperparams import model_kwargs
     from runner.trainers.torch_startup import defer_dynamo
 
-    defer_dynamo()  # the first optimizer would import TorchDynamo, which no unit uses
+    defer_dynamo()  # building and stepping optimizers would import TorchDynamo: no unit uses it
     cls = algo_class(cfg.algo.name)
     kwargs = model_kwargs(cfg.algo, venv.action_space)
     model = cls(cfg.algo.policy, venv, seed=seed, device=cfg.algo.device, verbose=0, **kwargs)
