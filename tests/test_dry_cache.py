@@ -119,3 +119,26 @@ def test_a_module_edited_in_place_on_the_path_changes_the_key(tmp_path, monkeypa
     assert (
         dry_cache.key(variant, None, dry_cache.environment(), check_device=False) == after
     )  # and is stable
+
+
+def test_sections_no_construction_reads_keep_the_key(tmp_path):
+    """A renamed copy of a manifest, another eval protocol or a tracking section keep the
+    remembered pass; anything of env, parallel, algo or train is a new key."""
+    from runner.checks import dry_cache
+    from runner.manifest import resolved
+    from runner.manifest.load import load_unchecked
+
+    env = dry_cache.environment()
+
+    def key_of(**over) -> str | None:
+        m = tmp_path / "m.yaml"
+        m.write_text(yaml.safe_dump(tiny_manifest(**over)))
+        variant = resolved(load_unchecked(m)).variants["default"]
+        return dry_cache.key(variant, None, env, check_device=False)
+
+    base = key_of()
+    assert base is not None
+    track = {"mlflow": {"uri": "http://127.0.0.1:5000"}}
+    assert key_of(name="copy", eval__episodes=20, track=track) == base
+    for changed in ({"train__timesteps": 1024}, {"parallel__envs": 3}, {"algo__policy": "x"}):
+        assert key_of(**changed) != base, changed

@@ -1,7 +1,7 @@
 """Dry constructions that passed, remembered by everything they depend on, so that a rerun of an
 unchanged experiment does not build its envs and models again before the units do.
 
-A variant's key is a hash of its resolved config (as the construction reads it), the Python its
+A variant's key is a hash of its resolved config (the sections a construction reads), the Python its
 units run with and that Python's import path (an installation's folders by their modification
 time: installing, upgrading or removing a package changes it; any other folder, the working one
 and PYTHONPATH's, by every module importable from it), rlcrate's own source files and the files
@@ -24,6 +24,10 @@ from pathlib import Path
 
 from runner.manifest.resolved import ResolvedVariant
 
+# Sections no construction reads (the run's name, its evaluation protocol, tracking, where the
+# units run: that is `python`), besides those the construction itself leaves out: a renamed copy
+# of a manifest, or one with another eval protocol, keeps the remembered pass.
+UNREAD = {"matrix", "expect", "bench", "seeds", "name", "eval", "track", "image"}
 MAX_FILES = 20_000  # an env tree larger than this is not fingerprinted: it is always built
 DRY_DIR = "dry"
 
@@ -144,7 +148,7 @@ def key(
     if files is None:
         return None
     parts = {
-        "config": cfg.model_dump(mode="json", exclude={"matrix", "expect", "bench", "seeds"}),
+        "config": cfg.model_dump(mode="json", exclude=UNREAD),
         "check_device": check_device,
         "environment": env,
         "env_files": files,

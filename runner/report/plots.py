@@ -15,18 +15,23 @@ import numpy as np
 from runner.report.tb import Curve
 
 
-def subplots(*grid: int, figsize: tuple[float, float], **kw: Any) -> tuple[Any, Any]:
-    """(figure, axes) as pyplot's `subplots` makes them, from matplotlib's object interface:
-    pyplot (its backends, its figure registry) costs a short run a second to import and nothing
-    here shows a window. Matplotlib's own notices stay off the user's terminal: "building the
-    font cache" and "created a temporary cache directory" (an unwritable HOME) are logged as
-    warnings, and Python prints unhandled warnings to stderr."""
+def load_matplotlib() -> Any:
+    """Matplotlib's `Figure`, imported with its own notices kept off the user's terminal:
+    "building the font cache" and "created a temporary cache directory" (an unwritable HOME) are
+    logged as warnings, and Python prints unhandled warnings to stderr."""
     import logging
 
     logging.getLogger("matplotlib").setLevel(logging.ERROR)
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=figsize, layout=kw.pop("layout", None))
+    return Figure
+
+
+def subplots(*grid: int, figsize: tuple[float, float], **kw: Any) -> tuple[Any, Any]:
+    """(figure, axes) as pyplot's `subplots` makes them, from matplotlib's object interface:
+    pyplot (its backends, its figure registry) costs a short run a second to import and nothing
+    here shows a window."""
+    fig = load_matplotlib()(figsize=figsize, layout=kw.pop("layout", None))
     return fig, fig.subplots(*grid, **kw)
 
 

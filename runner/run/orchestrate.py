@@ -202,6 +202,10 @@ def run_units(
     view = ProgressView(run_dir, units, steps)
     results: dict[UnitRef, Any] = {}
     stopping = True
+    from runner.report import prewarm
+
+    if not opts.executor.settings.detached:  # a detached run ends once its units are submitted
+        prewarm.start(prewarm.modules(opts.report, len(res.seeds)))  # while the units run
     with Live(view, console=console, auto_refresh=False, transient=True) as live:
         try:
             plan = Plan(run_dir, todo, unit_jobs, res.pythons(), unit_needs(res, todo), at_once)
