@@ -66,6 +66,11 @@ class ManifestError(UserInputError):
         super().__init__("\n".join(str(p) for p in self.problems))
 
 
+class SettingError(UserInputError):
+    """An environment variable rlcrate reads holds a value it cannot use: one line naming the
+    variable and what was expected, never attributed to a manifest field. Exit status 2."""
+
+
 class RunFileError(UserInputError):
     """A file of a run directory or archive (resolved.yaml, status.json, ...) is missing or
     damaged: one line naming the file and what was wrong. Exit status 2."""

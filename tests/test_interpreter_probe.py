@@ -52,7 +52,7 @@ def test_bad_backend_python_is_one_line_in_seconds(tmp_path, kind, var, manifest
     res = rlcrate(
         *command, str(ROOT / "manifests" / manifest),
         *(["--out", str(tmp_path / "runs")] if command == ["run"] else []),
-        env_extra={var: str(python)}, timeout=120,
+        env_extra={var: str(python), "RLCRATE_PROBE_TIMEOUT": "3"}, timeout=120,
     )  # fmt: skip
     took = time.monotonic() - start
     lines = [line for line in res.stderr.splitlines() if line.strip()]
@@ -60,7 +60,9 @@ def test_bad_backend_python_is_one_line_in_seconds(tmp_path, kind, var, manifest
     assert len(lines) == 1 and var in lines[0] and str(python) in lines[0], res.stderr
     assert ("did not answer" if kind == "hangs" else "no such Python here") in lines[0]
     assert "Traceback" not in res.stdout + res.stderr
-    assert took < 40, took  # the probe's 10 s, not the 600 s of a dry construction
+    assert took < 30, took  # the probe's 3 s here (10 s by default), not a dry construction's 600
+    if kind == "hangs":
+        assert "within 3 s" in lines[0]
     assert not (tmp_path / "runs").exists()  # a refusal makes no run directory
     assert not _left(f"rlcrate-probe-{os.getpid()}")
 
@@ -104,3 +106,14 @@ def test_read_only_run_dir_is_one_line_naming_the_run(write_manifest, tmp_path, 
     assert len(lines) == 1 and str(run_dir) in lines[0], res.stderr
     assert "cannot be written" in lines[0] and ".lock" not in lines[0] and ".tmp" not in lines[0]
     assert sorted(p.relative_to(run_dir) for p in run_dir.rglob("*")) == before
+
+
+def test_a_bad_probe_timeout_is_one_line(tmp_path):
+    res = rlcrate(
+        "validate", str(ROOT / "manifests" / "isaaclab-cartpole-tiny.yaml"),
+        env_extra={"RLCRATE_PYTHON_ISAACLAB": sys.executable, "RLCRATE_PROBE_TIMEOUT": "soon"},
+    )  # fmt: skip
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert res.stderr.strip() == (
+        "error: RLCRATE_PROBE_TIMEOUT='soon': expected seconds between 0.5 and 3600"
+    ), res.stderr

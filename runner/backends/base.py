@@ -159,13 +159,32 @@ def unknown_id(backend: str, env_id: str, known: Iterable[str], *, limit: int = 
     return FieldError(("env", "id"), f"'{env_id}' is not an id the {backend} backend knows. {hint}")
 
 
-PROBE_S = 10.0  # a Python's start: well under a second, even for Isaac Lab's (imports nothing)
+# A Python's start: well under a second, even for Isaac Lab's (the probe imports nothing).
+# RLCRATE_PROBE_TIMEOUT (seconds) for an interpreter on a filesystem slower than that.
+PROBE_S = 10.0
+
+
+def probe_s() -> float:
+    from runner.errors import SettingError
+
+    value = os.environ.get("RLCRATE_PROBE_TIMEOUT")
+    if value is None:
+        return PROBE_S
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not 0.5 <= seconds <= 3600:
+        raise SettingError(
+            f"RLCRATE_PROBE_TIMEOUT={value!r}: expected seconds between 0.5 and 3600"
+        )
+    return seconds
 _PROBE = "import sys; print('rlcrate-python', *sys.version_info[:2])"
 
 
 @functools.cache
 def python_problem(python: str) -> str | None:
-    """None when `python` starts as a Python and answers within PROBE_S; else what it did, in a
+    """None when `python` starts as a Python and answers within `probe_s()`; else what it did, in a
     few words. Asked once per process, before anything waits on that Python for minutes."""
     import signal
     import subprocess
@@ -181,10 +200,11 @@ def python_problem(python: str) -> str | None:
         )
     except OSError as exc:
         return f"cannot be started ({exc.strerror})"
+    timeout = probe_s()
     try:
-        stdout, stderr = proc.communicate(timeout=PROBE_S)
+        stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        return f"did not answer within {PROBE_S:.0f} s (hung?)"
+        return f"did not answer within {timeout:g} s (hung? RLCRATE_PROBE_TIMEOUT allows more)"
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)

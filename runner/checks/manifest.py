@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from runner import trainers
 from runner.checks import lineage
 from runner.checks.installed import missing_packages
-from runner.errors import FieldError, ManifestError, RunnerError
+from runner.errors import FieldError, ManifestError, RunnerError, SettingError
 from runner.manifest.matrix import (
     LABEL,
     apply_overrides,
@@ -89,6 +89,8 @@ def _check_env(
         return backend.action_kind(cfg.env)
     except FieldError as exc:  # a field of env: at that field's line
         problem = at(source, lines, exc.path, exc.message)
+    except SettingError:  # the machine's setting, not the manifest's
+        raise
     except RunnerError as exc:  # the backend cannot run this env at all
         problem = at(source, lines, ("env", "id"), str(exc))
     if key not in seen:
