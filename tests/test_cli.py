@@ -14,7 +14,7 @@ import yaml
 from typer.testing import CliRunner
 
 from runner.cli import app
-from tests.helpers import ROOT, rlcrate, tiny_manifest
+from tests.helpers import PLUGINS, ROOT, rlcrate, run_dir_of, tiny_manifest, toy_manifest
 
 runner = CliRunner()
 MANIFESTS = sorted((ROOT / "manifests").glob("*.yaml"))
@@ -46,6 +46,73 @@ def test_cli_import_pulls_no_heavy_modules():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# Python imports a `sitecustomize` module on the path at start-up: this one writes, at exit, which
+# of the modules a command that only looks must not need were imported
+LOOKS_SITE = """
+import atexit, os, sys
+def _log():
+    with open(os.environ["RLCRATE_TEST_MODULES"], "w") as f:
+        f.write(" ".join(m for m in ("torch", "numpy", "matplotlib", "scipy") if m in sys.modules))
+atexit.register(_log)
+"""
+
+
+@pytest.fixture(scope="module")
+def toy_run(tmp_path_factory) -> Path:
+    """A finished two-seed run of the torch-free toy trainer; tests that change it copy it."""
+    out = tmp_path_factory.mktemp("toy-run")
+    (out / "m.yaml").write_text(yaml.safe_dump(toy_manifest(seeds=[0, 1])))
+    run = rlcrate("run", str(out / "m.yaml"), "--out", str(out))
+    assert run.returncode == 0, run.stdout + run.stderr
+    return run_dir_of(out, "toy")
+
+
+def test_commands_that_only_look_import_no_torch_numpy_or_matplotlib(toy_run, tmp_path):
+    """`--help`, `validate` of a manifest whose env check needs no backend import, and `status`
+    of a finished two-seed run (its summary as the runner wrote it) start no numerical stack."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(LOOKS_SITE)
+    log = tmp_path / "modules.txt"
+    env = {
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(PLUGINS), str(site)]),
+        "RLCRATE_TEST_MODULES": str(log),
+    }
+    quickstart = str(ROOT / "manifests" / "quickstart.yaml")
+    for args in (["--help"], ["validate", quickstart], ["status", str(toy_run)]):
+        res = rlcrate(*args, env_extra=env)
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert log.read_text() == "", f"rlcrate {args[0]} imported {log.read_text()}"
+        log.unlink()
+
+
+def test_status_shows_the_written_summary_while_it_is_current(toy_run, tmp_path):
+    """`status` prints summary.json as the runner wrote it; once a unit's files are newer (a
+    resume, an eval again) or the file is damaged, it summarises the unit files again."""
+    import shutil
+
+    run = Path(shutil.copytree(toy_run, tmp_path / toy_run.name))  # summary.json names its id
+    path = run / "summary.json"
+    real = json.loads(path.read_text())["variants"]["default"]["eval"]["mean"]
+    marked = json.loads(path.read_text())
+    marked["variants"]["default"]["eval"]["mean"] = 12345.0
+    path.write_text(json.dumps(marked))
+    shown = rlcrate("status", str(run))
+    assert shown.returncode == 0 and "12,345.00" in shown.stdout, shown.stdout + shown.stderr
+
+    eval_file = run / "units" / "default" / "seed-1" / "eval.json"
+    eval_file.write_text(eval_file.read_text())  # newer than summary.json
+    again = rlcrate("status", str(run))
+    assert again.returncode == 0, again.stderr
+    assert "12,345.00" not in again.stdout and f"{real:,.2f}" in again.stdout, again.stdout
+
+    for damaged in ('{"name": "toy", "variants": {"default": 3}}', "[]", "{"):
+        path.write_text(damaged)
+        res = rlcrate("status", str(run))
+        assert res.returncode == 0 and f"{real:,.2f}" in res.stdout, res.stdout + res.stderr
+        assert "Traceback" not in res.stderr
 
 
 def test_validate_good_and_bad(write_manifest):

@@ -30,15 +30,20 @@ def status(run_dir: Path) -> int:
     for note in state.notes:
         console.print(f"[yellow]{escape(note)}[/]")
     if state.ended:
-        from runner.report.summary import summarize, write_summary
+        from runner.report.summary import recorded_summary, summarize, write_summary
         from runner.run.progress import print_failures, summary_table
 
         res = read_resolved(run_dir)
-        if (run_dir / "summary.json").exists():
-            summary = summarize(run_dir, res)
-        else:
-            summary = write_summary(run_dir, res)
-        console.print(summary_table(summary))
+        summary = recorded_summary(run_dir, res)  # what the runner wrote, while still true
+        try:
+            table = summary_table(summary) if summary is not None else None
+        except (KeyError, TypeError, ValueError, AttributeError):  # a damaged file: summarise
+            table = None
+        if table is None:
+            exists = (run_dir / "summary.json").exists()
+            summary = summarize(run_dir, res) if exists else write_summary(run_dir, res)
+            table = summary_table(summary)
+        console.print(table)
         print_failures(console, summary)
     else:
         console.print("still running; run `rlcrate status` again later")

@@ -91,13 +91,16 @@ def export_cmd(
 
 @app.command("ls")
 def ls_cmd(engine: EngineOpt = None) -> None:
-    """List the local rlcrate images with their version, lock hash and digest."""
-    from runner.images.engine import LABEL_LOCK, list_images
+    """List the local rlcrate images of one engine with their version, lock hash, size and
+    digest."""
+    from runner.images.engine import LABEL_LOCK, detect_engine, list_images
 
+    engine = detect_engine(engine)
     found = list_images(engine)
     if not found:
-        typer.echo("no rlcrate images; build one with `rlcrate image build cpu`")
+        typer.echo(f"no rlcrate images in {engine}; build one with `rlcrate image build cpu`")
         return
+    typer.echo(f"images in {engine} (another engine: --engine or RLCRATE_ENGINE)")
     typer.echo(f"{'IMAGE':32} {'VERSION':9} {'REVISION':10} {'LOCK':14} {'SIZE':>8}  ID")
     for info in found:
         labels = info.labels

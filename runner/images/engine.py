@@ -7,7 +7,7 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from runner import __version__
@@ -134,5 +134,22 @@ def list_images(engine: str | None = None) -> list[ImageInfo]:
             or []
         )
         refs = [n for r in rows for n in (r.get("names") or r.get("Names") or [])]
+    # buildah's inspect has no size; its listing has one, as text ("3.05 GB")
+    sizes = {n: _size(r.get("size")) for r in rows for n in (r.get("names") or []) if r.get("size")}
     wanted = [r for r in refs if r.rsplit("/", 1)[-1].startswith(("rlcrate-cpu:", "rlcrate-cuda:"))]
-    return [info for ref in sorted(set(wanted)) if (info := inspect(engine, ref))]
+    found = [info for ref in sorted(set(wanted)) if (info := inspect(engine, ref))]
+    return [replace(i, size=i.size or sizes.get(i.ref)) for i in found]
+
+
+UNITS = {"B": 1, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
+
+
+def _size(text: object) -> int | None:
+    """Bytes from an engine's human-readable size ("3.05 GB", decimal units), None if unreadable."""
+    if isinstance(text, int | float):
+        return int(text)
+    number, _, unit = str(text).strip().partition(" ")
+    try:
+        return int(float(number) * UNITS[unit.strip()])
+    except (ValueError, KeyError):
+        return None

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
+# NumPy is imported where a statistic is computed: `iqm_note` is read by `rlcrate status`, which
+# computes none.
 
 BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_SEED = 0
@@ -19,6 +20,8 @@ BOOTSTRAP_SEED = 0
 
 def mean_std(values: Sequence[float]) -> tuple[float, float]:
     """Mean and sample standard deviation (ddof=1; 0.0 for a single value)."""
+    import numpy as np
+
     arr = np.asarray(values, dtype=float)
     if arr.size == 0:
         return float("nan"), float("nan")
@@ -32,6 +35,8 @@ IQM_TRIM = 0.25
 def iqm(values: Sequence[float], axis: int | None = None) -> Any:
     """Interquartile mean: the mean after trimming 25% from each end (under 4 values nothing is
     trimmed: the mean, without importing SciPy, which costs a short run a second)."""
+    import numpy as np
+
     arr = np.asarray(values, dtype=float)
     n = arr.size if axis is None else arr.shape[axis]
     if int(IQM_TRIM * n) == 0:
@@ -56,7 +61,7 @@ def iqm_note(seed_counts: set[int]) -> str | None:
 
 def bootstrap_ci(
     values: Sequence[float],
-    statistic: Callable[..., Any] = np.mean,
+    statistic: Callable[..., Any] | None = None,
     *,
     confidence: float = 0.95,
     resamples: int = BOOTSTRAP_RESAMPLES,
@@ -65,7 +70,11 @@ def bootstrap_ci(
     """Percentile bootstrap confidence interval of `statistic` over `values`.
 
     With fewer than two values (or no spread at all) the interval collapses to the point.
+    `statistic`: NumPy's mean when None.
     """
+    import numpy as np
+
+    statistic = np.mean if statistic is None else statistic
     arr = np.asarray(values, dtype=float)
     if arr.size == 0:
         return float("nan"), float("nan")
@@ -99,6 +108,8 @@ def paired_differences(
 
     Returns the differences, their mean with a bootstrap CI, and who won on how many seeds.
     """
+    import numpy as np
+
     seeds = sorted(set(baseline) & set(other))
     diffs = [other[s] - baseline[s] for s in seeds]
     mean = float(np.mean(diffs)) if diffs else float("nan")

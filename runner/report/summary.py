@@ -164,6 +164,40 @@ def write_summary(run_dir: Path, resolved: ResolvedRun) -> dict[str, Any]:
     return summary
 
 
+def recorded_summary(run_dir: Path, resolved: ResolvedRun) -> dict[str, Any] | None:
+    """summary.json as the runner wrote it, when nothing it summarises has changed since: it is
+    at least as new as resolved.yaml and every unit's status.json and eval.json (a resumed or
+    re-evaluated unit rewrites them), and it names this run and exactly its variants and seeds.
+    None otherwise (the caller summarises again). The file is data: only its shape is read."""
+    from runner.record.rundir import read_json
+
+    path = run_dir / "summary.json"
+    sources = [run_dir / "resolved.yaml"]
+    for unit in resolved.units():
+        sources += [unit.dir(run_dir) / "status.json", unit.dir(run_dir) / EVAL_FILE]
+    try:
+        written = path.stat().st_mtime_ns
+        if any(p.exists() and p.stat().st_mtime_ns > written for p in sources):
+            return None
+    except OSError:
+        return None
+    data = read_json(path)
+    seeds = sorted(str(s) for s in resolved.seeds)
+    if not (
+        isinstance(data, dict)
+        and data.get("name") == resolved.name
+        and data.get("run_id") == run_dir.name
+        and isinstance(data.get("variants"), dict)
+        and sorted(data["variants"]) == sorted(resolved.variants)
+        and all(
+            isinstance(v, dict) and isinstance(v.get("units"), dict) and sorted(v["units"]) == seeds
+            for v in data["variants"].values()
+        )
+    ):
+        return None
+    return data
+
+
 def summarize(run_dir: Path, resolved: ResolvedRun) -> dict[str, Any]:
     """summary.json's content, from the unit files; writes nothing."""
     expect = {metric: dict(claims) for metric, claims in resolved.expect.items()}
