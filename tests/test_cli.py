@@ -108,7 +108,9 @@ def test_status_shows_the_written_summary_while_it_is_current(toy_run, tmp_path)
     assert again.returncode == 0, again.stderr
     assert "12,345.00" not in again.stdout and f"{real:,.2f}" in again.stdout, again.stdout
 
-    for damaged in ('{"name": "toy", "variants": {"default": 3}}', "[]", "{"):
+    units = {"0": {"state": "done"}, "1": None}
+    wrong = {**marked, "variants": {"default": {**marked["variants"]["default"], "units": units}}}
+    for damaged in ('{"name": "toy", "variants": {"default": 3}}', "[]", "{", json.dumps(wrong)):
         path.write_text(damaged)
         res = rlcrate("status", str(run))
         assert res.returncode == 0 and f"{real:,.2f}" in res.stdout, res.stdout + res.stderr

@@ -179,6 +179,8 @@ def probe_s() -> float:
             f"RLCRATE_PROBE_TIMEOUT={value!r}: expected seconds between 0.5 and 3600"
         )
     return seconds
+
+
 _PROBE = "import sys; print('rlcrate-python', *sys.version_info[:2])"
 
 

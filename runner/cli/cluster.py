@@ -35,15 +35,16 @@ def status(run_dir: Path) -> int:
 
         res = read_resolved(run_dir)
         summary = recorded_summary(run_dir, res)  # what the runner wrote, while still true
+        shown: Table | None = None
         try:
-            table = summary_table(summary) if summary is not None else None
+            shown = summary_table(summary) if summary is not None else None
         except (KeyError, TypeError, ValueError, AttributeError):  # a damaged file: summarise
-            table = None
-        if table is None:
+            shown = None
+        if summary is None or shown is None:
             exists = (run_dir / "summary.json").exists()
             summary = summarize(run_dir, res) if exists else write_summary(run_dir, res)
-            table = summary_table(summary)
-        console.print(table)
+            shown = summary_table(summary)
+        console.print(shown)
         print_failures(console, summary)
     else:
         console.print("still running; run `rlcrate status` again later")

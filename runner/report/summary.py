@@ -193,6 +193,11 @@ def recorded_summary(run_dir: Path, resolved: ResolvedRun) -> dict[str, Any] | N
             isinstance(v, dict) and isinstance(v.get("units"), dict) and sorted(v["units"]) == seeds
             for v in data["variants"].values()
         )
+        and all(
+            isinstance(u, dict) and isinstance(u.get("state"), str)
+            for v in data["variants"].values()
+            for u in v["units"].values()
+        )
     ):
         return None
     return data

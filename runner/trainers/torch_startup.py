@@ -45,13 +45,15 @@ def defer_dynamo() -> None:
         step = cls.__dict__.get("step")
         hooked = getattr(step, "hooked", False)  # wrapped by Optimizer.profile_hook_step already
         torch_step = getattr(step, "__wrapped__", None) if hooked else step
-        if use_grad is None or getattr(torch_step, "__code__", None) is not use_grad:
+        if torch_step is None or use_grad is None:
+            continue
+        if getattr(torch_step, "__code__", None) is not use_grad:
             continue
         deferred = _step_without_dynamo(torch_step)
         if hooked:
             deferred = Optimizer.profile_hook_step(deferred)
             deferred.hooked = True  # type: ignore[attr-defined]
-        cls.step = deferred
+        setattr(cls, "step", deferred)  # noqa: B010
 
 
 def _use_grad_code() -> Any:
@@ -64,6 +66,7 @@ def _use_grad_code() -> Any:
 
 
 def _subclasses(cls: type) -> Iterator[type]:
+    sub: type
     for sub in cls.__subclasses__():
         yield sub
         yield from _subclasses(sub)

@@ -4,10 +4,10 @@
         [--long 300000] [--matrix-steps 4096] [--only short,long,matrix,commands]
 
 The plain script is what a researcher writes without rlcrate: Stable-Baselines3's PPO on
-CartPole-v1 with 4 envs in one process (DummyVecEnv), torch on one thread, `PARAMS`, `learn`, `save`, and a
-2-episode deterministic evaluation on a fresh env. `rlcrate run` gets the same job as a manifest
-(one seed, `train,eval`), so it also writes what a run directory holds: TensorBoard scalars,
-checkpoints, provenance, the summary, report.md and its plots.
+CartPole-v1 with 4 envs in one process (DummyVecEnv), `PARAMS`, torch on one thread, `learn`,
+`save`, and a 2-episode deterministic evaluation on a fresh env. `rlcrate run` gets the same job
+as a manifest (one seed, `train,eval`), so it also writes what a run directory holds: TensorBoard
+scalars, checkpoints, provenance, the summary, report.md and its plots.
 
 - short and long: one unit of `--short` and `--long` env steps (about 10 s and 60 s here),
   `--pairs` interleaved pairs (plain, rlcrate, plain, rlcrate ...) so that machine noise hits both
@@ -76,8 +76,9 @@ def timed(fn) -> tuple[float, float]:
 
 def plain_unit(tmp: Path, steps: int, seed: int = 0, lr: float = 3e-4) -> None:
     out = tmp / f"plain-{seed}-{lr}.zip"
-    cmd = [sys.executable, "-c", PLAIN.format(params=PARAMS), str(steps), str(seed), str(lr), str(out)]
-    subprocess.run(cmd, capture_output=True, check=True)
+    code = PLAIN.format(params=PARAMS)
+    subprocess.run([sys.executable, "-c", code, str(steps), str(seed), str(lr), str(out)],
+                   capture_output=True, check=True)  # fmt: skip
 
 
 def manifest(tmp: Path, name: str, steps: int, matrix: bool = False) -> Path:
@@ -123,10 +124,9 @@ def pairs(label: str, n: int, plain, ours) -> None:
     for side, k in (("plain  ", 0), ("rlcrate", 1)):
         walls = [r[k][0] for r in rows]
         cpus = [r[k][1] for r in rows]
-        print(
-            f"  {side} wall s {[round(w, 1) for w in walls]} (median {statistics.median(walls):.1f})"
-            f"  CPU s {[round(c, 1) for c in cpus]}"
-        )
+        med = statistics.median(walls)
+        print(f"  {side} wall s {[round(w, 1) for w in walls]} (median {med:.1f})"
+              f"  CPU s {[round(c, 1) for c in cpus]}")  # fmt: skip
     print(
         f"  rlcrate/plain wall: median {statistics.median(ratios):.3f}, "
         f"range {min(ratios):.3f}-{max(ratios):.3f}; CPU: median "
