@@ -42,8 +42,9 @@ def watched(tmp_path):
     }
     seen = [0]
 
-    def run(*args: str):
-        return rlcrate(*args, env_extra=env, cwd=tmp_path)
+    def run(*args: str, python: str | None = None):
+        extra = {"RLCRATE_PYTHON_GYMNASIUM": python} if python else {}
+        return rlcrate(*args, env_extra={**env, **extra}, cwd=tmp_path)
 
     def constructions() -> int:
         lines = log.read_text().splitlines() if log.exists() else []
@@ -142,3 +143,31 @@ def test_sections_no_construction_reads_keep_the_key(tmp_path):
     assert key_of(name="copy", eval__episodes=20, track=track) == base
     for changed in ({"train__timesteps": 1024}, {"parallel__envs": 3}, {"algo__policy": "x"}):
         assert key_of(**changed) != base, changed
+
+
+def test_units_in_another_python_are_remembered_by_that_pythons_path(watched, tmp_path):
+    """A backend's own Python (RLCRATE_PYTHON_<BACKEND>: Isaac Lab's, a GPU environment's) is
+    asked for its import path: an unchanged rerun skips the construction there too, and a
+    Python that cannot tell is never remembered."""
+    import sys
+
+    run, constructions, _ = watched
+    m = tmp_path / "m.yaml"
+    m.write_text(yaml.safe_dump(tiny_manifest(train__timesteps=128, algo__params__n_steps=32)))
+    other = tmp_path / "other-python"  # another path to a Python: not the runner's own
+    other.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    other.chmod(0o755)
+    for expected in (1, 0):
+        res = run("run", str(m), "--out", str(tmp_path / "runs"), python=str(other))
+        assert res.returncode == 0, res.stdout + res.stderr
+        assert constructions() == expected
+
+    from runner.checks import dry_cache
+
+    assert dry_cache.environment(str(other)) is not None
+    mute = tmp_path / "mute-python"  # answers the probe, not the question
+    mute.write_text(
+        f'#!/bin/sh\n[ "$2" = runner.checks.dry_cache ] && exit 1\nexec {sys.executable} "$@"\n'
+    )
+    mute.chmod(0o755)
+    assert dry_cache.environment(str(mute)) is None

@@ -74,6 +74,36 @@ def test_doctor_calls_an_engine_that_cannot_start_a_container_unusable(only_podm
     assert "cannot start a container" in out.stdout and "RLIMIT_NOFILE" in out.stdout
 
 
+def test_doctor_reuses_the_last_container_probe_until_asked_or_the_engine_changes(
+    only_podman, tmp_path
+):
+    """The container probe (podman's `run`) is what can hang for half a minute: doctor shows
+    the last one's finding with its age, `doctor --probe` probes again, and so does a doctor
+    after the engine's binary or answer changed."""
+    folder, log, env = only_podman
+    env = {**env, "RLCRATE_CACHE_DIR": str(tmp_path / "cache")}
+    podman = _podman(folder, probe_ok=False, log=log)
+
+    def doctor(*args: str) -> tuple[str, int]:
+        log.unlink(missing_ok=True)
+        out = rlcrate("doctor", *args, env_extra=env)
+        assert out.returncode == 0, out.stderr
+        row = " ".join(ln for ln in out.stdout.splitlines() if "podman" in ln or "probe" in ln)
+        probes = sum("--rootfs" in ln for ln in log.read_text().splitlines())
+        return row, probes
+
+    row, probes = doctor()
+    assert probes == 1 and "RLIMIT_NOFILE" in row and "ago" not in row, row
+    row, probes = doctor()
+    assert probes == 0 and "RLIMIT_NOFILE" in row and "s ago" in row, row
+    row, probes = doctor("--probe")
+    assert probes == 1 and "ago" not in row, row
+    _podman(folder, probe_ok=True, log=log)  # another binary (its time changes): a new answer
+    os.utime(podman, ns=(0, os.stat(podman).st_mtime_ns + 10**9))
+    row, probes = doctor()
+    assert probes == 1 and "RLIMIT_NOFILE" not in row, row
+
+
 def test_run_does_not_pick_it_and_says_why_in_one_line(only_podman, tmp_path):
     folder, log, env = only_podman
     _podman(folder, probe_ok=False, log=log)

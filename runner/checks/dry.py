@@ -41,9 +41,9 @@ def build_all(
     from runner.checks import dry_cache, lineage
 
     pythons = {n: unit_interpreter(v.config.env.backend) for n, v in res.variants.items()}
-    env = dry_cache.environment() if remembered else None
+    envs = {p: dry_cache.environment(p) for p in set(pythons.values())} if remembered else {}
     keys = {
-        n: dry_cache.key(v, pythons[n], env, check_device=check_device)
+        n: dry_cache.key(v, pythons[n], envs.get(pythons[n]), check_device=check_device)
         for n, v in res.variants.items()
     }
     todo = {n: python for n, python in pythons.items() if not dry_cache.passed(keys[n])}

@@ -7,8 +7,11 @@ time: installing, upgrading or removing a package changes it; any other folder, 
 and PYTHONPATH's, by every module importable from it), rlcrate's own source files and the files
 its env is made from (a game), each by path, size and modification time. Never remembered: a
 warm start (its parent is loaded, and checked by `checks.lineage` instead), a GPU device (the
-machine's devices can change without a file changing), a unit Python other than the runner's
-own. Only passes are kept; `validate --deep` always builds.
+machine's devices can change without a file changing). A unit Python other than the runner's
+own (Isaac Lab's, Brax's GPU environment) is asked for its own import path and rlcrate files
+(`python -m runner.checks.dry_cache`, a second's start, against the tens of seconds its
+construction takes); one that cannot answer is never remembered. Only passes are kept;
+`validate --deep` always builds.
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from runner.manifest.resolved import ResolvedVariant
+if TYPE_CHECKING:  # `python -m runner.checks.dry_cache` in a unit Python imports no pydantic
+    from runner.manifest.resolved import ResolvedVariant
 
 # Sections no construction reads (the run's name, its evaluation protocol, tracking, where the
 # units run: that is `python`), besides those the construction itself leaves out: a renamed copy
@@ -111,13 +116,28 @@ def _source() -> list[list[object]]:
     return [_stat(p) for p in sorted(package.rglob("*.py"))]
 
 
-def environment() -> list[object] | None:
-    """What every variant's key shares: the runner's Python, its import path and rlcrate's own
-    files (walked once per run, not once per variant); None when the path is too large to walk."""
-    path = _import_path()
-    if path is None:
+ASK_S = 120.0  # another Python's answer: its start and a walk of its import path
+
+
+def environment(python: str | None = None) -> list[object] | None:
+    """What the keys of the variants whose units run with `python` (None: the runner's own)
+    share: that Python, its import path and the rlcrate files it imports (walked once per run
+    and Python, not once per variant); None when the path is too large to walk, or another
+    Python cannot tell."""
+    if python in (None, sys.executable):
+        path = _import_path()
+        return None if path is None else [sys.executable, sys.version, path, _source()]
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            [python, "-m", "runner.checks.dry_cache"], capture_output=True, text=True,
+            timeout=ASK_S, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        answer = json.loads(done.stdout) if done.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, ValueError):
         return None
-    return [sys.executable, sys.version, path, _source()]
+    return answer if isinstance(answer, list) and answer else None
 
 
 def key(
@@ -128,15 +148,13 @@ def key(
     check_device: bool,
 ) -> str | None:
     """The variant's key (`python`: the one its units run with, None for the runner's own;
-    `env`: `environment()`), or None when its construction is never remembered."""
+    `env`: `environment(python)`), or None when its construction is never remembered."""
     from runner.backends import get_backend
 
     cfg = variant.config
     if env is None:
         return None
     if variant.parent is not None or cfg.train.init_from is not None:
-        return None
-    if python not in (None, sys.executable):
         return None
     if check_device and cfg.algo.device not in ("cpu", "auto"):
         return None
@@ -174,3 +192,7 @@ def remember(digest: str | None) -> None:
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"{time.time():.0f}\n")
+
+
+if __name__ == "__main__":  # asked by a runner whose units run with this Python
+    print(json.dumps(environment(), default=str))

@@ -7,11 +7,14 @@ answers (docker without a daemon is installed, not usable). Nothing heavy is imp
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
+import time
 
 from runner.backends import get_backend, python_env_var
 
@@ -19,7 +22,7 @@ TRAIN_MODULES = ("stable_baselines3", "torch", "tensorboard")
 # engine -> a command that succeeds only when the engine can actually run containers here
 ENGINE_PROBES = {
     "docker": ["docker", "version", "--format", "{{.Server.Version}}"],
-    "podman": ["podman", "info", "--format", "{{.Host.OCIRuntime.Name}}"],
+    "podman": ["podman", "info", "--format", "{{.Version.Version}} {{.Host.OCIRuntime.Name}}"],
     "buildah": ["buildah", "version"],
 }
 # podman answers `info` where its OCI runtime cannot start any container (a sandbox that forbids
@@ -72,19 +75,81 @@ def image_hint(backend: str) -> str:
 
 
 def engine_problem(engine: str, timeout: float = 30) -> str | None:
-    """None when `engine` is installed and answers; else why not, in a few words."""
-    if shutil.which(engine) is None:
-        return "not installed"
+    """None when `engine` is installed and answers (and starts a container, where answering
+    does not prove it can); else why not, in a few words. Probes afresh: for what is about to
+    use the engine."""
+    return engine_probe(engine, timeout)[0]
+
+
+PROBES_FILE = "engine-probes.json"  # in rlcrate's cache: what each container probe found
+
+
+def engine_probe(
+    engine: str, timeout: float = 30, *, fresh: bool = True
+) -> tuple[str | None, float | None]:
+    """(`engine_problem`, None) when probed now; with `fresh=False`, a container probe made
+    before for the same engine binary (path, modification time) giving the same answer (its
+    version) is reused: (what it found, when it was made)."""
+    path = shutil.which(engine)
+    if path is None:
+        return "not installed", None
     try:
         out = subprocess.run(ENGINE_PROBES[engine], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        return f"`{' '.join(ENGINE_PROBES[engine][:2])}` did not answer"
+        return f"`{' '.join(ENGINE_PROBES[engine][:2])}` did not answer", None
     except OSError as exc:
-        return f"cannot be started ({exc.strerror})"
+        return f"cannot be started ({exc.strerror})", None
     if out.returncode != 0:
         what = "no daemon answers" if engine == "docker" else "it does not work here"
-        return f"{what}: {_last_line(out)}"
-    return container_problem(engine, timeout)
+        return f"{what}: {_last_line(out)}", None
+    if engine not in CONTAINER_PROBES:
+        return None, None
+    answer: list[object] = [path, _mtime(path), out.stdout.strip()]
+    seen = None if fresh else _probes().get(engine)
+    if isinstance(seen, dict) and _valid_probe(seen) and seen["answer"] == answer:
+        return seen["problem"], seen["probed"]
+    problem = container_problem(engine, timeout)
+    _remember_probe(engine, answer, problem)
+    return problem, None
+
+
+def _mtime(path: str) -> int | None:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return None
+
+
+def _probes() -> dict[str, object]:
+    from runner.record.cache import cache_dir
+
+    try:
+        data = json.loads((cache_dir() / PROBES_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _valid_probe(seen: object) -> bool:
+    return (
+        isinstance(seen, dict)
+        and isinstance(seen.get("answer"), list)
+        and isinstance(seen.get("problem"), str | None)
+        and isinstance(seen.get("probed"), int | float)
+    )
+
+
+def _remember_probe(engine: str, answer: list[object], problem: str | None) -> None:
+    """Record a probe; an unwritable cache only means probing again next time."""
+    from runner.record.cache import cache_dir
+
+    path = cache_dir() / PROBES_FILE
+    probes = {**_probes(), engine: {"answer": answer, "problem": problem, "probed": time.time()}}
+    with contextlib.suppress(OSError):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp.write_text(json.dumps(probes))
+        os.replace(tmp, path)
 
 
 def _last_line(out: subprocess.CompletedProcess[str]) -> str:

@@ -303,11 +303,20 @@ def report_cmd(
 
 
 @app.command("doctor")
-def doctor_cmd() -> None:
+def doctor_cmd(
+    probe: Annotated[
+        bool,
+        typer.Option(
+            "--probe",
+            help="Start a container with each engine whose answer alone proves nothing "
+            "(podman), rather than reuse the last probe's finding (shown with its age).",
+        ),
+    ] = False,
+) -> None:
     """What this machine has: backends, Godot, container engines, GPU/driver, CPUs."""
     from runner.cli.doctor import doctor
 
-    doctor(console())
+    doctor(console(), probe=probe)
 
 
 @app.command("envs")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from typing import Any
 
 from rich.console import Console
@@ -72,17 +73,31 @@ def _plugin_rows() -> list[tuple[str, str, str, str]]:
     return rows
 
 
-def _engine_rows() -> list[tuple[str, str, str, str]]:
-    """One row per engine on PATH: usable only when it answers (docker: its daemon)."""
+def _engine_rows(probe: bool) -> list[tuple[str, str, str, str]]:
+    """One row per engine on PATH: usable only when it answers (docker: its daemon) and, where
+    answering proves nothing (podman), starts a container: that probe's finding is reused while
+    the engine's binary and answer are the same, with its age (`probe`: probe afresh)."""
     rows = []
     from runner.images.engine import ENGINES
 
     for engine in ENGINES:
-        problem = installed.engine_problem(engine)
+        problem, probed = installed.engine_probe(engine, fresh=probe)
         if problem == "not installed":
             continue
-        rows.append((f"engine {engine}", YES, NO if problem else YES, problem or ""))
+        detail = problem or ""
+        if probed is not None:
+            age = f"container probe of {_age(time.time() - probed)} ago; doctor --probe: again"
+            detail = f"{detail} ({age})" if detail else age
+        rows.append((f"engine {engine}", YES, NO if problem else YES, detail))
     return rows or [("container engine", NO, NO, "install docker, podman or buildah for images")]
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("day", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            n = int(seconds // size)
+            return f"{n} {unit}{'s' if unit == 'day' and n > 1 else ''}"
+    return f"{max(0, int(seconds))} s"
 
 
 def _gpu() -> tuple[bool, str]:
@@ -115,8 +130,10 @@ def _said_once(rows: list[tuple[str, str, str, str]]) -> list[tuple[str, str, st
     return out
 
 
-def doctor(console: Console) -> None:
-    """Installed (its packages or binary are here) versus usable (it works on this machine)."""
+def doctor(console: Console, probe: bool = False) -> None:
+    """Installed (its packages or binary are here) versus usable (it works on this machine).
+    `probe`: start a container with each engine that needs it, rather than reuse the last
+    probe's finding."""
     from runner.record.machine import cpu_info
 
     gpus, gpu_text = _gpu()
@@ -128,7 +145,7 @@ def doctor(console: Console) -> None:
     hint = f"{', '.join(train)} missing: pip install 'rlcrate[train]'" if train else ""
     rows = [("training (SB3, torch)", NO if train else YES, NO if train else YES, hint)]
     rows += [(f"backend {name}", *_backend_row(name)) for name in BACKENDS]
-    rows += _plugin_rows() + _program_rows() + _engine_rows()
+    rows += _plugin_rows() + _program_rows() + _engine_rows(probe)
     rows.append(("GPU", YES if gpus else NO, YES if gpus else NO, gpu_text))
     from runner.cli.doctor_accel import OK, accelerator_rows
 
