@@ -40,21 +40,70 @@ def test_tiny_sweep_writes_bench_json_and_plot(tmp_path: Path):
     assert data["axis"] == {"label": "parallel.envs", "numeric": True, "log2": False}
     assert {"cpu_model", "cpu_count", "load_avg_before", "load_avg_after"} <= set(data["host"])
     assert [p["x"] for p in data["points"]] == [1, 2]
+    rates = {"env_only", "inference", "train"}
     for p in data["points"]:
         assert p["error"] is None and p["envs"] == p["x"] and p["vec_env"] == "DummyVecEnv"
-        for key in ("env_only", "train"):
+        for key in rates:
             s = p[key]["steps_per_s"]
             assert 0 < s["min"] <= s["median"] <= s["max"] and len(s["runs"]) == 2
         assert 0 < p["train"]["env_fraction"] < 1
-        assert set(p["efficiency"]) == {"env_only", "train"}
-    assert data["points"][0]["speedup"] == {"env_only": 1.0, "train": 1.0}
-    assert set(data["flatten"]["default"]) == {"env_only", "train"}
+        # the policy's forward pass costs CartPole steps, the update costs more
+        median = {k: p[k]["steps_per_s"]["median"] for k in rates}
+        assert median["env_only"] > median["inference"] > median["train"], median
+        # a fresh Python (torch's import, the env) to its first step: seconds, not minutes
+        assert 0.2 < p["cold_start"]["seconds"] < 120, p["cold_start"]
+        assert set(p["efficiency"]) == rates
+    assert data["points"][0]["speedup"] == {"env_only": 1.0, "inference": 1.0, "train": 1.0}
+    assert set(data["flatten"]["default"]) == rates
+    bounds = [f for f in data["findings"] if "bounds training" in f]
+    assert len(bounds) == 2 and "the env" in bounds[0] and "the update" in bounds[0], bounds
+    assert sum("cold start" in f for f in data["findings"]) == 2
     # The harness's own cost stays well under 2% of what it measures.
     assert max(data["overhead"]["max_fraction"].values()) < 0.02
     png = tmp_path / "plots" / "scaling.png"
     assert png.is_file() and png.stat().st_size > 20_000
     text = console.export_text()
     assert "training steps/s" in text and "bench overhead" in text
+    assert "env + inference steps/s" in text and "cold start" in text
+
+
+def test_which_part_bounds_training_from_the_three_rates():
+    point = {"label": "p", "error": None, "variant": "default", "x": 1, "envs": 1}
+    rate = lambda v: {"steps_per_s": {"median": v, "min": v, "max": v}}  # noqa: E731
+    # seconds per step: env 1 ms, inference 1 ms more, the update 2 ms more
+    data = {"axis": {"label": "x", "numeric": True}, "variants": ["default"], "points": [
+        {**point, "env_only": rate(1000), "inference": rate(500), "train": rate(250),
+         "cold_start": {"seconds": 3.25}}]}  # fmt: skip
+    analysis.analyse(data)
+    assert (
+        "p: a training step's time goes to the env 25%, policy inference 25%, the update 50%: "
+        "the update bounds training"
+    ) in data["findings"]
+    assert "p: cold start 3.2 s (a fresh process to its first step)" in data["findings"]
+    del data["points"][0]["inference"]  # a trainer that cannot separate it: no such finding
+    analysis.analyse(data)
+    assert not any("bounds" in f for f in data["findings"])
+
+
+@pytest.mark.gymnasium
+def test_a_plugin_trainers_bench_and_cold_start_through_the_runner(write_manifest, tmp_path):
+    """The torch-free toy trainer (tests/plugins) says when its first step ends: the cold start
+    is measured in a fresh process of the units' Python; `inference: false, cold_start: false`
+    leave both out."""
+    from tests.helpers import run_dir_of, toy_manifest
+
+    def run(**spec):
+        m = toy_manifest(bench={"steps": 200, "warmup": 0, "repeats": 1, **spec})
+        out = tmp_path / str(len(spec))
+        res = rlcrate("bench", str(write_manifest(m)), "--out", str(out))
+        assert res.returncode == 0, res.stdout + res.stderr
+        return json.loads((run_dir_of(out, "toy") / "bench.json").read_text())["points"][0]
+
+    point = run()
+    assert point["inference"]["steps_per_s"]["median"] > 0
+    assert 0.1 < point["cold_start"]["seconds"] < 60, point["cold_start"]
+    off = run(inference=False, cold_start=False)
+    assert off["inference"] is None and off["cold_start"] is None
 
 
 @pytest.mark.gymnasium
@@ -137,7 +186,14 @@ def test_bench_whose_sweep_sets_what_the_matrix_varies_says_so(tmp_path: Path):
         name="tiny-bench",
         parallel={"envs": 1, "workers": 1, "mode": "subproc"},
         algo={"name": "PPO", "params": {"n_steps": 32, "batch_size": 32, "n_epochs": 1}},
-        bench={"steps": 128, "warmup": 32, "repeats": 1, "sweep": {"parallel.envs": [1, 2]}},
+        bench={
+            "steps": 128,
+            "warmup": 32,
+            "repeats": 1,
+            "sweep": {"parallel.envs": [1, 2]},
+            "inference": False,
+            "cold_start": False,
+        },
         matrix=[
             {"parallel.envs": 1, "parallel.workers": 1},
             {"parallel.envs": 8, "parallel.workers": 8},
@@ -166,7 +222,8 @@ def test_bench_section_means_run_benches(write_manifest):
 @pytest.mark.slow  # trains and benchmarks a tiny CartPole (about 20 s)
 @pytest.mark.gymnasium
 def test_run_runs_the_declared_bench_here_with_image_local(write_manifest, tmp_path):
-    m = tiny_manifest(image="cpu", bench={"steps": 200, "warmup": 0, "repeats": 1, "train": False})
+    m = tiny_manifest(image="cpu", bench={"steps": 200, "warmup": 0, "repeats": 1, "train": False,
+                                          "cold_start": False})  # fmt: skip
     path = write_manifest(m)
     out = rlcrate("run", str(path), "--image", "local", "--out", str(tmp_path / "runs"))
     assert out.returncode == 0, out.stderr
@@ -179,7 +236,14 @@ def test_run_runs_the_declared_bench_here_with_image_local(write_manifest, tmp_p
 @pytest.mark.gymnasium
 def test_bench_table_names_each_point(write_manifest, tmp_path):
     m = tiny_manifest(
-        bench={"steps": 128, "warmup": 32, "repeats": 1, "sweep": {"parallel.envs": [1, 2]}}
+        bench={
+            "steps": 128,
+            "warmup": 32,
+            "repeats": 1,
+            "sweep": {"parallel.envs": [1, 2]},
+            "inference": False,
+            "cold_start": False,
+        }
     )
     res = rlcrate("bench", str(write_manifest(m)), "--out", str(tmp_path / "runs"))
     assert res.returncode == 0, res.stderr

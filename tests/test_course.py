@@ -160,7 +160,15 @@ def test_profile_parts_add_up_and_name_a_bottleneck(tmp_path: Path):
         name="tiny-profile",
         parallel={"envs": 2, "workers": 1, "mode": "dummy"},
         algo={"name": "PPO", "params": {"n_steps": 32, "batch_size": 32, "n_epochs": 1}},
-        bench={"steps": 256, "warmup": 64, "repeats": 2, "train": False, "profile": True},
+        bench={
+            "steps": 256,
+            "warmup": 64,
+            "repeats": 2,
+            "train": False,
+            "profile": True,
+            "inference": False,
+            "cold_start": False,
+        },  # inference and cold start: test_bench
     )
     console = Console(record=True, width=200)
     bench.run_bench(Manifest.model_validate(data), tmp_path, console=console)

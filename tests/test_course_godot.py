@@ -47,6 +47,8 @@ def test_profile_splits_the_socket_wait_with_the_engine_tick(tmp_path: Path):
             "bench.steps": 1024,
             "bench.warmup": 256,
             "bench.repeats": 2,
+            "bench.inference": False,  # the profile splits inference out; test_bench measures it
+            "bench.cold_start": False,
             "matrix": {"parallel.workers": [1, 2]},
             "parallel.envs": 8,
             "algo.params": {"n_steps": 32, "batch_size": 128, "n_epochs": 1},
@@ -128,6 +130,8 @@ def test_scaling_curve_over_instances_benches(tmp_path: Path):
             "bench.steps": 512,
             "bench.warmup": 128,
             "bench.repeats": 1,
+            "bench.inference": False,  # scaling of env-only and training; test_bench: the rest
+            "bench.cold_start": False,
             "bench.sweep": {"parallel.envs": [1, 4]},
             "algo.params": {"n_steps": 32, "batch_size": 32, "n_epochs": 1},
         },

@@ -93,7 +93,9 @@ def test_bench_measures_cartpole_in_isaaclab_python(write_manifest, tmp_path):
     """`rlcrate bench` on an Isaac Lab task: the point is measured in Isaac Lab's Python 3.12 (the
     runner's own Python cannot import it), env-only through Isaac Lab's SB3 wrapper, training
     with SB3 PPO, and written to bench.json like any other point."""
-    m = cartpole(bench={"steps": 256, "warmup": 64, "repeats": 2, "sweep": {"parallel.envs": [8]}})
+    # no cold start: it would start Isaac Sim's app once more (test_bench measures one)
+    m = cartpole(bench={"steps": 256, "warmup": 64, "repeats": 2, "cold_start": False,
+                        "sweep": {"parallel.envs": [8]}})  # fmt: skip
     res = rlcrate("bench", str(write_manifest(m)), "--out", str(tmp_path), timeout=1800)
     assert res.returncode == 0, res.stdout + res.stderr
     (point,) = json.loads((run_dir_of(tmp_path, "il-t") / "bench.json").read_text())["points"]

@@ -184,7 +184,7 @@ def test_status_never_changes_a_unit_when_slurm_does_not_answer(finished, tmp_pa
 
 def test_status_of_a_bench_run(write_manifest, tmp_path):
     """`rlcrate bench` runs no units: status neither lists them pending nor says running."""
-    bench = {"steps": 128, "warmup": 0, "repeats": 1, "train": False}
+    bench = {"steps": 128, "warmup": 0, "repeats": 1, "train": False, "cold_start": False}
     path = write_manifest(tiny_manifest(bench=bench))
     res = rlcrate("bench", str(path), "--out", str(tmp_path / "runs"))
     assert res.returncode == 0, res.stdout + res.stderr

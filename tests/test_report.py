@@ -172,14 +172,22 @@ def test_report_includes_bench_and_regenerates_scaling_plot(run_dir, tmp_path):
         "host": {"cpu_model": "X", "cpu_count": 2},
         "points": [
             dict(point, label="1", x=1, speedup={"env_only": 1, "train": 1}),
-            dict(point, label="2", x=2, speedup={"env_only": 1, "train": 1}),
+            dict(  # with the newer figures; point 1 is a bench.json from before them
+                point,
+                label="2",
+                x=2,
+                speedup={"env_only": 1, "train": 1},
+                inference={"steps_per_s": {"median": 400.0, "min": 380.0, "max": 420.0}},
+                cold_start={"seconds": 3.5},
+            ),
         ],
         "findings": ["env-only steps/s flattens at parallel.envs=2"],
     }
     _write(run / "bench.json", bench)
     text = report.write_report(run).read_text()
     assert "## Benchmark" in text and "flattens at parallel.envs=2" in text
-    assert "| 1 | 1,000 [900–1,100] | 100 [90–110] | 25% |" in text
+    assert "| 1 | 1,000 [900–1,100] | – | 100 [90–110] | 25% | – |" in text
+    assert "| 2 | 1,000 [900–1,100] | 400 [380–420] | 100 [90–110] | 25% | 3.5 s |" in text
     assert (run / "plots" / "scaling.png").stat().st_size > 20_000
 
 

@@ -258,6 +258,8 @@ def test_bench_only_run_leaves_no_empty_units(write_manifest, tmp_path):
             "repeats": 1,
             "train": False,
             "sweep": {"parallel.envs": [1, 2]},
+            "inference": False,  # measured in test_bench
+            "cold_start": False,
         }
     )
     out = rlcrate("bench", str(write_manifest(m)), "--out", str(tmp_path / "runs"))

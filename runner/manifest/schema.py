@@ -252,6 +252,19 @@ class BenchSpec(_Strict):
     warmup: int = Field(1_000, ge=0, description="Steps run and discarded before timing.")
     repeats: int = Field(3, gt=0, description="Repeats per sweep point (median/min/max).")
     train: bool = Field(True, description="Also measure training steps/s with the algorithm.")
+    inference: bool = Field(
+        True,
+        description="Also measure env + policy inference steps/s: the policy, built as "
+        "training builds it, choosing every action, no update (where the trainer can separate "
+        "it: Stable-Baselines3's).",
+    )
+    cold_start: bool = Field(
+        True,
+        description="Also measure the cold start: a fresh process of the units' Python, from "
+        "its start to the end of its env's first vector step (imports, the env and its "
+        "processes made), as a unit starts (one process per point; where the trainer can say "
+        "when its first step ends: Stable-Baselines3's).",
+    )
     sweep: dict[str, list[Any]] = Field(
         default_factory=dict, description="Dotted manifest path -> values to sweep."
     )

@@ -193,7 +193,11 @@ def _si(x: float) -> str:
     return f"{x:.3g}"
 
 
-METRICS = (("env_only", "env-only (random actions)", "o"), ("train", "training", "s"))
+METRICS = (
+    ("env_only", "env-only (random actions)", "o"),
+    ("inference", "env + policy inference", "^"),
+    ("train", "training", "s"),
+)
 
 
 def scaling(bench: dict[str, Any], path: Path) -> Path | None:
@@ -217,16 +221,19 @@ def _series(points: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 
 
 def _scaling_lines(bench: dict[str, Any], points: list[dict[str, Any]], path: Path) -> Path:
-    """One panel per metric (env-only, training), one colour per variant; the ideal linear line
-    from each series' first point is drawn while there are few series (it clutters beyond)."""
+    """One panel per metric measured (env-only, env + inference, training), side by side, one
+    colour per variant; the ideal linear line from each series' first point is drawn while there
+    are few series (it clutters beyond)."""
     axis = bench["axis"]
     series = _series(points)
     ideal = len(series) <= IDEAL_MAX_SERIES
+    metrics = _measured(points)
     fig, axes = subplots(
-        1, len(METRICS), figsize=(11, 4.8), sharey=True, layout="constrained", squeeze=False
-    )
+        1, len(metrics), figsize=(4 + 3.6 * len(metrics), 4.8), sharey=True,
+        layout="constrained", squeeze=False,
+    )  # fmt: skip
     xs_all = sorted({float(p["x"]) for p in points})
-    for ax, (key, name, marker) in zip(axes[0], METRICS, strict=True):
+    for ax, (key, name, marker) in zip(axes[0], metrics, strict=True):
         for si, (variant, pts) in enumerate(series.items()):
             if not all(p.get(key) for p in pts):
                 continue
@@ -265,25 +272,34 @@ def _scaling_lines(bench: dict[str, Any], points: list[dict[str, Any]], path: Pa
         f"{bench.get('name', '')}: throughput vs {axis['label']} (median of repeats, bars: "
         "min–max" + ("; dotted: ideal linear scaling)" if ideal else ")")
     )
-    handles, labels = axes[0][-1].get_legend_handles_labels()
-    if not handles:
-        handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside right center", fontsize=8)
+    if len(series) > 1:  # one series: each panel's title names what it shows
+        handles, labels = axes[0][-1].get_legend_handles_labels()
+        if not handles:
+            handles, labels = axes[0][0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="outside right center", fontsize=8)
     return _save(fig, path)
+
+
+def _measured(points: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """The metrics some point has (a trainer that cannot separate inference has none)."""
+    return [m for m in METRICS if any(p.get(m[0]) for p in points)] or list(METRICS[:1])
 
 
 def _scaling_bars(bench: dict[str, Any], points: list[dict[str, Any]], path: Path) -> Path:
     labels = [p["label"] for p in points]
-    fig, ax = subplots(figsize=(max(6.0, 2.2 * len(points) + 2), 5.2), layout="constrained")
-    width = 0.38
-    for mi, (key, name, _) in enumerate(METRICS):
+    metrics = _measured(points)
+    fig, ax = subplots(
+        figsize=(max(6.0, (1.1 * len(metrics) + 0.6) * len(points) + 2), 5.2), layout="constrained"
+    )
+    width = 0.8 / len(metrics)
+    for mi, (key, name, _) in enumerate(metrics):
         idx = [i for i, p in enumerate(points) if p.get(key)]
         if not idx:
             continue
         med = np.array([points[i][key]["steps_per_s"]["median"] for i in idx])
         lo = med - [points[i][key]["steps_per_s"]["min"] for i in idx]
         hi = [points[i][key]["steps_per_s"]["max"] for i in idx] - med
-        xs = np.array(idx) + (mi - 0.5) * width
+        xs = np.array(idx) + (mi - (len(metrics) - 1) / 2) * width
         ax.bar(xs, med, width, yerr=[lo, hi], capsize=3, color=f"C{mi}", label=name)
         base = med[0]
         for x, m, top in zip(xs, med, med + hi, strict=True):

@@ -143,11 +143,13 @@ def bench_lines(bench: dict[str, Any], plot: str | None) -> list[str]:
     body = []
     for p in bench.get("points", []):
         cells = [p.get("label")]
-        for key in ("env_only", "train"):
+        for key in ("env_only", "inference", "train"):
             s = (p.get(key) or {}).get("steps_per_s")
             cells.append(f"{fmt(s['median'])} [{fmt(s['min'])}–{fmt(s['max'])}]" if s else "–")
         frac = (p.get("train") or {}).get("env_fraction")
         cells.append(f"{100 * frac:.0f}%" if frac is not None else "–")
+        cold = p.get("cold_start")
+        cells.append(f"{fmt(cold['seconds'])} s" if cold else "–")
         cells.append(
             fmt(p.get("speedup", {}).get("env_only"))
             + " / "
@@ -159,8 +161,10 @@ def bench_lines(bench: dict[str, Any], plot: str | None) -> list[str]:
         [
             "point",
             "env-only steps/s",
+            "env + inference steps/s",
             "training steps/s",
             "training time stepping envs",
+            "cold start",
             "× first point (env / train)",
             "error",
         ],

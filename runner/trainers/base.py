@@ -95,9 +95,13 @@ class Trainer(Protocol):
         """The bench job's measurements of one point (`cfg` is the point's config), each
         `{"steps_per_s": {median, min, max, runs}, "steps": N, ...}`: "env_only" (the env as this
         trainer steps it, random actions), "train" (None when `bench.train` is off; with
-        "env_fraction", the share of training time spent stepping envs, or None), "envs",
-        "vec_env" (what stepped them), and "profile" when `bench.profile` asks and the trainer
-        can split a step."""
+        "env_fraction", the share of training time spent stepping envs, or None), "inference"
+        (env + policy inference: the policy choosing every action, no update; None or absent
+        when `bench.inference` is off or the trainer cannot separate it), "envs", "vec_env"
+        (what stepped them), and "profile" when `bench.profile` asks and the trainer can split
+        a step. A trainer that can also say when a fresh unit's first env step ends has
+        `first_step(cfg, seeds, mark)`: build the env as its units do, step it once, call
+        `mark()` right after that step, close it (the bench's cold start)."""
         ...
 
 

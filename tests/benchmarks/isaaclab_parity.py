@@ -18,7 +18,9 @@ set-up enters it): RSL-RL: env steps / the sum of its per-iteration collection a
 times (its own TensorBoard, `Perf/collection_time` + `Perf/learning_time`), and its
 `Train/mean_reward` at the last iteration; SB3: its own `time/fps` and `rollout/ep_rew_mean` at
 the last step (Isaac Lab's SB3 script logs them once, at `--log_interval` = the total steps).
-Beside them, each side's whole-training figure as it reports it: theirs env steps / "Training
+End to end, each whole process's wall time (`ratio_wall_s`: ours / theirs; ours also
+evaluates the model and writes the report). Beside them, each side's whole-training figure as it
+reports it: theirs env steps / "Training
 time" (which also counts wrapping the env, building the agent and saving it), ours the unit's
 `train_steps_per_s` (learn only). Torch threads differ unless asked: an rlcrate unit uses
 `algo.torch_threads` (1 by default; `--torch-threads N` sets it), Isaac Lab's script torch's
@@ -163,12 +165,13 @@ def main() -> None:
             runs = [("theirs", theirs), ("ours", ours)][:: 1 if i % 2 == 0 else -1]
             pair = {name: fn(a.library, a, Path(tmp) / f"{name}-{i}") for name, fn in runs}
             pair["first"] = runs[0][0]
-            for key in ("steps_per_s", "whole_steps_per_s"):
+            for key in ("steps_per_s", "whole_steps_per_s", "wall_s"):
                 t, o = pair["theirs"][key], pair["ours"][key]
                 pair[f"ratio_{key}"] = o / t if t and o else None
             pairs.append(pair)
             Path(a.out).write_text(json.dumps({**info, "pairs": pairs}, indent=2))
-    print(json.dumps([{k: p[k] for k in ("first", "ratio_steps_per_s", "ratio_whole_steps_per_s")}
+    ratios = ("first", "ratio_steps_per_s", "ratio_whole_steps_per_s", "ratio_wall_s")
+    print(json.dumps([{k: p[k] for k in ratios}
                       | {s: (p[s]["steps_per_s"], p[s]["reward"]) for s in ("theirs", "ours")}
                       for p in pairs], indent=2))  # fmt: skip
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 FLATTEN_EFFICIENCY = 0.5
+RATES = ("env_only", "inference", "train")  # each {"steps_per_s": ..., "steps": N} or None
 
 
 def _efficiencies(pts: list[dict[str, Any]], key: str, numeric: bool) -> None:
@@ -42,7 +43,7 @@ def analyse(bench: dict[str, Any]) -> None:
             continue
         if numeric:
             pts.sort(key=lambda p: float(p["x"]))
-        for key in ("env_only", "train"):
+        for key in RATES:
             _efficiencies(pts, key, numeric)
             if numeric and len(pts) > 1:
                 flatten.setdefault(variant, {})[key] = _flatten(pts, key)
@@ -55,6 +56,7 @@ def analyse(bench: dict[str, Any]) -> None:
                     if key in p.get("speedup", {})
                 ]
     for p in bench["points"]:
+        findings += _bound(p) + _cold(p)
         if (p.get("train") or {}).get("env_fraction") is not None:
             findings.append(
                 f"{p['label']}: training spends "
@@ -65,7 +67,36 @@ def analyse(bench: dict[str, Any]) -> None:
 
 
 def name(key: str) -> str:
-    return {"env_only": "env-only", "train": "training"}[key]
+    return {"env_only": "env-only", "inference": "env + inference", "train": "training"}[key]
+
+
+def _median(p: dict[str, Any], key: str) -> float | None:
+    m = p.get(key)
+    return float(m["steps_per_s"]["median"]) if m else None
+
+
+def _bound(p: dict[str, Any]) -> list[str]:
+    """What a training step's time goes to, from the three rates (seconds per step: the env's,
+    then what inference adds, then what the update adds): which one bounds training."""
+    env, inference, train = (_median(p, k) for k in RATES)
+    if not (env and inference and train):
+        return []
+    parts = {
+        "the env": 1 / env,
+        "policy inference": max(0.0, 1 / inference - 1 / env),
+        "the update": max(0.0, 1 / train - 1 / inference),
+    }
+    total = sum(parts.values())
+    shares = ", ".join(f"{what} {100 * t / total:.0f}%" for what, t in parts.items())
+    bound = max(parts, key=lambda k: parts[k])
+    return [f"{p['label']}: a training step's time goes to {shares}: {bound} bounds training"]
+
+
+def _cold(p: dict[str, Any]) -> list[str]:
+    cold = p.get("cold_start")
+    if not cold:
+        return []
+    return [f"{p['label']}: cold start {cold['seconds']:.1f} s (a fresh process to its first step)"]
 
 
 def _flatten(pts: list[dict[str, Any]], key: str) -> dict[str, Any]:
@@ -97,9 +128,10 @@ def _flatten_text(
 
 def add_overhead(bench: dict[str, Any], cost: dict[str, float]) -> None:
     """The harness's cost as a fraction of each measured rate (per vector step)."""
-    fractions = {"env_only": 0.0, "train": 0.0}
+    fractions = {"env_only": 0.0, "inference": 0.0, "train": 0.0}
     per_step = {
         "env_only": cost["loop_s_per_vector_step"],
+        "inference": cost["loop_s_per_vector_step"],
         "train": cost["timer_s_per_vector_step"],
     }
     for p in bench["points"]:

@@ -42,7 +42,7 @@ def run_point(point: Point) -> dict[str, Any]:
     """Measure one point, in the interpreter its backend's units run in (Brax and Isaac Lab have
     their own); a failure is recorded in the point, not raised."""
     from runner.backends import unit_interpreter
-    from runner.trainers import trainer_name
+    from runner.trainers import trainer_name, trainer_of
 
     cfg = point.config
     python = unit_interpreter(cfg.env.backend) or sys.executable
@@ -67,6 +67,9 @@ def run_point(point: Point) -> dict[str, Any]:
             out.update(measure_here(cfg))
         else:
             out.update(measure_elsewhere(python, cfg))
+        out.setdefault("inference", None)
+        timed = cfg.bench.cold_start and hasattr(trainer_of(cfg), "first_step")
+        out["cold_start"] = cold_start(python, cfg) if timed else None
     except Exception as exc:  # noqa: BLE001 - one broken point must not lose the others
         out["error"] = f"{type(exc).__name__}: {exc}"
     return out
@@ -75,6 +78,26 @@ def run_point(point: Point) -> dict[str, Any]:
 def measure_elsewhere(python: str, cfg: Manifest) -> dict[str, Any]:
     """Measure a point in another interpreter: `python -m runner.run.bench.point IN OUT`, the
     point's config in and its measurements out as JSON files; its stderr becomes the error."""
+    return _child(python, "runner.run.bench.point", cfg)
+
+
+def cold_start(python: str, cfg: Manifest) -> dict[str, Any] | None:
+    """Seconds from starting a fresh `python` to the end of its env's first vector step, as a
+    unit starts (`runner.run.bench.cold`); None when the point's trainer cannot say when its
+    first step ends."""
+    import time
+
+    t0 = time.time()
+    found = _child(python, "runner.run.bench.cold", cfg)
+    at = found.get("first_step_at")
+    if not isinstance(at, int | float):
+        return None
+    return {"seconds": float(at) - t0, "processes": 1}
+
+
+def _child(python: str, module: str, cfg: Manifest) -> dict[str, Any]:
+    """`python -m MODULE IN OUT` with the point's config in IN; OUT's JSON. RuntimeError with the
+    last line of its stderr when it fails."""
     import json
     import subprocess
     import tempfile
@@ -84,9 +107,10 @@ def measure_elsewhere(python: str, cfg: Manifest) -> dict[str, Any]:
         src, dst = Path(tmp) / "point.json", Path(tmp) / "result.json"
         src.write_text(json.dumps(cfg.model_dump(mode="json")))
         proc = subprocess.run(
-            [python, "-m", "runner.run.bench.point", str(src), str(dst)],
+            [python, "-m", module, str(src), str(dst)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
             text=True,
             check=False,
         )
@@ -95,4 +119,5 @@ def measure_elsewhere(python: str, cfg: Manifest) -> dict[str, Any]:
             raise RuntimeError(
                 f"{python} exited with {proc.returncode}: {lines[-1] if lines else 'no output'}"
             )
-        return dict(json.loads(dst.read_text()))
+        found = json.loads(dst.read_text())
+        return found if isinstance(found, dict) else {}

@@ -11,7 +11,7 @@ from typing import Any
 from runner.errors import UnitFailed
 from runner.manifest.schema import Manifest
 from runner.run.bench import profile_report
-from runner.run.bench.analysis import FLATTEN_EFFICIENCY, add_overhead, analyse
+from runner.run.bench.analysis import FLATTEN_EFFICIENCY, RATES, add_overhead, analyse
 from runner.run.bench.measure import host_info, run_point
 from runner.run.bench.plan import Point, axis_info, plan
 from runner.trainers.sb3.benchmark import harness_overhead
@@ -24,21 +24,26 @@ def print_table(bench: dict[str, Any], console: Any) -> None:
         title=f"bench: {bench['name']} ({bench['host']['cpu_model']}, "
         f"{bench['host']['cpu_usable']} cores)"
     )
-    for col in ("point", "env-only steps/s", "training steps/s", "env time", "× first (env/train)"):
+    cols = ("point", "env-only steps/s", "env + inference steps/s", "training steps/s")
+    for col in (*cols, "env time", "cold start", "× first (env/train)"):
         table.add_column(col, justify="left" if col == "point" else "right")
     for p in bench["points"]:
         if p["error"]:
-            table.add_row(p["label"], f"[red]{p['error']}[/red]", "", "", "")
+            table.add_row(p["label"], f"[red]{p['error']}[/red]", "", "", "", "", "")
             continue
-        cells = [_rate(p.get(k)) for k in ("env_only", "train")]
+        cells = [_rate(p.get(k)) for k in RATES]
         frac = (p.get("train") or {}).get("env_fraction")
         frac = f"{100 * frac:.0f}%" if frac is not None else "–"
         sp = p.get("speedup", {})
         ratio = " / ".join(f"{sp[k]:.2f}" if k in sp else "–" for k in ("env_only", "train"))
-        table.add_row(p["label"], *cells, frac, ratio)
+        table.add_row(p["label"], *cells, frac, cold_text(p.get("cold_start")), ratio)
     console.print(table)
     for line in bench["findings"]:
         console.print(f"• {line}")
+
+
+def cold_text(cold: dict[str, Any] | None) -> str:
+    return f"{cold['seconds']:.1f} s" if cold else "–"
 
 
 def _rate(m: dict[str, Any] | None) -> str:

@@ -210,6 +210,12 @@ def bench(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
     return measure_sb3(cfg, seeds)
 
 
+def first_step(cfg: Manifest, seeds: dict[str, int], mark: Any) -> None:
+    from runner.trainers.sb3.benchmark import first_step as measure
+
+    measure(cfg, seeds, mark)
+
+
 def check_params(cfg: Manifest, action_kind: str | None) -> tuple[str, str] | None:
     """A known algorithm, its constructor's argument names, the action spaces it supports."""
     return algos.check(cfg.algo.name, cfg.algo.params, action_kind)

@@ -1,8 +1,10 @@
-"""Measuring one bench point trained by Stable-Baselines3: env-only and training steps/s, and the
-harness's own cost.
+"""Measuring one bench point trained by Stable-Baselines3: env-only, env + policy inference and
+training steps/s, the first step of a fresh process, and the harness's own cost.
 
 Env-only steps/s step the same VecEnv training uses (`trainers.sb3.common.make_env`) with random
-actions drawn before timing; training steps/s run the manifest's algorithm for `bench.steps` after
+actions drawn before timing; env + inference steps/s step it with the actions the manifest's
+policy, built as training builds it, chooses (`predict`, stochastic as in a rollout, no update);
+training steps/s run the manifest's algorithm for `bench.steps` after
 a warm-up of `bench.warmup` steps (at least one rollout/update). Each is repeated `bench.repeats`
 times: median, min and max. During training a thin VecEnv wrapper adds up the time spent in
 step_async/step_wait, giving the fraction of training time spent stepping envs.
@@ -49,6 +51,44 @@ def measure_env(venv: Any, spec: Any, seed: int) -> dict[str, Any]:
         _timed_loop(venv, actions, math.ceil(spec.warmup / n))
     rates = [n * vec_steps / _timed_loop(venv, actions, vec_steps) for _ in range(spec.repeats)]
     return {"steps_per_s": spread(rates), "steps": n * vec_steps}
+
+
+def measure_inference(cfg: Manifest, venv: Any, seeds: dict[str, int]) -> dict[str, Any]:
+    """Env + policy inference steps/s: the untrained policy chooses every action."""
+    from runner.trainers.sb3.common import make_model
+
+    spec, n = cfg.bench, venv.num_envs
+    model = make_model(cfg, venv, seed=seeds["model"], tb_dir=None)
+    vec_steps = max(1, math.ceil(spec.steps / n))
+    obs = [venv.reset()]
+
+    def loop(k: int) -> float:
+        predict, step = model.predict, venv.step
+        t0 = time.perf_counter()
+        for _ in range(k):
+            actions, _ = predict(obs[0], deterministic=False)
+            obs[0] = step(actions)[0]
+        return time.perf_counter() - t0
+
+    if spec.warmup:
+        loop(math.ceil(spec.warmup / n))
+    rates = [n * vec_steps / loop(vec_steps) for _ in range(spec.repeats)]
+    return {"steps_per_s": spread(rates), "steps": n * vec_steps}
+
+
+def first_step(cfg: Manifest, seeds: dict[str, int], mark: Any) -> None:
+    """A fresh unit's start, to the end of its env's first vector step (the bench's cold start):
+    the VecEnv its training uses, one step of random actions."""
+    from runner.trainers.sb3.common import make_env
+
+    venv = make_env(cfg, seed=seeds["env"])
+    try:
+        venv.reset()
+        venv.action_space.seed(seeds["env"])
+        venv.step(np.stack([venv.action_space.sample() for _ in range(venv.num_envs)]))
+        mark()
+    finally:
+        venv.close()
 
 
 def _step_timer(venv: Any) -> Any:
@@ -136,8 +176,9 @@ def harness_overhead(iterations: int = 20_000) -> dict[str, float]:
 
 
 def measure_sb3(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
-    """A point trained by Stable-Baselines3: env-only steps/s on the VecEnv training uses,
-    training steps/s with the manifest's algorithm, and the profile when asked for."""
+    """A point trained by Stable-Baselines3: env-only steps/s on the VecEnv training uses, env +
+    policy inference and training steps/s with the manifest's algorithm, and the profile when
+    asked for."""
     from runner.trainers.sb3.common import make_env
 
     venv = make_env(cfg, seed=seeds["env"])
@@ -145,6 +186,7 @@ def measure_sb3(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
         inner = getattr(venv, "venv", venv)
         out: dict[str, Any] = {"envs": venv.num_envs, "vec_env": type(inner).__name__}
         out["env_only"] = measure_env(venv, cfg.bench, seeds["env"])
+        out["inference"] = measure_inference(cfg, venv, seeds) if cfg.bench.inference else None
         out["train"] = measure_train(cfg, venv, seeds) if cfg.bench.train else None
         if cfg.bench.profile:
             from runner.trainers.sb3.profile import profile_train

@@ -286,20 +286,37 @@ def determinism_attempt(cfg: Manifest, seeds: dict[str, int], steps: int) -> dic
             "compares": "the final policy"}  # fmt: skip
 
 
+def _rate(env: Any, seed: int, choose: Any, steps: int = 500) -> float:
+    obs, _ = env.reset(seed=seed)
+    t0, n = time.perf_counter(), 0
+    while n < steps:
+        obs, _, terminated, truncated, _ = env.step(choose(obs))
+        n += 1
+        if terminated or truncated:
+            obs, _ = env.reset()
+    return n / (time.perf_counter() - t0)
+
+
 def bench(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
+    """Env-only (random actions) and env + inference (the untrained linear policy) steps/s."""
     env = _make(cfg, seeds["env"])
+    theta = _zeros(env)
     try:
-        rates = []
-        for _ in range(3):
-            env.reset(seed=seeds["env"])
-            t0, n = time.perf_counter(), 0
-            while n < 500:
-                _, _, terminated, truncated, _ = env.step(env.action_space.sample())
-                n += 1
-                if terminated or truncated:
-                    env.reset()
-            rates.append(n / (time.perf_counter() - t0))
+        random = [_rate(env, seeds["env"], lambda _: env.action_space.sample()) for _ in range(3)]
+        policy = [_rate(env, seeds["env"], lambda o: _act(theta, o, env.action_space))
+                  for _ in range(3)] if cfg.bench.inference else []  # fmt: skip
     finally:
         env.close()
-    point = {"steps_per_s": spread(rates), "steps": 500}
-    return {"env_only": point, "train": None, "envs": 1, "vec_env": "gymnasium.Env"}
+    inference = {"steps_per_s": spread(policy), "steps": 500} if policy else None
+    return {"env_only": {"steps_per_s": spread(random), "steps": 500}, "inference": inference,
+            "train": None, "envs": 1, "vec_env": "gymnasium.Env"}  # fmt: skip
+
+
+def first_step(cfg: Manifest, seeds: dict[str, int], mark: Any) -> None:
+    env = _make(cfg, seeds["env"])
+    try:
+        env.reset(seed=seeds["env"])
+        env.step(env.action_space.sample())
+        mark()
+    finally:
+        env.close()
