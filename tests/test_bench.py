@@ -80,6 +80,13 @@ def test_which_part_bounds_training_from_the_three_rates():
         "the update bounds training"
     ) in data["findings"]
     assert "p: cold start 3.2 s (a fresh process to its first step)" in data["findings"]
+    # where training's own env time was timed (half of its 4 ms step), that is the env's share
+    data["points"][0]["train"]["env_fraction"] = 0.5
+    analysis.analyse(data)
+    assert (
+        "p: a training step's time goes to the env 50%, policy inference 25%, the update 25%: "
+        "the env bounds training"
+    ) in data["findings"]
     del data["points"][0]["inference"]  # a trainer that cannot separate it: no such finding
     analysis.analyse(data)
     assert not any("bounds" in f for f in data["findings"])

@@ -76,15 +76,20 @@ def _median(p: dict[str, Any], key: str) -> float | None:
 
 
 def _bound(p: dict[str, Any]) -> list[str]:
-    """What a training step's time goes to, from the three rates (seconds per step: the env's,
-    then what inference adds, then what the update adds): which one bounds training."""
+    """What a training step's time goes to, and which part bounds training: the env (the share
+    of training time spent stepping envs where it was timed, else env-only's time per step),
+    policy inference (what it adds to env-only's time per step), the update (the rest)."""
     env, inference, train = (_median(p, k) for k in RATES)
     if not (env and inference and train):
         return []
+    step = 1 / train
+    fraction = p["train"].get("env_fraction")
+    env_s = fraction * step if fraction is not None else 1 / env
+    inference_s = max(0.0, 1 / inference - 1 / env)
     parts = {
-        "the env": 1 / env,
-        "policy inference": max(0.0, 1 / inference - 1 / env),
-        "the update": max(0.0, 1 / train - 1 / inference),
+        "the env": env_s,
+        "policy inference": inference_s,
+        "the update": max(0.0, step - env_s - inference_s),
     }
     total = sum(parts.values())
     shares = ", ".join(f"{what} {100 * t / total:.0f}%" for what, t in parts.items())
