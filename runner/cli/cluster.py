@@ -38,7 +38,7 @@ def status(run_dir: Path) -> int:
         shown: Table | None = None
         try:
             shown = summary_table(summary) if summary is not None else None
-        except (KeyError, TypeError, ValueError, AttributeError):  # a damaged file: summarise
+        except (LookupError, TypeError, ValueError, AttributeError):  # a damaged file: summarise
             shown = None
         if summary is None or shown is None:
             exists = (run_dir / "summary.json").exists()
