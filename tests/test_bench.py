@@ -16,6 +16,11 @@ from runner.run.bench import run as bench
 from runner.run.orchestrate import manifest_jobs
 from tests.helpers import rlcrate, tiny_manifest
 
+# a two-point sweep for the tests of what surrounds the measurements (inference and cold start:
+# test_tiny_sweep_writes_bench_json_and_plot)
+SWEEP_1_2 = {"steps": 128, "warmup": 32, "repeats": 1, "sweep": {"parallel.envs": [1, 2]},
+             "inference": False, "cold_start": False}  # fmt: skip
+
 
 def _manifest(**over) -> Manifest:
     data = tiny_manifest(
@@ -193,14 +198,7 @@ def test_bench_whose_sweep_sets_what_the_matrix_varies_says_so(tmp_path: Path):
         name="tiny-bench",
         parallel={"envs": 1, "workers": 1, "mode": "subproc"},
         algo={"name": "PPO", "params": {"n_steps": 32, "batch_size": 32, "n_epochs": 1}},
-        bench={
-            "steps": 128,
-            "warmup": 32,
-            "repeats": 1,
-            "sweep": {"parallel.envs": [1, 2]},
-            "inference": False,
-            "cold_start": False,
-        },
+        bench=SWEEP_1_2,
         matrix=[
             {"parallel.envs": 1, "parallel.workers": 1},
             {"parallel.envs": 8, "parallel.workers": 8},
@@ -242,16 +240,7 @@ def test_run_runs_the_declared_bench_here_with_image_local(write_manifest, tmp_p
 @pytest.mark.slow
 @pytest.mark.gymnasium
 def test_bench_table_names_each_point(write_manifest, tmp_path):
-    m = tiny_manifest(
-        bench={
-            "steps": 128,
-            "warmup": 32,
-            "repeats": 1,
-            "sweep": {"parallel.envs": [1, 2]},
-            "inference": False,
-            "cold_start": False,
-        }
-    )
+    m = tiny_manifest(bench=SWEEP_1_2)
     res = rlcrate("bench", str(write_manifest(m)), "--out", str(tmp_path / "runs"))
     assert res.returncode == 0, res.stderr
     for envs in (1, 2):

@@ -111,14 +111,14 @@ def test_a_module_edited_in_place_on_the_path_changes_the_key(tmp_path, monkeypa
     module = lib / "myenvs" / "__init__.py"
     module.write_text("SPEED = 1\n")
     monkeypatch.syspath_prepend(str(lib))
-    before = dry_cache.key(variant, None, dry_cache.environment(), check_device=False)
+    before = dry_cache.key(variant, dry_cache.environment(), check_device=False)
     folder = os.stat(lib / "myenvs")
     module.write_text("SPEED = 22\n")
     os.utime(lib / "myenvs", ns=(folder.st_atime_ns, folder.st_mtime_ns))
-    after = dry_cache.key(variant, None, dry_cache.environment(), check_device=False)
+    after = dry_cache.key(variant, dry_cache.environment(), check_device=False)
     assert before is not None and after is not None and before != after
     assert (
-        dry_cache.key(variant, None, dry_cache.environment(), check_device=False) == after
+        dry_cache.key(variant, dry_cache.environment(), check_device=False) == after
     )  # and is stable
 
 
@@ -135,7 +135,7 @@ def test_sections_no_construction_reads_keep_the_key(tmp_path):
         m = tmp_path / "m.yaml"
         m.write_text(yaml.safe_dump(tiny_manifest(**over)))
         variant = resolved(load_unchecked(m)).variants["default"]
-        return dry_cache.key(variant, None, env, check_device=False)
+        return dry_cache.key(variant, env, check_device=False)
 
     base = key_of()
     assert base is not None

@@ -43,7 +43,7 @@ def build_all(
     pythons = {n: unit_interpreter(v.config.env.backend) for n, v in res.variants.items()}
     envs = {p: dry_cache.environment(p) for p in set(pythons.values())} if remembered else {}
     keys = {
-        n: dry_cache.key(v, pythons[n], envs.get(pythons[n]), check_device=check_device)
+        n: dry_cache.key(v, envs.get(pythons[n]), check_device=check_device)
         for n, v in res.variants.items()
     }
     todo = {n: python for n, python in pythons.items() if not dry_cache.passed(keys[n])}

@@ -142,13 +142,12 @@ def environment(python: str | None = None) -> list[object] | None:
 
 def key(
     variant: ResolvedVariant,
-    python: str | None,
     env: list[object] | None,
     *,
     check_device: bool,
 ) -> str | None:
-    """The variant's key (`python`: the one its units run with, None for the runner's own;
-    `env`: `environment(python)`), or None when its construction is never remembered."""
+    """The variant's key (`env`: `environment(python)` of the Python its units run with, which
+    names that Python), or None when its construction is never remembered."""
     from runner.backends import get_backend
 
     cfg = variant.config

@@ -145,11 +145,10 @@ def _remember_probe(engine: str, answer: list[object], problem: str | None) -> N
 
     path = cache_dir() / PROBES_FILE
     probes = {**_probes(), engine: {"answer": answer, "problem": problem, "probed": time.time()}}
+    from runner.record.rundir import write_text_atomic
+
     with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_text(json.dumps(probes))
-        os.replace(tmp, path)
+        write_text_atomic(path, json.dumps(probes), durable=False)
 
 
 def _last_line(out: subprocess.CompletedProcess[str]) -> str:

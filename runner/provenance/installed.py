@@ -17,7 +17,6 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 PACKAGES_DIR = "packages"
 METADATA = {".dist-info": "METADATA", ".egg-info": "PKG-INFO"}
@@ -70,9 +69,8 @@ def remembered(read: Callable[[], dict[str, str]]) -> dict[str, str]:
         if _valid(data):
             return data
     found = read()
+    from runner.record.rundir import write_text_atomic
+
     with contextlib.suppress(OSError):  # an unwritable cache only costs the next run a reread
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_text(json.dumps(found))
-        os.replace(tmp, Path(path))
+        write_text_atomic(path, json.dumps(found), durable=False)
     return found
