@@ -2,9 +2,14 @@
 training of tiny budgets with Brax's own PPO and with SB3 through the VecEnv adapter, and the bench.
 
 Brax and the JAX its PPO runs on are in both image locks, so these runs run in the runner's own
-environment (and, under `make test-gpu-env`, in the GPU one). Most of a tiny
-run's time is XLA compilation, so the runs share JAX's persistent compilation cache (conftest puts
-it in .cache/jax, kept between test runs).
+environment (and, under `make test-gpu-env`, in the GPU one). Most of a tiny run's time is tracing
+and XLA compilation, which grow with the physics: Brax's PPO runs on `fast`, Brax's own env for
+testing its trainers (no physics to trace: about 17 s a unit here against 47 s for
+inverted_pendulum), and one unit per stage, SB3 through the adapter, steps a physics pipeline
+(inverted_pendulum on `generalized`). The runs share JAX's persistent compilation cache (conftest
+puts it in .cache/jax, kept between test runs), which holds the env's programs but not PPO's
+training epoch: with `log_training_metrics` (the episode returns TensorBoard shows) it calls back
+to the host, and JAX does not cache such programs.
 """
 
 from __future__ import annotations
@@ -42,6 +47,11 @@ def brax_manifest(**over) -> dict:
     }  # fmt: skip
     m.update(over)
     return m
+
+
+# Brax's test env for the PPO runs, and the physics pipeline the adapter's unit steps
+FAST = {"backend": "brax", "id": "fast", "kwargs": {"episode_length": 50}}
+PHYSICS = {"env.id": "inverted_pendulum", "env.kwargs.backend": "generalized"}
 
 
 def _validate(write_manifest, m: dict):
@@ -101,13 +111,14 @@ def test_brax_ppo_twice_and_sb3_adapter_in_one_run(write_manifest, tmp_path):
     # and the adapter, the path its units take, not the determinism claim a second time.
     again = [] if _in_gpu_env() else [{**native, "variant": "again"}]
     m = brax_manifest(
+        env=FAST,
         algo={"name": "PPO"},
         parallel={"envs": 8, "units": 1},
         matrix=[
             native,
             *again,
             {"variant": "adapter", "algo.params": {"n_steps": 32, "batch_size": 64, "n_epochs": 1},
-             "train.timesteps": 512},
+             "train.timesteps": 512, **PHYSICS},
         ],
     )  # fmt: skip
     res = rlcrate("run", str(write_manifest(m)), "--out", str(tmp_path / "r"))
@@ -161,6 +172,7 @@ def test_bench_measures_brax_points_in_brax_python(write_manifest, tmp_path):
     is measured in the Python Brax's units run in; Brax's env-only rate is its jitted loop, with
     the compile time apart; the adapter's is the VecEnv SB3 steps."""
     m = brax_manifest(
+        env=FAST,
         algo={"name": "PPO"},
         bench={"steps": 512, "warmup": 0, "repeats": 2, "sweep": {"parallel.envs": [8]}},
         matrix=[

@@ -21,6 +21,7 @@ CHEAP = {
     "gymnasium": "CartPole-v1",
     "envpool": "CartPole-v1",
     "godot": "ballchase",
+    "brax": "fast",  # Brax's own test env: no physics to trace (its observation size resets it)
     "isaaclab": "Isaac-Cartpole-Direct",  # runs on a CPU with a local stand-in for its asset
 }
 # Making envs starts processes for these (seconds), so that part of the conformance is slow.
@@ -131,6 +132,9 @@ def test_backend_makes_a_vec_env_that_steps(name, tmp_path: Path):
         actions = np.stack([venv.action_space.sample() for _ in range(2)])
         obs, rewards, dones, infos = venv.step(actions)
         assert obs.shape[0] == rewards.shape[0] == dones.shape[0] == len(infos) == 2
+        # the caller owns what step returns, as with SB3's own VecEnvs (a view of an engine's
+        # buffer, JAX's or torch's, is read-only or changes under it)
+        assert all(isinstance(a, np.ndarray) and a.flags.writeable for a in (obs, rewards, dones))
         spaces = module.spaces(env)
         if spaces is not None:
             assert spaces[1] == venv.action_space

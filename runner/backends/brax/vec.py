@@ -59,7 +59,7 @@ class BraxVecEnv(VecEnv):  # type: ignore[misc]
 
     def reset(self) -> np.ndarray:
         self._state = self._reset(self._next_key())
-        return np.asarray(self._state.obs, dtype=np.float32)
+        return np.array(self._state.obs, dtype=np.float32)
 
     def step_async(self, actions: np.ndarray) -> None:
         self._actions = np.clip(np.asarray(actions, dtype=np.float32), -1.0, 1.0)
@@ -68,15 +68,17 @@ class BraxVecEnv(VecEnv):  # type: ignore[misc]
         self._state, last_obs, rewards, dones, truncs = self._step(
             self._state, self._actions, self._next_key()
         )
-        dones, truncs = np.asarray(dones), np.asarray(truncs)
+        # copies (np.array): a view of a JAX buffer is read-only, and SB3's VecEnvs hand out
+        # arrays their callers may write to
+        dones, truncs = np.array(dones), np.array(truncs)
         infos: list[dict[str, Any]] = [{} for _ in range(self.num_envs)]
         if dones.any():
-            last = np.asarray(last_obs, dtype=np.float32)
+            last = np.array(last_obs, dtype=np.float32)
             for i in np.flatnonzero(dones):
                 infos[i]["terminal_observation"] = last[i]
                 infos[i]["TimeLimit.truncated"] = bool(truncs[i])
-        obs = np.asarray(self._state.obs, dtype=np.float32)
-        return obs, np.asarray(rewards, dtype=np.float32), dones, infos
+        obs = np.array(self._state.obs, dtype=np.float32)
+        return obs, np.array(rewards, dtype=np.float32), dones, infos
 
     def close(self) -> None:
         self._state = None
