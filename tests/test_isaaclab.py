@@ -26,7 +26,10 @@ def cartpole(**over) -> dict:
     m = {
         "rlcrate": 1,
         "name": "il-t",
-        "env": {"backend": "isaaclab", "id": "Isaac-Cartpole-Direct"},
+        # 0.5 s episodes (30 steps; the task's own are 5 s): each step of Newton on this CPU costs
+        # tens of milliseconds whatever the env count, and the two eval episodes run in one env
+        "env": {"backend": "isaaclab", "id": "Isaac-Cartpole-Direct",
+                "kwargs": {"episode_length_s": 0.5}},
         "parallel": {"envs": 8},
         "algo": {"name": "PPO", "params": {"n_steps": 16, "batch_size": 64, "n_epochs": 2}},
         "train": {"timesteps": 256},
@@ -69,7 +72,7 @@ def test_missing_environment_is_one_line(write_manifest, monkeypatch):
 def test_cartpole_trains_and_evaluates_on_this_cpu(write_manifest, tmp_path, task):
     """Both cartpole tasks take the local stand-in: the direct task's articulation is
     `scene.cartpole`, the manager-based one's `scene.robot`."""
-    m = cartpole(env={"backend": "isaaclab", "id": task})
+    m = cartpole(env={**cartpole()["env"], "id": task})
     res = rlcrate("run", str(write_manifest(m)), "--out", str(tmp_path), timeout=1800)
     assert res.returncode == 0, res.stdout + res.stderr
     run = run_dir_of(tmp_path, "il-t")

@@ -15,7 +15,7 @@ from tests.helpers import ROOT, rlcrate, run_dir_of, tiny_manifest, toy_manifest
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 MATRIX = {"algo.params.n_epochs": [1, 2]}
-SEEDS = [0, 1, 2]
+SEEDS = [0, 1]  # 4 units: one more than the cluster's 3 CPUs, so one waits for a free node
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +60,7 @@ def test_ray_run_matches_local_bit_for_bit(cluster, local_run, write_manifest, t
     run = run_dir_of(tmp_path / "runs", "tiny")
     assert json.loads((run / "summary.json").read_text())["complete"] is True
     assert _evals(run) == _evals(local_run)
-    assert len(_evals(run)) == 6
+    assert len(_evals(run)) == 4
     for unit in (run / "units").glob("*/seed-*"):
         assert (unit / "model.zip").is_file() and list((unit / "tb").iterdir())
         status = json.loads((unit / "status.json").read_text())
