@@ -123,8 +123,9 @@ def test_a_module_edited_in_place_on_the_path_changes_the_key(tmp_path, monkeypa
 
 
 def test_sections_no_construction_reads_keep_the_key(tmp_path):
-    """A renamed copy of a manifest, another eval protocol or a tracking section keep the
-    remembered pass; anything of env, parallel, algo or train is a new key."""
+    """A renamed copy of a manifest, another eval protocol, a tracking section or another
+    training budget keep the remembered pass; anything else of env, parallel, algo or train is a
+    new key."""
     from runner.checks import dry_cache
     from runner.manifest import resolved
     from runner.manifest.load import load_unchecked
@@ -141,7 +142,15 @@ def test_sections_no_construction_reads_keep_the_key(tmp_path):
     assert base is not None
     track = {"mlflow": {"uri": "http://127.0.0.1:5000"}}
     assert key_of(name="copy", eval__episodes=20, track=track) == base
-    for changed in ({"train__timesteps": 1024}, {"parallel__envs": 3}, {"algo__policy": "x"}):
+    budget = {"train__timesteps": 4096, "train__checkpoint_every": 256, "train__log_interval": 4}
+    assert key_of(**budget) == base
+    changed_ones = (
+        {"train__init_from": {"run": str(tmp_path)}},  # never remembered (None)
+        {"parallel__envs": 3},
+        {"algo__policy": "x"},
+        {"env__kwargs": {"max_episode_steps": 50}},
+    )
+    for changed in changed_ones:
         assert key_of(**changed) != base, changed
 
 

@@ -1,7 +1,8 @@
 """Dry constructions that passed, remembered by everything they depend on, so that a rerun of an
 unchanged experiment does not build its envs and models again before the units do.
 
-A variant's key is a hash of its resolved config (the sections a construction reads), the Python its
+A variant's key is a hash of its resolved config (the sections a construction reads; not the
+training budget), the Python its
 units run with and that Python's import path (an installation's folders by their modification
 time: installing, upgrading or removing a package changes it; any other folder, the working one
 and PYTHONPATH's, by every module importable from it), rlcrate's own source files and the files
@@ -33,6 +34,9 @@ if TYPE_CHECKING:  # `python -m runner.checks.dry_cache` in a unit Python import
 # units run: that is `python`), besides those the construction itself leaves out: a renamed copy
 # of a manifest, or one with another eval protocol, keeps the remembered pass.
 UNREAD = {"matrix", "expect", "bench", "seeds", "name", "eval", "track", "image"}
+# Nor how long the units train or how often they save (a construction trains nothing): the
+# commonest edit between two runs, a longer budget, keeps the pass too.
+UNREAD_TRAIN = {"timesteps", "checkpoint_every", "log_interval"}
 MAX_FILES = 20_000  # an env tree larger than this is not fingerprinted: it is always built
 DRY_DIR = "dry"
 
@@ -165,7 +169,9 @@ def key(
     if files is None:
         return None
     parts = {
-        "config": cfg.model_dump(mode="json", exclude=UNREAD),
+        "config": cfg.model_dump(
+            mode="json", exclude={**dict.fromkeys(UNREAD, True), "train": UNREAD_TRAIN}
+        ),
         "check_device": check_device,
         "environment": env,
         "env_files": files,

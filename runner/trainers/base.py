@@ -61,7 +61,9 @@ class Trainer(Protocol):
     def dry_build(self, cfg: Manifest, venv: Any) -> None:
         """The dry construction (`validate --deep`, before any unit): build the model on
         `venv` (one env of the variant's backend) and take one action; raise what a unit would
-        raise. A loop that builds its model only inside training does nothing here."""
+        raise. A loop that builds its model only inside training does nothing here. It reads no
+        training budget or cadence (train.timesteps, checkpoint_every, log_interval): a pass is
+        remembered without them (`checks.dry_cache`)."""
         ...
 
     def train(self, cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
