@@ -108,12 +108,16 @@ gpu-env: $(GPU_STAMP)
 # own checks, and a smoke subset of the fast suite in its Python and package set (every backend's
 # conformance tests, the trainers, the CLI). The rest of the fast suite tests rlcrate's own code,
 # which `make test` and `make test-latest` already run.
-# Brax's bench test (80 s here, mostly compiling) runs under `make test` only: its code path is the
+# Brax's bench test (30 s here, mostly compiling) runs under `make test` only: its code path is the
 # same in both environments, and Brax's training and evaluation still run in this one (one native
 # unit: the same seed trained twice, bit for bit, is `make test`'s).
-GPU_ENV_TESTS := tests/test_isaaclab.py tests/test_isaaclab_picks.py tests/test_isaaclab_rsl_rl.py \
-                 tests/test_brax.py tests/test_gpu_env.py tests/test_registry.py \
-                 tests/test_trainers.py tests/test_cli.py \
+# The order is the workers' (each takes two files, then the next free one): the first Isaac Lab
+# task compiles Warp's kernels (about two minutes here, from a fresh clone), so the second
+# worker starts with Brax and the conformance tests rather than compiling the same kernels.
+GPU_ENV_TESTS := tests/test_isaaclab.py tests/test_isaaclab_picks.py \
+                 tests/test_brax.py tests/test_registry.py \
+                 tests/test_isaaclab_rsl_rl.py tests/test_cli.py \
+                 tests/test_gpu_env.py tests/test_trainers.py \
                  --deselect tests/test_brax.py::test_bench_measures_brax_points_in_brax_python
 test-gpu-env: venv gpu-env
 	PYTHONPATH=$(GPU_TOOLS) $(GPU_ENV)/bin/python -m pytest -q -p no:cacheprovider \

@@ -28,8 +28,11 @@ def cartpole(**over) -> dict:
         "name": "il-t",
         # 0.5 s episodes (30 steps; the task's own are 5 s): each step of Newton on this CPU costs
         # tens of milliseconds whatever the env count, and the two eval episodes run in one env
-        "env": {"backend": "isaaclab", "id": "Isaac-Cartpole-Direct",
-                "kwargs": {"episode_length_s": 0.5}},
+        "env": {
+            "backend": "isaaclab",
+            "id": "Isaac-Cartpole-Direct",
+            "kwargs": {"episode_length_s": 0.5},
+        },
         "parallel": {"envs": 8},
         "algo": {"name": "PPO", "params": {"n_steps": 16, "batch_size": 64, "n_epochs": 2}},
         "train": {"timesteps": 256},
