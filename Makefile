@@ -111,9 +111,9 @@ gpu-env: $(GPU_STAMP)
 # Brax's bench test (30 s here, mostly compiling) runs under `make test` only: its code path is the
 # same in both environments, and Brax's training and evaluation still run in this one (one native
 # unit: the same seed trained twice, bit for bit, is `make test`'s).
-# The order is the workers' (each takes two files, then the next free one): the first Isaac Lab
-# task compiles Warp's kernels (about two minutes here, from a fresh clone), so the second
-# worker starts with Brax and the conformance tests rather than compiling the same kernels.
+# The order is the workers' (each takes the next file once two or fewer of its tests are left):
+# the first Isaac Lab task compiles Warp's kernels (about two minutes here, from a fresh clone), so
+# the second worker starts with Brax and the conformance tests rather than compiling them too.
 GPU_ENV_TESTS := tests/test_isaaclab.py tests/test_isaaclab_picks.py \
                  tests/test_brax.py tests/test_registry.py \
                  tests/test_isaaclab_rsl_rl.py tests/test_cli.py \

@@ -2,15 +2,14 @@
 unchanged experiment does not build its envs and models again before the units do.
 
 A variant's key is a hash of its resolved config (the sections a construction reads; not the
-training budget), the Python its
-units run with and that Python's import path (an installation's folders by their modification
-time: installing, upgrading or removing a package changes it; any other folder, the working one
-and PYTHONPATH's, by every module importable from it), rlcrate's own source files and the files
-its env is made from (a game), each by path, size and modification time. Never remembered: a
-warm start (its parent is loaded, and checked by `checks.lineage` instead), a GPU device (the
-machine's devices can change without a file changing). A unit Python other than the runner's
-own (Isaac Lab's, Brax's GPU environment) is asked for its own import path and rlcrate files
-(`python -m runner.checks.dry_cache`, a second's start, against the tens of seconds its
+training budget), the Python its units run with and that Python's import path (an installation's
+folders by their modification time: installing, upgrading or removing a package changes it; any
+other folder, the working one and PYTHONPATH's, by every module importable from it), rlcrate's own
+source files and the files its env is made from (a game), each by path, size and modification time.
+Never remembered: a warm start (its parent is loaded, and checked by `checks.lineage` instead), a
+GPU device (the machine's devices can change without a file changing). A unit Python other than the
+runner's own (Isaac Lab's, Brax's GPU environment) is asked for its own import path and rlcrate
+files (`python -m runner.checks.dry_cache`, a second's start, against the tens of seconds its
 construction takes); one that cannot answer is never remembered. Only passes are kept;
 `validate --deep` always builds.
 """
@@ -25,7 +24,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # `python -m runner.checks.dry_cache` in a unit Python imports no pydantic
     from runner.manifest.resolved import ResolvedVariant
@@ -37,6 +36,7 @@ UNREAD = {"matrix", "expect", "bench", "seeds", "name", "eval", "track", "image"
 # Nor how long the units train or how often they save (a construction trains nothing): the
 # commonest edit between two runs, a longer budget, keeps the pass too.
 UNREAD_TRAIN = {"timesteps", "checkpoint_every", "log_interval"}
+EXCLUDE: dict[str, Any] = {**dict.fromkeys(UNREAD, True), "train": UNREAD_TRAIN}  # model_dump's
 MAX_FILES = 20_000  # an env tree larger than this is not fingerprinted: it is always built
 DRY_DIR = "dry"
 
@@ -169,9 +169,7 @@ def key(
     if files is None:
         return None
     parts = {
-        "config": cfg.model_dump(
-            mode="json", exclude={**dict.fromkeys(UNREAD, True), "train": UNREAD_TRAIN}
-        ),
+        "config": cfg.model_dump(mode="json", exclude=EXCLUDE),
         "check_device": check_device,
         "environment": env,
         "env_files": files,
