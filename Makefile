@@ -14,16 +14,20 @@ APT_PACKAGES := godot3-server buildah podman debootstrap uidmap tini slurm-wlm m
 # Dev and CI install the exact versions the CPU image locks (hashes and torch's +cpu local
 # version stripped: pip takes no hashes in a constraints file, and TORCH pins torch).
 CONSTRAINTS := $(VENV)/constraints.txt
+# No bytecode at install: pip would compile every module of every package (torch, JAX, Ray,
+# MLflow: over half of the install's time here), where Python compiles the ones a test imports,
+# once, when it first imports them (uv, which builds the GPU environment, does the same).
+NO_COMPILE := --no-compile
 
 $(STAMP): pyproject.toml images/cpu/requirements.lock
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	sed -e '/^ *--hash/d' -e '/^ *#/d' -e 's/ *\\$$//' -e '/^torch==/d' -e '/^$$/d' \
 	    images/cpu/requirements.lock > $(CONSTRAINTS)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q $(TORCH)
-	$(BIN)/pip install -q -c $(CONSTRAINTS) -e '.[all,dev,track,docs]' $(TORCH)
+	$(BIN)/pip install -q $(NO_COMPILE) $(TORCH)
+	$(BIN)/pip install -q $(NO_COMPILE) -c $(CONSTRAINTS) -e '.[all,dev,track,docs]' $(TORCH)
 	# rl-zoo3 for `algo.defaults: zoo`: only its hyperparams/*.yml are read (see the zoo extra)
-	$(BIN)/pip install -q --no-deps -c $(CONSTRAINTS) rl-zoo3
+	$(BIN)/pip install -q $(NO_COMPILE) --no-deps -c $(CONSTRAINTS) rl-zoo3
 	touch $@
 
 venv: $(STAMP)
@@ -61,8 +65,9 @@ LATEST ?= .venv-latest
 test-latest:
 	test -x $(LATEST)/bin/python || $(PY) -m venv $(LATEST)
 	$(LATEST)/bin/pip install -q --upgrade pip
-	$(LATEST)/bin/pip install -q --upgrade --upgrade-strategy eager $(TORCH) -e '.[all,dev,docs]'
-	$(LATEST)/bin/pip install -q --upgrade --no-deps rl-zoo3  # its hyperparams/*.yml, as in venv
+	$(LATEST)/bin/pip install -q $(NO_COMPILE) --upgrade --upgrade-strategy eager $(TORCH) \
+	    -e '.[all,dev,docs]'
+	$(LATEST)/bin/pip install -q $(NO_COMPILE) --upgrade --no-deps rl-zoo3  # its hyperparams/*.yml, as in venv
 	$(LATEST)/bin/pip list --format=freeze > $(LATEST)/versions.txt
 	$(LATEST)/bin/pytest $(FAST)
 
