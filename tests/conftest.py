@@ -117,6 +117,17 @@ def ray_cluster(tmp_path_factory):
         head.kill()
 
 
+@pytest.fixture(scope="session")
+def mlflow_uri(tmp_path_factory):
+    """The test run's one real MLflow server (a worker's: test_track and test_track_bounds are one
+    xdist group); each test uses an experiment of its own."""
+    pytest.importorskip("mlflow", reason="pip install 'rlcrate[track]'")
+    from tests.mlflow_server import mlflow_server
+
+    with mlflow_server(tmp_path_factory.mktemp("mlflow")) as uri:
+        yield uri
+
+
 def pytest_configure(config):
     # A suite started from a background job (`nohup ... &`, some CI runners) inherits SIGINT as
     # ignored, and every process it starts would too: the tests that press Ctrl-C on a run would
@@ -142,6 +153,7 @@ def pytest_addoption(parser):
 SHARED = {
     "test_ray": "ray", "test_ray_node_loss": "ray", "test_interpreter": "ray",
     "test_ray_token": "ray",
+    "test_track": "mlflow", "test_track_bounds": "mlflow",
     "test_images": "image", "test_image_resume": "image", "test_image_export": "image",
 }  # fmt: skip
 LONGEST = ("test_slurm", "test_brax", "test_faults", "test_run", "ray", "test_course_godot")

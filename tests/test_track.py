@@ -4,76 +4,18 @@ run folders), an unreachable server, and a tracker that is not installed."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
 import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from tests.helpers import rlcrate, run_dir_of, start_run, tiny_manifest, toy_manifest, wait_for
+from tests.mlflow_server import Hold, free_port, serving
 
 mlflow = pytest.importorskip("mlflow", reason="pip install 'rlcrate[track]'")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _healthy(uri: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{uri}/health", timeout=2) as r:
-            return r.status == 200
-    except OSError:
-        return False
-
-
-@contextlib.contextmanager
-def mlflow_server(tmp: Path, port: int):
-    """A real tracking server on 127.0.0.1:port, killed (its whole process group) at the end."""
-    exe = Path(sys.executable).with_name("mlflow")
-    tmp.mkdir(parents=True, exist_ok=True)
-    log = open(tmp / "server.log", "wb")  # noqa: SIM115
-    proc = subprocess.Popen(
-        [
-            str(exe),
-            "server",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--workers",
-            "1",
-            "--backend-store-uri",
-            f"sqlite:///{tmp}/mlflow.db",
-            "--artifacts-destination",
-            str(tmp / "artifacts"),
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    uri = f"http://127.0.0.1:{port}"
-    try:
-        # a minute and more on a loaded machine: it imports a web stack and migrates its database
-        wait_for(lambda: _healthy(uri) or proc.poll() is not None, 240, "mlflow server")
-        assert proc.poll() is None, (tmp / "server.log").read_text()[-2000:]
-        yield uri
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-        log.close()
 
 
 def _runs(uri: str, experiment: str = "tiny") -> tuple[object, list]:
@@ -95,7 +37,7 @@ def _sha(path: Path) -> str:
 
 @pytest.mark.slow  # trains CartPole twice (interrupted, resumed) and runs an MLflow server
 @pytest.mark.gymnasium
-def test_mlflow_params_metrics_artifact_and_resumed_unit(write_manifest, tmp_path):
+def test_mlflow_params_metrics_artifact_and_resumed_unit(write_manifest, tmp_path, mlflow_uri):
     # toy_climb (no torch): what is tested is the upload; SB3's own TensorBoard files reach
     # MLflow in the next test, and W&B's after it. 1 ms per vector step: about 5 s of training.
     m = toy_manifest(
@@ -105,63 +47,66 @@ def test_mlflow_params_metrics_artifact_and_resumed_unit(write_manifest, tmp_pat
         algo__params={"noise": 0.5, "step_ms": 1},
     )
     path = write_manifest(m)
-    with mlflow_server(tmp_path / "mlflow", _free_port()) as uri:
-        sets = ["-s", f"track.mlflow.uri={uri}", "-s", "track.mlflow.log_model=true"]
-        proc = start_run(path, tmp_path / "runs", *sets)
-        unit = lambda: list((tmp_path / "runs").glob("tiny/*/units/default/seed-0"))  # noqa: E731
-        wait_for(
-            lambda: bool(unit()) and any((unit()[0] / "checkpoints").glob("*.zip")),
-            120,
-            "a first checkpoint",
-        )
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=90)
-        assert proc.returncode == 130, proc.stdout.read() + proc.stderr.read()
-        run = run_dir_of(tmp_path / "runs", "tiny")
-        unit_dir = run / "units/default/seed-0"
-        # the interrupted unit, uploaded later by hand: a tracked run, stopped part way
-        up = rlcrate("track", str(run))
-        assert up.returncode == 0 and "mlflow: 1 unit(s)" in up.stdout, up.stdout + up.stderr
-        client, runs = _runs(uri)
-        (child,) = _children(runs)
-        first = client.get_metric_history(child.info.run_id, "rollout/ep_rew_mean")
-        assert first and max(p.step for p in first) < 8_000 and child.info.status == "KILLED"
-        # resumed (the recorded --set applies): the unit continues the same tracked run
-        res = rlcrate("run", str(run / "manifest.yaml"), "--resume", str(run))
-        assert res.returncode == 0, res.stdout + res.stderr
-        client, runs = _runs(uri)
-        (child,) = _children(runs)
-        assert json.loads((unit_dir / "track.json").read_text())["mlflow"]["run_id"] == (
-            child.info.run_id
-        )
-        (parent,) = [r for r in runs if r.info.run_id == child.data.tags["mlflow.parentRunId"]]
-        assert parent.info.run_name == run.name and child.info.status == "FINISHED"
-        assert child.data.params["algo.params.step_ms"] == "1"
-        assert child.data.params["train.timesteps"] == "8000"
-        hist = client.get_metric_history(child.info.run_id, "rollout/ep_rew_mean")
-        steps = [p.step for p in hist]
-        assert steps == sorted(set(steps)) and len(hist) > len(first) and max(steps) >= 7_000
-        assert steps[: len(first)] == [p.step for p in first]  # continued, nothing sent twice
-        ev = json.loads((unit_dir / "eval.json").read_text())
-        assert child.data.metrics["eval/mean_reward"] == pytest.approx(ev["mean"])
-        got = Path(client.download_artifacts(child.info.run_id, "model.zip", str(tmp_path)))
-        assert _sha(got) == _sha(unit_dir / "model.zip")
-        prov = json.loads((run / "provenance.json").read_text())
-        where = prov["units"]["default/seed-0"]["track"]["mlflow"]
-        assert where == {"uri": uri, "experiment": "tiny", "run_id": child.info.run_id}
-        # idempotent: a second upload sends nothing
-        again = rlcrate("track", str(run))
-        assert again.returncode == 0 and "mlflow: 0 unit(s)" in again.stdout, again.stdout
-        n = len(client.get_metric_history(child.info.run_id, "rollout/ep_rew_mean"))
-        assert n == len(hist)
+    uri, experiment = mlflow_uri, "resumed-unit"  # the test run's server: an experiment of its own
+    sets = ["-s", f"track.mlflow.uri={uri}", "-s", f"track.mlflow.experiment={experiment}"]
+    sets += ["-s", "track.mlflow.log_model=true"]
+    proc = start_run(path, tmp_path / "runs", *sets)
+    unit = lambda: list((tmp_path / "runs").glob("tiny/*/units/default/seed-0"))  # noqa: E731
+    wait_for(
+        lambda: bool(unit()) and any((unit()[0] / "checkpoints").glob("*.zip")),
+        120,
+        "a first checkpoint",
+    )
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=90)
+    assert proc.returncode == 130, proc.stdout.read() + proc.stderr.read()
+    run = run_dir_of(tmp_path / "runs", "tiny")
+    unit_dir = run / "units/default/seed-0"
+    # the interrupted unit, uploaded later by hand: a tracked run, stopped part way
+    up = rlcrate("track", str(run))
+    assert up.returncode == 0 and "mlflow: 1 unit(s)" in up.stdout, up.stdout + up.stderr
+    client, runs = _runs(uri, experiment)
+    (child,) = _children(runs)
+    first = client.get_metric_history(child.info.run_id, "rollout/ep_rew_mean")
+    assert first and max(p.step for p in first) < 8_000 and child.info.status == "KILLED"
+    # resumed (the recorded --set applies): the unit continues the same tracked run
+    res = rlcrate("run", str(run / "manifest.yaml"), "--resume", str(run))
+    assert res.returncode == 0, res.stdout + res.stderr
+    client, runs = _runs(uri, experiment)
+    (child,) = _children(runs)
+    assert json.loads((unit_dir / "track.json").read_text())["mlflow"]["run_id"] == (
+        child.info.run_id
+    )
+    (parent,) = [r for r in runs if r.info.run_id == child.data.tags["mlflow.parentRunId"]]
+    assert parent.info.run_name == run.name and child.info.status == "FINISHED"
+    assert child.data.params["algo.params.step_ms"] == "1"
+    assert child.data.params["train.timesteps"] == "8000"
+    hist = client.get_metric_history(child.info.run_id, "rollout/ep_rew_mean")
+    steps = [p.step for p in hist]
+    assert steps == sorted(set(steps)) and len(hist) > len(first) and max(steps) >= 7_000
+    assert steps[: len(first)] == [p.step for p in first]  # continued, nothing sent twice
+    ev = json.loads((unit_dir / "eval.json").read_text())
+    assert child.data.metrics["eval/mean_reward"] == pytest.approx(ev["mean"])
+    got = Path(client.download_artifacts(child.info.run_id, "model.zip", str(tmp_path)))
+    assert _sha(got) == _sha(unit_dir / "model.zip")
+    prov = json.loads((run / "provenance.json").read_text())
+    where = prov["units"]["default/seed-0"]["track"]["mlflow"]
+    assert where == {"uri": uri, "experiment": experiment, "run_id": child.info.run_id}
+    # idempotent: a second upload sends nothing
+    again = rlcrate("track", str(run))
+    assert again.returncode == 0 and "mlflow: 0 unit(s)" in again.stdout, again.stdout
+    n = len(client.get_metric_history(child.info.run_id, "rollout/ep_rew_mean"))
+    assert n == len(hist)
 
 
-@pytest.mark.slow  # trains CartPole once and starts an MLflow server after it
+@pytest.mark.slow  # trains CartPole once; the upload goes through a proxy to the shared server
 @pytest.mark.gymnasium
-def test_unreachable_server_one_warning_then_track_completes(write_manifest, tmp_path):
-    port = _free_port()
+def test_unreachable_server_one_warning_then_track_completes(write_manifest, tmp_path, mlflow_uri):
+    port = free_port()  # nothing listens there while the run runs; the proxy does afterwards
     uri = f"http://127.0.0.1:{port}"
-    path = write_manifest(tiny_manifest(track={"mlflow": {"uri": uri}}))
+    path = write_manifest(
+        tiny_manifest(track={"mlflow": {"uri": uri, "experiment": "unreachable-first"}})
+    )
     started = time.monotonic()
     out = rlcrate("run", str(path), "--out", str(tmp_path / "runs"))
     assert out.returncode == 0, out.stdout + out.stderr
@@ -172,14 +117,14 @@ def test_unreachable_server_one_warning_then_track_completes(write_manifest, tmp
     run = run_dir_of(tmp_path / "runs", "tiny")
     assert (run / "units/default/seed-0/eval.json").is_file()
     assert not (run / "units/default/seed-0/track.json").exists()
-    with mlflow_server(tmp_path / "mlflow", port):
+    with serving(Hold(mlflow_uri).handler(), port):  # the recorded uri answers now
         up = rlcrate("track", str(run))
         assert up.returncode == 0 and "mlflow: 1 unit(s)" in up.stdout, up.stdout + up.stderr
-        client, runs = _runs(uri)
-        (child,) = _children(runs)
-        assert child.data.params["env.id"] == "CartPole-v1"
-        assert client.get_metric_history(child.info.run_id, "rollout/ep_rew_mean")
-        assert "eval/mean_reward" in child.data.metrics
+    client, runs = _runs(mlflow_uri, "unreachable-first")
+    (child,) = _children(runs)
+    assert child.data.params["env.id"] == "CartPole-v1"
+    assert client.get_metric_history(child.info.run_id, "rollout/ep_rew_mean")
+    assert "eval/mean_reward" in child.data.metrics
 
 
 def _offline_runs(wandb_dir: Path) -> list[Path]:

@@ -16,35 +16,19 @@ import signal
 import subprocess
 import threading
 import time
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.helpers import checkout_env, rlcrate, rlcrate_exe, run_dir_of, toy_manifest, wait_for
-from tests.test_track import _free_port, _runs, mlflow_server
+from tests.mlflow_server import Hold, free_port, serving
+from tests.test_track import _runs
 
 pytestmark = [pytest.mark.slow, pytest.mark.gymnasium]
 
 TRICKLE = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
 MLFLOW_LINES = ("View run", "View experiment")
-
-
-@contextlib.contextmanager
-def serving(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
-    """An HTTP server on 127.0.0.1 (loopback only) in a thread, shut down at the end."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        handler.stop.set()  # type: ignore[attr-defined]
-        server.shutdown()
-        server.server_close()
 
 
 def trickler(health_fast: bool) -> type[http.server.BaseHTTPRequestHandler]:
@@ -81,7 +65,7 @@ def trained(tmp_path_factory):
     """A finished tiny run (2 seeds) whose tracker was not there: nothing uploaded yet."""
     tmp = tmp_path_factory.mktemp("run")
     path = tmp / "tiny.yaml"
-    dead = f"http://127.0.0.1:{_free_port()}"
+    dead = f"http://127.0.0.1:{free_port()}"
     m = toy_manifest(name="tiny", seeds=[0, 1], track={"mlflow": {"uri": dead}})
     path.write_text(yaml.safe_dump(m, sort_keys=False))
     started = time.monotonic()
@@ -136,52 +120,6 @@ def test_track_against_a_trickling_server_is_bounded(tmp_path, trained, health_f
     assert not list(run.rglob(".track.json.*"))
 
 
-class Hold:
-    """A proxy to the real MLflow server that, at the Nth request whose path has `part`,
-    forwards it, gets the server's answer, and holds that answer back until released: the
-    moment a kill leaves the client not knowing what the server made."""
-
-    def __init__(self, upstream: str, part: str, nth: int):
-        self.upstream, self.part, self.nth = upstream, part, nth
-        self.seen, self.held, self.release = 0, threading.Event(), threading.Event()
-
-    def handler(self) -> type[http.server.BaseHTTPRequestHandler]:
-        hold = self
-
-        class Proxy(http.server.BaseHTTPRequestHandler):
-            stop = threading.Event()
-
-            def _forward(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                req = urllib.request.Request(
-                    hold.upstream + self.path, data=body or None, method=self.command
-                )
-                req.add_header("Content-Type", self.headers.get("Content-Type") or "")
-                try:
-                    with urllib.request.urlopen(req, timeout=60) as r:
-                        status, data = r.status, r.read()
-                except urllib.error.HTTPError as err:
-                    status, data = err.code, err.read()
-                if hold.part in self.path:
-                    hold.seen += 1
-                    if hold.seen == hold.nth:
-                        hold.held.set()
-                        hold.release.wait(120)
-                with contextlib.suppress(OSError):
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-
-            do_GET = do_POST = do_PATCH = do_DELETE = _forward  # noqa: N815
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        return Proxy
-
-
 def _uploads_of(run: Path) -> list[str]:
     found = []
     for p in Path("/proc").glob("[0-9]*/cmdline"):
@@ -192,12 +130,6 @@ def _uploads_of(run: Path) -> list[str]:
     return found
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    with mlflow_server(tmp_path_factory.mktemp("mlflow"), _free_port()) as uri:
-        yield uri
-
-
 @pytest.mark.parametrize(
     ("part", "nth", "how"),
     [
@@ -206,9 +138,11 @@ def server(tmp_path_factory):
         ("runs/log-batch", 1, "kill-all"),  # its params sent, not recorded
     ],
 )
-def test_interrupted_upload_resumes_into_the_same_runs(trained, server, tmp_path, part, nth, how):
+def test_interrupted_upload_resumes_into_the_same_runs(
+    trained, mlflow_uri, tmp_path, part, nth, how
+):
     experiment = f"resume-{how}"
-    hold = Hold(server, part, nth)
+    hold = Hold(mlflow_uri, part, nth)
     with serving(hold.handler()) as proxy:
         run = _copy_tracked_at(trained[0], tmp_path, proxy, experiment)
         proc = subprocess.Popen(
@@ -233,7 +167,7 @@ def test_interrupted_upload_resumes_into_the_same_runs(trained, server, tmp_path
         wait_for(lambda: not _uploads_of(run), 15, "the upload process to end with the runner")
         again = rlcrate("track", str(run), timeout=300)
     assert again.returncode == 0 and not _warnings(again), again.stdout + again.stderr
-    client, runs = _runs(server, experiment)
+    client, runs = _runs(mlflow_uri, experiment)
     children = [r for r in runs if "mlflow.parentRunId" in r.data.tags]
     parents = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
     assert len(parents) == 1 and len(children) == 2, [r.info.run_name for r in runs]
@@ -245,9 +179,9 @@ def test_interrupted_upload_resumes_into_the_same_runs(trained, server, tmp_path
     assert not list(run.rglob(".track.json.*"))
 
 
-def test_mlflow_console_lines_stay_off_the_output(trained, server, tmp_path, write_manifest):
+def test_mlflow_console_lines_stay_off_the_output(trained, mlflow_uri, tmp_path, write_manifest):
     path = write_manifest(
-        toy_manifest(name="tiny", track={"mlflow": {"uri": server, "experiment": "quiet"}})
+        toy_manifest(name="tiny", track={"mlflow": {"uri": mlflow_uri, "experiment": "quiet"}})
     )
     res = rlcrate("run", str(path), "--out", str(tmp_path / "runs"), timeout=300)
     assert res.returncode == 0 and "tracked: 1 unit(s) in mlflow" in res.stdout, res.stdout
