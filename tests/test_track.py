@@ -217,3 +217,33 @@ def test_tracker_not_installed_one_line_exit_2_before_any_run_dir(write_manifest
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and "track.mlflow: mlflow is not installed here" in lines[0], lines
     assert "rlcrate[track]" in lines[0] and not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("wrapped", [False, True], ids=["plain", "wrapped-by-the-library"])
+def test_a_fired_bound_is_a_timeout_whatever_the_call_turned_it_into(wrapped):
+    """CI once saw MLflow's client building a JSON Schema validator when the alarm fired: its
+    `except` turned the timeout into "SchemaError: Error building ... validator", and the upload's
+    warning no longer said what bound it ran past."""
+    from runner.track.deadline import CallTimeout, deadline
+
+    def call() -> None:
+        try:
+            time.sleep(5)
+        except BaseException as exc:
+            if wrapped:
+                raise ValueError("Error building 'definitions' validator") from exc
+            raise
+
+    started = time.monotonic()
+    with (
+        pytest.raises(CallTimeout, match="uploading seed-0 did not finish within 0 s"),
+        deadline(0.2, "uploading seed-0"),
+    ):
+        call()
+    assert time.monotonic() - started < 2
+    with deadline(0.2, "a quick call"):  # a body that ends in time: no alarm left behind
+        pass
+    time.sleep(0.3)
+    # a library's error before the bound fires stays its own
+    with pytest.raises(ValueError, match="its own"), deadline(5, "another call"):
+        raise ValueError("its own")
