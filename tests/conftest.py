@@ -96,7 +96,7 @@ def tiny_run(tmp_path_factory) -> Path:
             home.mkdir()
             path = home / "tiny.yaml"
             path.write_text(yaml.safe_dump(TINY_RUN, sort_keys=False))
-            res = rlcrate("run", str(path), "--out", str(home / "runs"))
+            res = rlcrate("run", str(path), "--out", str(home / "runs"), report=True)
             assert res.returncode == 0, res.stdout + res.stderr
             (home / "done").touch()
     return run_dir_of(home / "runs", "tiny")

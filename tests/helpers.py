@@ -53,17 +53,28 @@ def toy_manifest(**over) -> dict:
     return tiny_manifest(**{"name": "toy", "algo": algo, **over})
 
 
+def _report_flag(args: tuple[str, ...], report: bool) -> list[str]:
+    """`rlcrate run` with `--no-report` unless the test reads the report: report.md and its
+    plots cost a run 1.5-3.5 s of CPU (Matplotlib, SciPy, drawing), a few minutes of the suite's
+    two cores; tests/test_report.py and the tests that pass `report=True` cover them."""
+    if args[:1] == ("run",) and not report and "--report" not in args:
+        return ["run", "--no-report", *args[1:]]
+    return list(args)
+
+
 def rlcrate(
     *args: str,
     cwd: Path | None = None,
     timeout: float = 600,
     env_extra: dict[str, str] | None = None,
+    report: bool = False,
     **kw,
 ) -> subprocess.CompletedProcess:
-    """Run the real console script in a subprocess (what a user types), with `env_extra` set."""
+    """Run the real console script in a subprocess (what a user types), with `env_extra` set;
+    `run` without its report unless `report` (`_report_flag`)."""
     exe = Path(sys.executable).with_name("rlcrate")
     return subprocess.run(
-        [str(exe), *args],
+        [str(exe), *_report_flag(args, report)],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -114,11 +125,16 @@ def rlcrate_exe() -> str:
 
 
 def start_run(
-    path: Path, out: Path, *extra: str, env_extra: dict[str, str] | None = None
+    path: Path,
+    out: Path,
+    *extra: str,
+    env_extra: dict[str, str] | None = None,
+    report: bool = False,
 ) -> subprocess.Popen:
-    """`rlcrate run` in the background, for tests that stop it part way."""
+    """`rlcrate run` in the background, for tests that stop it part way (`report`: as
+    `rlcrate`'s)."""
     return subprocess.Popen(
-        [rlcrate_exe(), "run", str(path), "--out", str(out), *extra],
+        [rlcrate_exe(), *_report_flag(("run", str(path), "--out", str(out), *extra), report)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -103,6 +103,7 @@ def test_run_leaves_no_temp_folder_and_no_library_notice(tmp_path):
         "--out",
         str(tmp_path / "runs"),
         env_extra={"TMPDIR": str(tmpdir), "HOME": "/proc", "MPLCONFIGDIR": ""},
+        report=True,
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert not list(tmpdir.glob("SB3-*")), list(tmpdir.iterdir())

@@ -69,6 +69,19 @@ def toy_run(tmp_path_factory) -> Path:
     return run_dir_of(out, "toy")
 
 
+def test_no_report_leaves_the_summary_and_report_writes_the_rest_later(toy_run, tmp_path):
+    """`run --no-report` (the fixture's run, through the console script): summary.json and the
+    table, no report.md or plots; `rlcrate report` writes them afterwards."""
+    import shutil
+
+    run = Path(shutil.copytree(toy_run, tmp_path / toy_run.name))
+    assert (run / "summary.json").is_file()
+    assert not (run / "report.md").exists() and not (run / "plots").exists()
+    res = rlcrate("report", str(run))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert (run / "report.md").is_file() and list((run / "plots").glob("*.png"))
+
+
 def test_commands_that_only_look_import_no_torch_numpy_or_matplotlib(toy_run, tmp_path):
     """`--help`, `validate` of a manifest whose env check needs no backend import, and `status`
     of a finished two-seed run (its summary as the runner wrote it) start no numerical stack."""

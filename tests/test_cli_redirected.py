@@ -35,7 +35,7 @@ def finished(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("first-hour")
     m = tiny_manifest(seeds=[0, 1, 2], matrix={"algo.params.learning_rate": RATES})
     (tmp / "m.yaml").write_text(yaml.safe_dump(m))
-    res = rlcrate("run", "m.yaml", "--out", "runs", cwd=tmp)
+    res = rlcrate("run", "m.yaml", "--out", "runs", cwd=tmp, report=True)
     assert res.returncode == 0, res.stderr
     return run_dir_of(tmp / "runs", "tiny")
 

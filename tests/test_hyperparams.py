@@ -180,7 +180,7 @@ def test_normalized_run_saves_statistics_and_evaluates_frozen(write_manifest, tm
     from stable_baselines3 import PPO
 
     path = write_manifest(_normalized(train__checkpoint_every=256))
-    out = rlcrate("run", str(path), "--out", str(tmp_path / "runs"))
+    out = rlcrate("run", str(path), "--out", str(tmp_path / "runs"), report=True)
     assert out.returncode == 0, out.stdout + out.stderr
     run = run_dir_of(tmp_path / "runs", "tiny")
     unit = run / "units/default/seed-0"

@@ -191,7 +191,7 @@ def test_ctrl_c_marks_interrupted_and_resume_finishes(write_manifest, tmp_path):
     )
     assert bad.returncode == 2 and "resolves differently" in bad.stderr
     # ... the run's own manifest continues from the checkpoint
-    res = rlcrate("run", str(run / "manifest.yaml"), "--resume", str(run))
+    res = rlcrate("run", str(run / "manifest.yaml"), "--resume", str(run), report=True)
     assert res.returncode == 0, res.stderr
     status = json.loads((run / "units/default/seed-0/status.json").read_text())
     assert status["state"] == "done" and status["resumed_from"] >= 1024

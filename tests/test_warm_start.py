@@ -59,7 +59,11 @@ def test_zero_shot_replays_the_parent_and_the_lineage_is_pinned(parent, write_ma
     # timesteps 0: the parent's policy and statistics, evaluated as they are, on the same env
     # and eval seeds: the same returns, episode by episode
     out = rlcrate(
-        "run", str(write_manifest(child(parent, train__timesteps=0))), "--out", str(tmp_path)
+        "run",
+        str(write_manifest(child(parent, train__timesteps=0))),
+        "--out",
+        str(tmp_path),
+        report=True,
     )
     assert out.returncode == 0, out.stderr
     run = run_dir_of(tmp_path, "child")

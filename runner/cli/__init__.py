@@ -87,6 +87,14 @@ def run_cmd(
             "only).",
         ),
     ] = True,
+    report: Annotated[
+        bool,
+        typer.Option(
+            "--report/--no-report",
+            help="Write report.md and the plots once the summary is printed (--no-report: the "
+            "summary alone, a second or two sooner; `rlcrate report RUN_DIR` writes them later).",
+        ),
+    ] = True,
     sets: SetOpt = None,
     seeds: SeedsOpt = None,
     num_seeds: NumSeedsOpt = None,
@@ -99,7 +107,7 @@ def run_cmd(
     `--image local` runs here, `--image cpu|cuda|TAG` inside that image.
     """
     overrides = overrides_of(sets, seeds, num_seeds)
-    run_manifest(manifest, jobs, executor, image, out, resume, expect, overrides)
+    run_manifest(manifest, jobs, executor, image, out, resume, expect, overrides, report)
 
 
 @app.command("status")

@@ -100,6 +100,7 @@ def run_manifest(
     resume: Path | None,
     expect: bool = True,
     overrides: list[Override] | None = None,
+    report: bool = True,
 ) -> None:
     from runner.run.orchestrate import RunOptions, parse_jobs, run
 
@@ -115,6 +116,7 @@ def run_manifest(
 
         args = (["--jobs", jobs] if jobs else []) + ["--executor", executor.name]
         args += [] if expect else ["--no-expect"]
+        args += [] if report else ["--no-report"]
         args += cli_args(overrides)
         if resume is not None:  # the run's parent folders become /out; its units resume there
             out, inner = _resume_in_image(resume)
@@ -127,7 +129,7 @@ def run_manifest(
             )
         typer.echo(f"(paths under /out above are under {out.resolve()} on this host)")
         raise typer.Exit(code)
-    opts = RunOptions(job_list, executor, out, resume, overrides=overrides)
+    opts = RunOptions(job_list, executor, out, resume, report=report, overrides=overrides)
     run_dir = run(manifest, opts, console())  # fills in opts.jobs from the manifest when None
     if expect and "eval" in (opts.jobs or []) and not executor.settings.detached:
         from runner.run.expect import gate
