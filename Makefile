@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 APT_PACKAGES := godot3-server buildah podman debootstrap uidmap tini slurm-wlm munge chromium
 
 .PHONY: venv system-deps quickstart test test-fast test-latest test-gpu-env lint type all clean \
-        gpu-env docs
+        gpu-env docs schema
 
 # Dev and CI install the exact versions the CPU image locks (hashes and torch's +cpu local
 # version stripped: pip takes no hashes in a constraints file, and TORCH pins torch).
@@ -133,6 +133,11 @@ test-gpu-env: venv gpu-env
 # fails. The reference pages are generated from the code by docs/_hooks/reference.py.
 docs: venv
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+# The manifest's JSON Schema in the repository (editors read it): rlcrate's own backends' options
+# (`rlcrate schema` prints every installed backend's).
+schema: venv
+	$(BIN)/python -c 'import json; from runner.manifest import json_schema; from runner.plugins import OWN; print(json.dumps(json_schema(list(OWN["backend"])), indent=2))' > runner/manifest/manifest.schema.json
 
 lint: venv
 	$(BIN)/ruff check runner tests

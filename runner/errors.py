@@ -35,6 +35,25 @@ class Problem:
         return f"{where}: {field}: {self.message}" if field else f"{where}: {self.message}"
 
 
+@dataclass(frozen=True)
+class FieldProblem:
+    """One thing wrong at one manifest field, as a value: what a plugin's check returns (a list,
+    every problem at once). `validate` places it at that field's line (a `Problem`); `error()`
+    raises it where there is no list to add to."""
+
+    path: Loc  # the field's key path from the manifest's top, e.g. ("env", "kwargs", "x")
+    message: str
+
+    def error(self) -> FieldError:
+        return FieldError(self.path, self.message)
+
+
+def first_error(problems: list[FieldProblem]) -> None:
+    """Raise the first of `problems` as a FieldError; nothing when there are none."""
+    if problems:
+        raise problems[0].error()
+
+
 class RunnerError(Exception):
     """Base class: a one-sentence message meant for the user. Exit status 1."""
 

@@ -1,56 +1,115 @@
-"""Plugins other packages install: entry points in the group `rlcrate.trainers`, each
-`name = module` (the module implements the kind's protocol). Executors come from outside through
-RLCRATE_EXECUTORS (`runner.executors`); backends are still a list in the manifest's schema.
+"""Where backends, trainers and executors come from: entry points, found by name.
 
-A package adds a trainer by `pip install` alone, with this in its pyproject.toml:
+Each kind has an entry-point group (GROUPS); an entry `name = "package.module:Class"` (or a
+module, for a trainer) names the plugin. rlcrate's own plugins are declared in its pyproject.toml
+under the same groups, and a package adds one by `pip install` alone:
 
-    [project.entry-points."rlcrate.trainers"]
-    my_loop = "my_package.my_loop"
+    [project.entry-points."rlcrate.backends"]
+    my_sim = "my_package.backend:MySim"
 
-and a manifest uses it with `algo.trainer: my_loop`. The installed distributions are read once
-per process and only when a name is not one of rlcrate's own (reading them costs 0.05-0.25 s);
-a plugin's module is imported only when a run asks for it.
+A manifest then says `env: {backend: my_sim, ...}`. OWN holds rlcrate's own entries (the same
+as its pyproject.toml, which tests/test_plugins.py checks), so a source tree that pip has not
+installed still finds them, and their names answer without reading the installed distributions
+(0.05-0.25 s); a plugin's module is imported only when something asks for it.
 """
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from dataclasses import dataclass
 from functools import cache
-from types import ModuleType
+from typing import Any
 
 from runner.errors import UserInputError
 
-GROUPS = {"trainer": "rlcrate.trainers"}
+GROUPS = {
+    "backend": "rlcrate.backends",
+    "trainer": "rlcrate.trainers",
+    "executor": "rlcrate.executors",
+}
+OWN: dict[str, dict[str, str]] = {
+    "backend": {
+        "godot": "runner.backends.godot:Godot",
+        "envpool": "runner.backends.envpool:EnvPool",
+        "gymnasium": "runner.backends.gymnasium:Gymnasium",
+        "isaaclab": "runner.backends.isaaclab:IsaacLab",
+        "brax": "runner.backends.brax:Brax",
+    },
+    "trainer": {
+        "sb3": "runner.trainers.sb3",
+        "brax_ppo": "runner.trainers.brax_ppo",
+        "rsl_rl_ppo": "runner.trainers.rsl_rl_ppo",
+    },
+    "executor": {
+        "local": "runner.executors.local",
+        "ray": "runner.executors.ray",
+        "slurm": "runner.executors.slurm",
+    },
+}
+RLCRATE = "rlcrate"  # the distribution that declares OWN
 
 
 @dataclass(frozen=True)
 class Plugin:
     name: str
-    module: str
+    target: str  # "package.module" or "package.module:attribute"
     package: str  # the distribution that declares it, for messages and `doctor`
+
+    @property
+    def module(self) -> str:
+        return self.target.partition(":")[0].strip()
+
+
+def own(kind: str) -> dict[str, Plugin]:
+    return {n: Plugin(n, t, RLCRATE) for n, t in OWN[kind].items()}
 
 
 @cache
 def installed(kind: str) -> dict[str, Plugin]:
-    """name -> plugin for every entry point of `kind` (a key of GROUPS); the first
-    distribution to declare a name keeps it."""
+    """name -> plugin for every entry point of `kind` (a key of GROUPS), rlcrate's own first;
+    the first distribution to declare a name keeps it."""
     from importlib.metadata import entry_points
 
-    found: dict[str, Plugin] = {}
+    found = own(kind)
     for ep in entry_points(group=GROUPS[kind]):
         package = ep.dist.name if ep.dist is not None else "an unnamed distribution"
-        found.setdefault(ep.name, Plugin(ep.name, ep.value.partition(":")[0].strip(), package))
+        found.setdefault(ep.name, Plugin(ep.name, ep.value.strip(), package))
     return found
 
 
-def load(kind: str, plugin: Plugin) -> ModuleType:
-    """The plugin's module; one line naming the package when it cannot be imported."""
+def find(kind: str, name: str) -> Plugin | None:
+    """The plugin `name` of `kind`; rlcrate's own without reading the installed packages."""
+    return own(kind).get(name) or installed(kind).get(name)
+
+
+def names(kind: str) -> list[str]:
+    return list(installed(kind))
+
+
+def unknown(kind: str, name: str) -> str:
+    """One sentence for a name no plugin of `kind` has, with a suggestion."""
+    known = names(kind)
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return (
+        f"no {kind} named {name!r} is installed{hint} ({kind}s: {', '.join(known)}; a package "
+        f"adds one with an entry point in the group {GROUPS[kind]})"
+    )
+
+
+def load(kind: str, plugin: Plugin) -> Any:
+    """The plugin's module (or its attribute, for `module:attribute`); one line naming the
+    package when it cannot be imported."""
+    module, _, attr = plugin.target.partition(":")
     try:
-        return importlib.import_module(plugin.module)
+        loaded: Any = importlib.import_module(module.strip())
+        for part in filter(None, attr.strip().split(".")):
+            loaded = getattr(loaded, part)
     except Exception as exc:  # a broken plugin is the user's install, never a traceback
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise UserInputError(
             f"the {kind} {plugin.name!r} of the package {plugin.package} (entry point "
-            f"{GROUPS[kind]}) cannot be imported: {plugin.module}: {first}"
+            f"{GROUPS[kind]}) cannot be imported: {plugin.target}: {first}"
         ) from None
+    return loaded

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 # A package of plugins (tests/plugins/rlcrate_toys, with its dist-info: what pip installs), on the
@@ -22,6 +23,13 @@ def checkout_env(base: dict[str, str] | None = None, **extra: str) -> dict[str, 
     ours = [str(ROOT), str(PLUGINS)]
     parts = ours + [p for p in rest.split(os.pathsep) if p and p not in ours]
     return {**env, "PYTHONPATH": os.pathsep.join(parts), **extra}
+
+
+def env_spec(**fields: Any) -> Any:
+    """An env as the manifest validates it: the options model its `backend` names."""
+    from runner.manifest.schema import validate_env
+
+    return validate_env(fields)
 
 
 def tiny_manifest(**over) -> dict:

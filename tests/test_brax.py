@@ -22,8 +22,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.backends import brax
+from runner.backends import get_backend
 from tests.helpers import rlcrate, run_dir_of
+
+brax = get_backend("brax")
 
 pytestmark = [
     pytest.mark.brax,
@@ -94,7 +96,7 @@ def test_brax_ppo_only_on_brax(write_manifest):
     m = brax_manifest(env={"backend": "gymnasium", "id": "CartPole-v1"})
     out = _validate(write_manifest, m)
     assert out.returncode == 2
-    assert "brax_ppo runs only on the brax backend" in out.stderr
+    assert "the brax_ppo trainer steps brax-env envs, which the gymnasium backend" in out.stderr
 
 
 @pytest.mark.slow

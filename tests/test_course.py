@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import yaml
 
-from runner.manifest.schema import EnvSpec, Manifest
-from tests.helpers import ROOT, rlcrate, tiny_manifest
+from runner.manifest.schema import Manifest
+from tests.helpers import ROOT, env_spec, rlcrate, tiny_manifest
 
 COURSE = [
     "pong-envpool-vs-subproc.yaml",
@@ -104,7 +104,7 @@ def _pong(backend: str, envs: int = 2) -> tuple[Manifest, dict]:
         parallel={
             "envs": envs,
             "workers": envs if backend == "gymnasium" else 1,
-            "mode": "subproc" if backend == "gymnasium" else "dummy",
+            "mode": "subproc" if backend == "gymnasium" else None,  # EnvPool: its own threads
         },
     )
     return Manifest.model_validate(data), data
@@ -139,7 +139,7 @@ def test_both_backends_give_the_same_preprocessed_pong():
 def test_envpool_settings_mirror_the_sb3_wrapper_point_for_point():
     from runner.backends.atari import ENVPOOL_OWNED, envpool_kwargs
 
-    spec = EnvSpec(
+    spec = env_spec(
         backend="envpool",
         id="Pong-v5",
         atari={"frame_skip": 3, "noop_max": 7, "clip_reward": False},

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.backends import godot
+from runner.backends import get_backend, godot
 from runner.errors import BackendUnavailable
 from tests.helpers import ROOT, rlcrate, run_dir_of
 
 try:
     godot.godot_binary()
-    HAVE_GODOT = godot.available() is None
+    HAVE_GODOT = get_backend("godot").available() is None
 except BackendUnavailable:
     HAVE_GODOT = False
 pytestmark = [

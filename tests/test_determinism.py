@@ -33,7 +33,7 @@ def _config(backend="gymnasium", **over):
     cfg = {
         "rlcrate": 1,
         "name": "levels",
-        "env": {"backend": backend, "id": "CartPole-v1", "pacing": "unpaced"},
+        "env": {"backend": backend, "id": "CartPole-v1"},
         "algo": {"device": "cpu", "torch_threads": 1},
     }
     for key, value in over.items():

@@ -193,7 +193,7 @@ def fake_docker(tmp_path, monkeypatch):
 
 def test_manifest_image_sends_the_units_into_that_image(fake_docker, write_manifest, tmp_path):
     path = write_manifest(tiny_manifest(image="cpu"))
-    out = rlcrate("run", str(path), "--out", str(tmp_path / "runs"))
+    out = rlcrate("run", str(path), "--out", str(tmp_path / "runs"), report=True)
     assert out.returncode == 0, out.stderr
     argv = fake_docker.read_text().split()
     tag = f"rlcrate-cpu:{__version__}"

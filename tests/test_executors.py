@@ -1,16 +1,22 @@
 """The executor registry and protocol: options made from each executor's settings, refused
-where they do not apply, and a toy executor (tests/toy_executor.py) added as one module runs a
-real CartPole run."""
+where they do not apply, and a toy executor (tests/plugins_executor: a package whose entry point
+is all that registers it) runs a real CartPole run."""
 
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
-from tests.helpers import ROOT, rlcrate, run_dir_of, tiny_manifest
+from tests.helpers import PLUGINS, ROOT, rlcrate, run_dir_of, tiny_manifest
 
-TOY = {"RLCRATE_EXECUTORS": "toy=tests.toy_executor", "PYTHONPATH": str(ROOT)}
+# The toy executor's package on the path, as `pip install` would put it
+TOY = {
+    "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), str(PLUGINS), str(ROOT / "tests" / "plugins_executor")]
+    )
+}
 
 
 def _one_error(res) -> str:
@@ -36,7 +42,7 @@ def test_every_running_command_takes_every_executors_options(command):
         (["-x", "slurm", "--ray-address", "h:1"], "--ray-address applies only to --executor ray"),
         (["-x", "ray", "--partition", "gpu"], "--partition applies only to --executor slurm"),
         (["-x", "ray", "--ray-address", "nonsense"], "expected HOST:PORT or ray://HOST:PORT"),
-        (["-x", "potato"], "unknown executor"),
+        (["-x", "potato"], "no executor named 'potato' is installed"),
         (["-x", "rya"], "did you mean 'ray'?"),
     ],
 )
@@ -51,7 +57,7 @@ def test_options_of_another_executor_are_refused_before_anything(
 
 @pytest.mark.slow  # trains a real CartPole agent per unit
 @pytest.mark.gymnasium
-def test_a_toy_executor_added_as_one_module_runs_a_real_run(write_manifest, tmp_path):
+def test_a_toy_executor_installed_as_a_package_runs_a_real_run(write_manifest, tmp_path):
     manifest = write_manifest(tiny_manifest(seeds=[0, 1]))
     res = rlcrate(
         "run", str(manifest), "--out", str(tmp_path), "-x", "toy", "--toy-note", "ran by toy",
@@ -90,8 +96,9 @@ def _compared_strings(path) -> list[tuple[int, str, str]]:
 def test_no_module_outside_executors_compares_an_executor_name():
     """The name is looked up once (runner.executors); the runner asks the entry after that.
     ("local" is also the name of an image, compared as `image`/`where`: those are not it.)"""
-    from runner.executors import EXECUTORS
+    from runner.plugins import OWN
 
+    EXECUTORS = OWN["executor"]
     bad = []
     for path in sorted((ROOT / "runner").rglob("*.py")):
         if "executors" in path.relative_to(ROOT).parts:

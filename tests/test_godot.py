@@ -21,13 +21,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runner.backends import godot
+from runner.backends import get_backend, godot
+from runner.backends.godot import GodotEnv
 from runner.errors import BackendUnavailable, EnvTimeout, RunnerError, UserInputError
-from runner.manifest.schema import EnvSpec, ParallelSpec
+from runner.manifest.schema import ParallelSpec
+
+BACKEND = get_backend("godot")
 
 try:
     godot.godot_binary()
-    HAVE_GODOT = godot.available() is None
+    HAVE_GODOT = BACKEND.available() is None
 except BackendUnavailable:
     HAVE_GODOT = False
 _have_godot = pytest.mark.skipif(not HAVE_GODOT, reason="needs godot3-server and godot-rl")
@@ -42,18 +45,18 @@ pytestmark = [pytest.mark.godot]
 GAME = godot.GAMES_DIR / "ballchase"
 
 
-def spec(**kw) -> EnvSpec:
-    return EnvSpec(**{"backend": "godot", "id": "ballchase", "timeout": 20.0, **kw})
+def spec(**kw) -> GodotEnv:
+    return GodotEnv(**{"backend": "godot", "id": "ballchase", "timeout": 20.0, **kw})
 
 
 def make(
-    env: EnvSpec | None = None,
+    env: GodotEnv | None = None,
     envs: int = 2,
     workers: int = 1,
     seed: int = 0,
     log_dir: Path | None = None,
 ):
-    return godot.make_vec_env(
+    return BACKEND.make_vec_env(
         env or spec(), ParallelSpec(envs=envs, workers=workers), seed=seed, log_dir=log_dir
     )
 
@@ -109,29 +112,31 @@ def random_steps(venv, n: int, seed: int = 0):
 # -- input checks (no Godot started) ---------------------------------------------------------
 
 
+def _refused(env: GodotEnv, words: str) -> None:
+    problems = BACKEND.check_env(env)
+    assert any(words in f"{'.'.join(map(str, p.path))}: {p.message}" for p in problems), problems
+
+
 def test_bad_ids_and_kwargs(tmp_path):
-    with pytest.raises(UserInputError, match="ballchase"):
-        godot.check_env(spec(id="ballchas"))
-    with pytest.raises(UserInputError, match="does not exist"):
-        godot.check_env(spec(id=str(tmp_path / "missing.x86_64")))
+    _refused(spec(id="ballchas"), "ballchase")
+    _refused(spec(id=str(tmp_path / "missing.x86_64")), "does not exist")
     folder = tmp_path / "not a project"
     folder.mkdir()
-    with pytest.raises(UserInputError, match="project.godot"):
-        godot.check_env(spec(id=str(folder)))
+    _refused(spec(id=str(folder)), "project.godot")
     binary = tmp_path / "game.x86_64"
     binary.write_text("")
-    with pytest.raises(UserInputError, match="not executable"):
-        godot.check_env(spec(id=str(binary)))
-    with pytest.raises(UserInputError, match="action_space"):
-        godot.check_env(spec(kwargs={"action_space": "both"}))
-    with pytest.raises(UserInputError, match="not an argument"):
-        godot.check_env(spec(kwargs={"speed": 3}))
+    _refused(spec(id=str(binary)), "not executable")
+    _refused(spec(kwargs={"action_space": "both"}), "action_space")
+    _refused(spec(kwargs={"speed": 3}), "not an argument")
+    both = BACKEND.check_env(spec(kwargs={"speed": 3, "episode_steps": 0}))
+    assert [p.path[-1] for p in both] == ["speed", "episode_steps"]  # every problem at once
     with pytest.raises(UserInputError, match="multiple"):
         make(envs=5, workers=2)
-    assert "multiple" in godot.check_parallel(ParallelSpec(envs=6, workers=4))
-    assert godot.check_parallel(ParallelSpec(envs=8, workers=4)) is None
-    assert godot.action_kind(spec()) == "Discrete"
-    assert godot.action_kind(spec(kwargs={"action_space": "continuous"})) == "Box"
+    [wide] = BACKEND.check_parallel(ParallelSpec(envs=6, workers=4))
+    assert "multiple" in wide.message and wide.path == ("parallel", "workers")
+    assert BACKEND.check_parallel(ParallelSpec(envs=8, workers=4)) == []
+    assert BACKEND.action_kind(spec()) == "Discrete"
+    assert BACKEND.action_kind(spec(kwargs={"action_space": "continuous"})) == "Box"
 
 
 def test_missing_godot_is_one_line(monkeypatch, tmp_path):
@@ -335,9 +340,10 @@ def test_preoccupied_ports_still_work():
 
 SCRIPT = textwrap.dedent("""
     import sys, time, numpy as np
-    from runner.backends import godot
-    from runner.manifest.schema import EnvSpec, ParallelSpec
-    venv = godot.make_vec_env(EnvSpec(backend="godot", id="ballchase", timeout=20),
+    from runner.backends import get_backend
+    from runner.backends.godot import GodotEnv
+    from runner.manifest.schema import ParallelSpec
+    venv = get_backend("godot").make_vec_env(GodotEnv(backend="godot", id="ballchase", timeout=20),
                               ParallelSpec(envs=4, workers=2), seed=int(sys.argv[1]),
                               log_dir=None)
     print(" ".join(map(str, venv.pids)), flush=True)

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from runner.backends import brax, isaaclab
+from runner.backends import get_backend, isaaclab
 from runner.backends.base import gpu_env_python
 from tests.helpers import ROOT, rlcrate
 
@@ -87,7 +87,7 @@ def test_brax_runs_in_the_runners_own_environment():
     runs on: no third environment."""
     pins = _pins((ROOT / "images" / "cpu" / "requirements.lock").read_text())
     assert pins["brax"] == "0.14.2" and pins["jax"] == pins["jaxlib"] == "0.9.2"
-    assert brax.available() is None and brax.interpreter() is None
+    assert get_backend("brax").available() is None and get_backend("brax").interpreter() is None
     assert "brax-env" not in (ROOT / "Makefile").read_text()
 
 

@@ -12,12 +12,15 @@ import json
 
 import pytest
 
-from runner.backends import isaaclab
+from runner.backends import get_backend, isaaclab
 from tests.helpers import ROOT, rlcrate, run_dir_of
 
 pytestmark = [
     pytest.mark.isaaclab,
-    pytest.mark.skipif(isaaclab.available() is not None, reason=f"{isaaclab.available()}"),
+    pytest.mark.skipif(
+        get_backend("isaaclab").available() is not None,
+        reason=f"{get_backend('isaaclab').available()}",
+    ),
 ]
 NO_GPU = not isaaclab.gpu_present()
 
@@ -106,7 +109,7 @@ def test_bench_measures_cartpole_in_isaaclab_python(write_manifest, tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     (point,) = json.loads((run_dir_of(tmp_path, "il-t") / "bench.json").read_text())["points"]
     assert point["error"] is None and point["envs"] == 8 and point["trainer"] == "sb3"
-    assert point["python"] == isaaclab.interpreter()
+    assert point["python"] == get_backend("isaaclab").interpreter()
     for key in ("env_only", "train"):
         s = point[key]["steps_per_s"]
         assert 0 < s["min"] <= s["median"] <= s["max"] and len(s["runs"]) == 2

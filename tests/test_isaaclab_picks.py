@@ -13,12 +13,13 @@ from runner.backends.isaaclab.env import (
 )
 from runner.errors import BackendUnavailable, FieldError
 from runner.manifest.schema import EnvSpec
+from tests.helpers import env_spec
 
 NOWHERE = "https://rlcrate-no-such-asset-host/Assets"  # a single-label name: never resolves
 
 
 def spec(task: str = "Isaac-Cartpole-Direct", **kwargs) -> EnvSpec:
-    return EnvSpec(backend="isaaclab", id=task, kwargs=kwargs)
+    return env_spec(backend="isaaclab", id=task, kwargs=kwargs)
 
 
 def test_cpu_machine_without_assets_gets_cpu_newton_and_the_local_cartpole():

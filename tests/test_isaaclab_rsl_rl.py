@@ -15,12 +15,15 @@ import pytest
 import yaml
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from runner.backends import isaaclab
+from runner.backends import get_backend
 from tests.helpers import ROOT, checkout_env, rlcrate, run_dir_of
 
 pytestmark = [
     pytest.mark.isaaclab,
-    pytest.mark.skipif(isaaclab.available() is not None, reason=f"{isaaclab.available()}"),
+    pytest.mark.skipif(
+        get_backend("isaaclab").available() is not None,
+        reason=f"{get_backend('isaaclab').available()}",
+    ),
 ]
 TASK_SOURCE = "isaaclab task Isaac-Cartpole-Direct (rsl_rl_cfg_entry_point: "
 

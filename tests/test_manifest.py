@@ -55,7 +55,11 @@ def test_defaults_are_filled_and_written(write_manifest):
     res = resolved(m)
     data = res.dump()
     assert data["eval"]["deterministic"] is True
-    assert data["env"]["pacing"] == "unpaced"
+    # the gymnasium backend's own options, filled; no other backend's (godot's pacing)
+    assert data["env"] == {
+        "backend": "gymnasium", "id": "CartPole-v1", "kwargs": {}, "atari": None,
+        "action_repeat": 1,
+    }  # fmt: skip
     assert data["algo"]["device"] == "cpu"
     assert list(data["variants"]) == ["default"]
     # resolved.yaml round-trips into the same manifest, and the same run model

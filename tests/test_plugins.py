@@ -106,3 +106,80 @@ def test_doctor_lists_installed_plugins_and_a_broken_one(tmp_path):
     assert [c.strip() for c in good.split("│")][2:4] == ["yes", "yes"], good
     bad = next(v for k, v in rows.items() if k.startswith("trainer broken_loop"))
     assert [c.strip() for c in bad.split("│")][2:4] == ["yes", "no"] and "broken" in bad, bad
+
+
+def test_a_backend_trainer_and_executor_from_packages_run_a_run_together(write_manifest, tmp_path):
+    """The toy backend (an option of its own, `length`), toy_climb and the toy executor, each
+    found by its package's entry point, nothing in runner/ told of any: a real run, its record
+    of what ran, and `status` asking the executor that ran it."""
+    executor = ROOT / "tests" / "plugins_executor"
+    env = {"PYTHONPATH": f"{ROOT}:{PLUGINS}:{executor}"}
+    m = toy_manifest(name="all-toys", seeds=[0, 1], parallel={"envs": 1},
+                     env={"backend": "toy", "id": "line", "length": 30})  # fmt: skip
+    res = rlcrate(
+        "run", str(write_manifest(m)), "--out", str(tmp_path), "-x", "toy", "--toy-note", "mine",
+        env_extra=env,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    run = run_dir_of(tmp_path, "all-toys")
+    for seed in (0, 1):
+        unit = run / f"units/default/seed-{seed}"
+        assert (unit / "toy.txt").read_text() == "mine"  # the toy executor ran it
+        episodes = json.loads((unit / "eval.json").read_text())["episodes"]
+        assert {e["length"] for e in episodes} == {30}  # the backend's own option took effect
+    config = yaml.safe_load((run / "resolved.yaml").read_text())["variants"]["default"]["config"]
+    assert config["env"] == {"backend": "toy", "id": "line", "kwargs": {}, "length": 30}
+    assert config["parallel"]["mode"] is None  # the toy backend has no modes
+    assert json.loads((run / "provenance.json").read_text())["executor"]["name"] == "toy"
+    status = rlcrate("status", str(run), env_extra=env)
+    assert status.returncode == 0 and "still running" not in status.stdout, status.stdout
+
+
+def test_every_backend_refuses_every_other_backends_options():
+    """Each of rlcrate's own backends, with each option only another backend has: an error at
+    that field naming the backends that have it, never a silent value in resolved.yaml."""
+    from pydantic import ValidationError
+
+    from runner.manifest.schema import Manifest, env_models
+    from runner.plugins import OWN
+
+    models = env_models()
+    checked = 0
+    for name in OWN["backend"]:
+        own = set(models[name].model_fields)
+        for other, model in models.items():
+            for field, info in model.model_fields.items():
+                if field in own:
+                    continue
+                value = info.get_default(call_default_factory=True)
+                env = {"backend": name, "id": "x", field: value if value is not None else {}}
+                with pytest.raises(ValidationError) as err:
+                    Manifest.model_validate({"rlcrate": 1, "name": "m", "env": env})
+                (error,) = [e for e in err.value.errors() if e["loc"] == ("env", field)]
+                assert error["msg"].startswith(f"the {name} backend has no such option;")
+                assert other in error["msg"]
+                checked += 1
+    assert checked >= 20  # pacing, speedup, timeout, atari, action_repeat, length, ...
+
+
+@pytest.mark.parametrize(
+    ("env", "parallel", "words"),
+    [
+        ({"backend": "envpool", "id": "CartPole-v1"}, {"mode": "subproc"},
+         "parallel.mode: the envpool backend has no mode 'subproc' (it has none: leave it unset)"),
+        ({"backend": "gymnasium", "id": "CartPole-v1"}, {"mode": "threads"},
+         "parallel.mode: the gymnasium backend has no mode 'threads' (its modes: dummy, subproc)"),
+        ({"backend": "envpool", "id": "CartPole-v1", "pacing": "paced"}, {},
+         "env.pacing: the envpool backend has no such option; godot has"),
+        ({"backend": "godot", "id": "ballchase", "pacng": "paced"}, {},
+         "env.pacng: unknown key; did you mean 'pacing'?"),
+    ],
+)  # fmt: skip
+def test_an_option_of_another_backend_is_one_line_at_its_field(
+    write_manifest, env, parallel, words
+):
+    path = write_manifest({"rlcrate": 1, "name": "m", "env": env, "parallel": parallel})
+    res = rlcrate("validate", str(path))
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    (line,) = res.stderr.strip().splitlines()
+    assert words in line and line.startswith(f"error: {path}:"), line

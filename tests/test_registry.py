@@ -1,107 +1,67 @@
-"""The backend registry and the `Backend` contract, tested the same way over every backend."""
+"""The plugin registries and contracts, tested over every plugin with the public checker
+(`rlcrate plugin check`, runner/cli/plugin_check.py): rlcrate's own backends, trainers and
+executors pass exactly what a plugin author's must."""
 
 from __future__ import annotations
 
 import inspect
 import os
-import sys
-from pathlib import Path
 
-import numpy as np
 import pytest
 
-from runner.backends import BACKENDS, get_backend
-from runner.backends.base import BITWISE, STATISTICAL, Backend, Traits
+from runner import plugins
+from runner.backends import get_backend, names
+from runner.backends.base import Backend
+from runner.cli.plugin_check import FAILED, SKIPPED, backend_rows, executor_rows, trainer_rows
 from runner.errors import FieldError, UserInputError
-from runner.manifest.schema import BACKEND_NAMES, EnvSpec, ParallelSpec
 
 HOOKS = [n for n, v in vars(Backend).items() if inspect.isfunction(v) and not n.startswith("_")]
-# A cheap env per backend for the runtime checks (others use their first id).
-CHEAP = {
-    "gymnasium": "CartPole-v1",
-    "envpool": "CartPole-v1",
-    "godot": "ballchase",
-    "brax": "fast",  # Brax's own test env: no physics to trace (its observation size resets it)
-    "isaaclab": "Isaac-Cartpole-Direct",  # runs on a CPU with a local stand-in for its asset
-}
 # Making envs starts processes for these (seconds), so that part of the conformance is slow.
 SLOW_TO_MAKE = {"godot"}
 
 
-def test_unknown_backend_lists_valid_ones():
-    with pytest.raises(UserInputError, match="Valid backends: godot, envpool, gymnasium"):
-        get_backend("mujoco")
+def _passes(rows: list[tuple[str, str, str]]) -> None:
+    failed = [f"{what}: {detail}" for what, result, detail in rows if result == FAILED]
+    assert not failed, failed
 
 
-def test_one_list_of_backend_names():
-    assert tuple(BACKENDS) == BACKEND_NAMES
+def test_unknown_backend_is_one_line_with_a_suggestion():
+    with pytest.raises(UserInputError, match="no backend named 'envpol' is installed; did you"):
+        get_backend("envpol")
+
+
+def test_rlcrate_declares_its_own_plugins_as_entry_points():
+    """pyproject.toml's entry points are the registry's own table (runner.plugins.OWN), which a
+    source tree that pip has not installed reads instead."""
+    import tomllib
+
+    from tests.helpers import ROOT
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
+    for kind, group in plugins.GROUPS.items():
+        assert declared[group] == plugins.OWN[kind], kind
 
 
 def test_the_contract_names_every_hook():
     assert set(HOOKS) == {
-        "available", "env_ids", "check_env", "spaces", "action_kind", "check_parallel",
-        "make_vec_env", "versions", "processes", "nondeterminism", "env_files", "step_split",
-        "doctor_rows", "interpreter",
+        "available", "env_ids", "check_env", "make_env", "make_vec_env", "require_env", "spaces",
+        "action_kind", "check_parallel", "versions", "processes", "nondeterminism", "env_files",
+        "step_split", "doctor_rows", "interpreter", "gymnasium_id", "is_atari", "agent_config",
+        "package_file",
     }  # fmt: skip
+    abstract = {n for n in HOOKS if getattr(getattr(Backend, n), "__isabstractmethod__", False)}
+    assert abstract == {"available", "env_ids", "check_env", "make_vec_env"}
 
 
-@pytest.mark.parametrize("name", list(BACKENDS))
-def test_backend_declares_its_traits(name):
-    traits = get_backend(name).TRAITS
-    assert isinstance(traits, Traits) and traits.module and traits.extra
-    assert traits.determinism in (BITWISE, STATISTICAL)
-    assert set(traits.images) <= {"cpu", "cuda"}
+def test_a_backend_without_a_hook_it_must_have_cannot_be_made():
+    class Half(Backend):
+        name = "half"
 
+        def available(self) -> str | None:
+            return None
 
-@pytest.mark.parametrize("name", list(BACKENDS))
-def test_backend_has_every_hook_with_its_signature(name):
-    module = get_backend(name)
-    for hook in HOOKS:
-        fn = getattr(module, hook, None)
-        assert callable(fn), f"{name}.{hook} is missing"
-        want = list(inspect.signature(getattr(Backend, hook)).parameters.values())[1:]  # self
-        got = list(inspect.signature(fn).parameters.values())
-        assert [(p.name, p.kind) for p in got] == [(p.name, p.kind) for p in want], (
-            f"{name}.{hook}{inspect.signature(fn)} differs from the contract"
-        )
-
-
-@pytest.mark.parametrize("name", list(BACKENDS))
-def test_backend_reports_itself(name):
-    """What doctor and provenance ask of every backend, usable or not."""
-    module = get_backend(name)
-    reason = module.available()
-    assert reason is None or (isinstance(reason, str) and reason and "\n" not in reason)
-    programs = module.versions()
-    assert isinstance(programs, dict)
-    for program, info in programs.items():
-        assert isinstance(program, str) and ("error" in info or {"path", "version"} <= set(info))
-    python = module.interpreter()
-    assert python is None or (os.path.isfile(python) and os.access(python, os.X_OK))
-
-
-def _usable(name: str):
-    module = get_backend(name)
-    reason = module.available()
-    if reason:
-        pytest.skip(f"{name}: {reason}")
-    return module, EnvSpec(backend=name, id=CHEAP.get(name) or module.env_ids()[0])
-
-
-@pytest.mark.parametrize("name", list(BACKENDS))
-def test_backend_checks_without_making_envs(name):
-    module, env = _usable(name)
-    ids = module.env_ids()
-    assert ids and all(isinstance(i, str) for i in ids)
-    module.check_env(env)
-    with pytest.raises(FieldError) as bad:
-        module.check_env(EnvSpec(backend=name, id="NoSuchEnv-v0"))
-    assert bad.value.path == ("env", "id")
-    assert module.check_parallel(ParallelSpec()) is None  # one env, one worker: always fine
-    kind = module.action_kind(env)
-    spaces = module.spaces(env)
-    if spaces is not None:
-        assert kind in (None, type(spaces[1]).__name__)
+    with pytest.raises(TypeError, match="abstract"):
+        Half()  # type: ignore[abstract]
 
 
 @pytest.mark.parametrize(
@@ -113,33 +73,44 @@ def test_backend_checks_without_making_envs(name):
         else pytest.param(n, marks=[pytest.mark.slow, pytest.mark.isaaclab])
         if n == "isaaclab"
         else n
-        for n in BACKENDS
+        for n in names()
     ],
 )
-def test_backend_makes_a_vec_env_that_steps(name, tmp_path: Path):
-    module, env = _usable(name)
-    own = module.interpreter()
-    if own is not None and os.path.abspath(own) != os.path.abspath(sys.executable):
-        pytest.skip(f"{name} makes its envs in its own Python ({own}); tests/test_{name}.py "
-                    "covers it through `rlcrate run`")  # fmt: skip
-    parallel = ParallelSpec(envs=2, workers=1)
-    venv = module.make_vec_env(env, parallel, seed=3, log_dir=tmp_path)
+def test_backend_conforms(name):
+    """Its class, options and traits, what doctor and provenance ask, its checks of a good and a
+    bad env, and (where its envs are made in this Python) a VecEnv that resets and steps, whose
+    arrays the caller owns (a view of an engine's buffer, JAX's or torch's, is read-only)."""
+    rows = backend_rows(name)
+    _passes(rows)
+    assert rows[0][1] != SKIPPED and len(rows) == 5
+
+
+@pytest.mark.parametrize("name", list(plugins.OWN["trainer"]) + ["toy_climb"])
+def test_trainer_conforms(name):
+    _passes(trainer_rows(name))
+
+
+@pytest.mark.parametrize("name", list(plugins.OWN["executor"]))
+def test_executor_conforms(name):
+    _passes(executor_rows(name))
+
+
+def test_the_checker_finds_what_is_wrong(monkeypatch):
+    """A backend whose check raises instead of returning its problems, and whose VecEnv returns
+    a read-only view: both named, nothing raised."""
+    from runner.backends.gymnasium import Gymnasium
+
+    def raises(self, env):
+        raise FieldError(("env", "id"), "raised, not returned")
+
+    monkeypatch.setattr(Gymnasium, "check_env", raises)
+    get_backend.cache_clear()
     try:
-        assert venv.num_envs == 2
-        obs = venv.reset()
-        assert obs.shape[0] == 2 and venv.observation_space.contains(obs[0].astype(obs.dtype))
-        venv.action_space.seed(0)
-        actions = np.stack([venv.action_space.sample() for _ in range(2)])
-        obs, rewards, dones, infos = venv.step(actions)
-        assert obs.shape[0] == rewards.shape[0] == dones.shape[0] == len(infos) == 2
-        # the caller owns what step returns, as with SB3's own VecEnvs (a view of an engine's
-        # buffer, JAX's or torch's, is read-only or changes under it)
-        assert all(isinstance(a, np.ndarray) and a.flags.writeable for a in (obs, rewards, dones))
-        spaces = module.spaces(env)
-        if spaces is not None:
-            assert spaces[1] == venv.action_space
+        rows = {what: (result, detail) for what, result, detail in backend_rows("gymnasium")}
     finally:
-        venv.close()
+        get_backend.cache_clear()
+    result, detail = rows["its ids, and its checks of a good and a bad env"]
+    assert result == FAILED and "raised, not returned" in detail
 
 
 @pytest.mark.parametrize(
@@ -151,6 +122,31 @@ def test_backend_makes_a_vec_env_that_steps(name, tmp_path: Path):
 )
 def test_env_id_check_suggests(backend, good, bad, suggest):
     module = get_backend(backend)
-    module.check_env(EnvSpec(backend=backend, id=good))
-    with pytest.raises(UserInputError, match=f"Did you mean '{suggest}'"):
-        module.check_env(EnvSpec(backend=backend, id=bad))
+    if module.available():
+        pytest.skip(module.available() or "")
+    spec = module.Options.model_validate
+    assert module.check_env(spec({"backend": backend, "id": good})) == []
+    [problem] = module.check_env(spec({"backend": backend, "id": bad}))
+    assert problem.path == ("env", "id") and f"Did you mean '{suggest}'" in problem.message
+
+
+def test_a_broken_plugin_is_one_line_naming_its_package(tmp_path):
+    """An entry point whose module fails to import: one line naming the package, exit 2, and
+    doctor lists it as broken."""
+    from tests.helpers import PLUGINS, ROOT, rlcrate
+
+    dist = tmp_path / "rlcrate_broken-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: rlcrate-broken\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[rlcrate.backends]\nbroken = rlcrate_broken:Sim\n")
+    (tmp_path / "rlcrate_broken.py").write_text("import no_such_module_here\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(ROOT), str(PLUGINS), str(tmp_path)])}
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text("rlcrate: 1\nname: b\nenv: {backend: broken, id: x}\n")
+    res = rlcrate("validate", str(manifest), env_extra=env)
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+    assert "the backend 'broken' of the package rlcrate-broken" in res.stderr
+    assert "No module named 'no_such_module_here'" in res.stderr
+    doctor = rlcrate("doctor", env_extra=env)
+    assert "backend broken" in doctor.stdout and "no_such_module_here" in doctor.stdout

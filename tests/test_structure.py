@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers import ROOT
 
 PACKAGE = ROOT / "runner"
@@ -150,15 +152,12 @@ def test_no_submodule_shadows_a_name_of_its_package():
     assert not clashes, clashes
 
 
-# Packages that are registries: the only places that may compare a backend's or trainer's name.
-REGISTRIES = ("runner/backends/", "runner/trainers/", "runner/executors/")
-
-
-def _registered_names() -> set[str]:
-    from runner.backends import BACKENDS
-    from runner.trainers import TRAINERS
-
-    return set(BACKENDS) | set(TRAINERS)
+# Each kind of plugin's home: the one package that may compare one of its names.
+HOMES = {
+    "backend": "runner/backends/",
+    "trainer": "runner/trainers/",
+    "executor": "runner/executors/",
+}
 
 
 def _named_in(node: ast.AST, names: set[str]) -> set[str]:
@@ -167,16 +166,45 @@ def _named_in(node: ast.AST, names: set[str]) -> set[str]:
     return {e.value for e in elts if isinstance(e, ast.Constant) and e.value in names}
 
 
-def test_no_module_outside_a_registry_compares_a_registered_name():
-    """`backend == "godot"` or `name in ("gymnasium", ...)` outside the registries is knowledge
-    in the wrong home: ask the backend (its TRAITS or a hook) or the trainer instead."""
-    names, found = _registered_names(), []
+@pytest.mark.parametrize("kind", list(HOMES))
+def test_no_module_outside_a_plugins_home_compares_its_name(kind):
+    """`backend == "godot"`, `trainer in ("sb3", ...)` or `name == "slurm"` outside that kind's
+    own package is knowledge in the wrong home: ask the plugin (its TRAITS or a hook) instead.
+    ("local" is also an image's name, compared as `image`/`where`: not the executor.)"""
+    from runner.plugins import OWN
+
+    names, found = set(OWN[kind]), []
     for path in sorted(PACKAGE.rglob("*.py")):
         where = path.relative_to(ROOT).as_posix()
-        if where.startswith(REGISTRIES):
+        if where.startswith(HOMES[kind]) or where == "runner/plugins.py":  # the registry's table
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        text = path.read_text()
+        for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.Compare):
                 for operand in [node.left, *node.comparators]:
-                    found += [f"{where}:{node.lineno}: {n!r}" for n in _named_in(operand, names)]
-    assert not found, "registered names compared outside their registry:\n" + "\n".join(found)
+                    for n in _named_in(operand, names):
+                        segment = ast.get_source_segment(text, node) or ""
+                        if n == "local" and "executor" not in segment:
+                            continue
+                        found.append(f"{where}:{node.lineno}: {n!r}")
+    assert not found, f"{kind} names compared outside {HOMES[kind]}:\n" + "\n".join(found)
+
+
+# The run directory's records and the one module that writes each (atomically)
+RECORD_WRITERS = {"status.json": "runner/record/"}
+
+
+def test_run_records_are_written_by_record_alone():
+    """A run record's name in a write outside `record/` is a second writer of it."""
+    import re
+
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        where = path.relative_to(ROOT).as_posix()
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            for name, home in RECORD_WRITERS.items():
+                if not where.startswith(home) and re.search(
+                    rf"(open\(|write_\w+\().*{re.escape(name)}", line
+                ):
+                    found.append(f"{where}:{n}: {line.strip()}")
+    assert not found, "run records written outside record/:\n" + "\n".join(found)

@@ -1,43 +1,26 @@
-"""A backend and a trainer are each one module plus their name in one list: a toy of each
-(tests/toy_backend.py, tests/toy_trainer.py), registered with the registry's own hook, goes
-through the checks, the scheduler's needs, the resource and determinism declarations, doctor,
-real training (SB3's PPO on the toy backend) and the toy trainer's own loop, with nothing else
-in the runner told about either."""
+"""A backend and a trainer each added as one module and nothing in rlcrate told of it: the toy
+backend (tests/plugins/rlcrate_toys/line.py, found by its entry point like any installed
+package's) and a toy trainer (tests/toy_trainer.py, added in this process with the registry's
+own hook) go through the checks, the scheduler's needs, the resource and determinism
+declarations, doctor, real training (SB3's PPO on the toy backend) and the toy trainer's own
+loop."""
 
 from __future__ import annotations
 
-from typing import Literal
-
 import pytest
 
-from runner import backends, trainers
+from runner import trainers
 from runner.checks.manifest import check_manifest
-from runner.manifest import resolved, schema
+from runner.manifest import resolved
 from runner.manifest.schema import Manifest
 from runner.record.seeding import derive
 
 
-def _backend_names(names: tuple[str, ...]) -> None:
-    """The schema's one list of backend names (`BackendName`), as a shipped backend extends it."""
-    field = schema.EnvSpec.model_fields["backend"]
-    field.annotation = Literal[names]  # type: ignore[assignment]
-    schema.EnvSpec.model_rebuild(force=True)
-    schema.Manifest.model_rebuild(force=True)
-    from runner.manifest import ResolvedRun, ResolvedVariant
-
-    ResolvedVariant.model_rebuild(force=True)  # the run model holds manifests
-    ResolvedRun.model_rebuild(force=True)
-
-
 @pytest.fixture(autouse=True)
 def toys():
-    _backend_names((*schema.BACKEND_NAMES, "toy"))
-    backends.register("toy", "tests.toy_backend")
     trainers.register("toy_loop", "tests.toy_trainer")
     yield
-    _backend_names(schema.BACKEND_NAMES)
-    del backends.BACKENDS["toy"], trainers.TRAINERS["toy_loop"]  # type: ignore[attr-defined]
-    backends.get_backend.cache_clear()
+    del trainers._REGISTERED["toy_loop"]
     trainers.get_trainer.cache_clear()
 
 

@@ -13,22 +13,27 @@ import time
 from pathlib import Path
 from typing import Any
 
+from runner.backends.base import SB3_VEC_ENV
+from runner.errors import FieldProblem
 from runner.manifest.schema import Manifest
 from runner.trainers.base import MODEL_FILE, digest, write_eval
 
-
-def check_params(cfg: Manifest, action_kind: str | None) -> tuple[str, str] | None:
-    unknown = set(cfg.algo.params) - {"right"}
-    if unknown:
-        return f"params.{sorted(unknown)[0]}", "toy_loop takes only 'right'"
-    return None
+ENV_INTERFACE = SB3_VEC_ENV
 
 
-def check_limits(cfg: Manifest) -> tuple[str, str] | None:
+def check_params(cfg: Manifest, action_kind: str | None) -> list[FieldProblem]:
+    return [
+        FieldProblem(("algo", "params", key), "toy_loop takes only 'right'")
+        for key in sorted(set(cfg.algo.params) - {"right"})
+    ]
+
+
+def check_limits(cfg: Manifest) -> list[FieldProblem]:
     right = cfg.algo.params.get("right", 1.0)
     if not 0.0 <= right <= 1.0:
-        return "algo.params.right", f"expected a share between 0 and 1, got {right}"
-    return None
+        msg = f"expected a share between 0 and 1, got {right}"
+        return [FieldProblem(("algo", "params", "right"), msg)]
+    return []
 
 
 def _episode(cfg: Manifest, right: float, seed: int) -> tuple[float, int]:

@@ -134,25 +134,49 @@ def _type(node: dict[str, Any]) -> str:
     return str(kind)
 
 
-def _rows(schema: dict[str, Any], node: dict[str, Any], prefix: str) -> list[str]:
+def _branch_rows(schema: dict[str, Any], prop: dict[str, Any], path: str) -> list[str]:
+    """A section that is one of several models (the env, by backend): the fields every branch
+    has once (the choosing key with every value), then each branch's own, marked with it."""
+    key = prop["discriminator"]["propertyName"]
+    branches = {
+        value: schema["$defs"][ref.rsplit("/", 1)[1]]
+        for value, ref in prop["discriminator"]["mapping"].items()
+    }
+    shared = set.intersection(*(set(b.get("properties", {})) for b in branches.values()))
+    first = next(iter(branches.values()))
+    choices = " \\| ".join(f"`{v}`" for v in branches)
+    rows = [f"| `{path}{key}` | {choices} | required | {_cell(prop.get('description'))} |"]
+    common = {n: p for n, p in first.get("properties", {}).items() if n in shared and n != key}
+    rows += _rows(schema, {"properties": common, "required": first.get("required", [])}, path)
+    for value, branch in branches.items():
+        own = {n: p for n, p in branch.get("properties", {}).items() if n not in shared}
+        rows += _rows(schema, {"properties": own}, path, note=f"({key}: {value}) ")
+    return rows
+
+
+def _rows(schema: dict[str, Any], node: dict[str, Any], prefix: str, note: str = "") -> list[str]:
     rows = []
     required = set(node.get("required", []))
     for name, prop in node.get("properties", {}).items():
         path = f"{prefix}{name}"
+        if "discriminator" in prop:
+            rows += _branch_rows(schema, prop, f"{path}.")
+            continue
         sub = _ref(schema, prop)
         desc = prop.get("description") or (sub or {}).get("description", "")
         default = json.dumps(prop["default"]) if "default" in prop else ""
         need = "required" if name in required else (f"`{default}`" if default else "")
-        rows.append(f"| `{path}` | {_type(prop)} | {need} | {_cell(desc)} |")
+        rows.append(f"| `{path}` | {_type(prop)} | {need} | {_cell(note + desc)} |")
         if sub is not None:
-            rows += _rows(schema, sub, f"{path}.")
+            rows += _rows(schema, sub, f"{path}.", note)
     return rows
 
 
 def fields_page() -> str:
     from runner.manifest import json_schema
+    from runner.plugins import OWN
 
-    schema = json_schema()
+    schema = json_schema(list(OWN["backend"]))  # rlcrate's own (a plugin documents its own)
     lines = [
         "---",
         "hide: [toc]",  # the table needs the room (a dotted path is one word)

@@ -1,40 +1,46 @@
-"""Backend registry: name -> module, imported only when asked for.
+"""Backend registry: name -> a `Backend` (base.py), found by entry point and made when asked for.
 
-Each backend module implements the `Backend` protocol (`base.py`). The names are the manifest's
-`env.backend` values (`BACKEND_NAMES`, one list); backend `x` lives in `runner.backends.x`.
+The names are the manifest's `env.backend` values: rlcrate's own (declared in its
+pyproject.toml, group `rlcrate.backends`) and those installed packages add (`runner.plugins`).
+Each backend is a class; its module is imported only when a run, a check or `doctor` needs it.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
 import shutil
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, cast
 
-from runner.backends.base import python_problem
+from runner import plugins
+from runner.backends.base import Backend, python_problem
 from runner.errors import UserInputError
-from runner.manifest.schema import BACKEND_NAMES, Manifest
-
-if TYPE_CHECKING:
-    from runner.backends.base import Backend
-
-BACKENDS: Final[dict[str, str]] = {name: f"runner.backends.{name}" for name in BACKEND_NAMES}
+from runner.manifest.schema import Manifest
 
 
-def register(name: str, module: str) -> None:
-    """Add a backend at run time (tests' toy backend); a shipped one is a name in `BackendName`
-    (runner.manifest.schema), its module `runner.backends.<name>`."""
-    cast("dict[str, str]", BACKENDS)[name] = module
-    get_backend.cache_clear()
+def names() -> list[str]:
+    """Every backend name: rlcrate's own, then the installed packages'."""
+    return plugins.names("backend")
 
 
 @cache
 def get_backend(name: str) -> Backend:
-    if name not in BACKENDS:
-        raise UserInputError(f"Unknown backend '{name}'. Valid backends: {', '.join(BACKENDS)}.")
-    return cast("Backend", importlib.import_module(BACKENDS[name]))
+    plugin = plugins.find("backend", name)
+    if plugin is None:
+        raise UserInputError(plugins.unknown("backend", name))
+    cls = plugins.load("backend", plugin)
+    if not (isinstance(cls, type) and issubclass(cls, Backend)):
+        raise UserInputError(
+            f"the backend {name!r} of the package {plugin.package} ({plugin.target}) is not a "
+            "subclass of runner.backends.base.Backend"
+        )
+    try:
+        return cls()
+    except TypeError as exc:  # an abstract hook left out
+        raise UserInputError(
+            f"the backend {name!r} of the package {plugin.package} ({plugin.target}) is "
+            f"incomplete: {exc}"
+        ) from None
 
 
 def anchor_paths(manifest: Manifest, base: Path) -> Manifest:
@@ -73,9 +79,3 @@ def unit_interpreter(name: str) -> str | None:
             f"{source}: {python} {problem} (expected the Python that runs {name} units)"
         )
     return os.path.abspath(path)
-
-
-if TYPE_CHECKING:  # mypy checks every registered module against the protocol
-    from runner.backends import brax, envpool, godot, gymnasium, isaaclab
-
-    _CONFORMING: tuple[Backend, ...] = (brax, envpool, godot, gymnasium, isaaclab)

@@ -25,10 +25,42 @@ games without lives and with unit rewards, such as Pong.
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Any
 
-from runner.manifest.schema import AtariSpec, EnvSpec
+from pydantic import Field
+
+from runner.errors import FieldProblem
+from runner.manifest.schema import EnvSpec, Strict
+
+
+class AtariSpec(Strict):
+    """Standard Atari preprocessing; `envpool_kwargs` maps each field to EnvPool's."""
+
+    noop_max: int = Field(30, ge=0, description="Random no-op actions (up to this many) on reset.")
+    frame_skip: int = Field(
+        4, ge=1, description="Frames per agent action (the action repeats; max of the last two)."
+    )
+    screen_size: int = Field(84, ge=8, description="Frames are resized to this square, grayscale.")
+    terminal_on_life_loss: bool = Field(
+        True, description="A lost life ends the episode for learning (the game goes on)."
+    )
+    clip_reward: bool = Field(True, description="Rewards clipped to their sign (-1, 0, +1).")
+    repeat_action_probability: float = Field(
+        0.0, ge=0.0, le=1.0, description="Sticky actions: chance the last action repeats."
+    )
+    frame_stack: int = Field(4, ge=1, description="Consecutive frames stacked per observation.")
+
+
+class AtariOption(EnvSpec):
+    """Options of a backend that offers standard Atari preprocessing."""
+
+    atari: AtariSpec | None = Field(
+        None,
+        description="Standard Atari preprocessing (no-op reset, frame skip, episodic life, "
+        "84x84 grayscale, reward clipping, frame stack) for Atari ids (gymnasium: ALE/ ids; "
+        "envpool: *-v5 ids); {} takes every default. Unset: raw frames.",
+    )
+
 
 ALE_FRAMES_PER_EPISODE = 108_000  # ALE v5's max_num_frames_per_episode
 # env.kwargs that env.atari decides; setting them as well would contradict it.
@@ -67,38 +99,29 @@ def envpool_kwargs(spec: AtariSpec) -> dict[str, Any]:
     }
 
 
-def gym_kwargs(env: EnvSpec) -> dict[str, Any]:
+def gym_kwargs(env: AtariOption) -> dict[str, Any]:
     """gym.make's kwargs: the manifest's, plus no frame skipping or sticky actions in ALE itself."""
     return {**env.kwargs, **GYM_OWNED} if env.atari else dict(env.kwargs)
 
 
-def problem(env: EnvSpec) -> tuple[tuple[str, ...], str] | None:
-    """(field path, message) when `env.atari` cannot apply to this env, else None."""
+def problems(env: AtariOption, *, games: str, is_game: bool, owned: Any) -> list[FieldProblem]:
+    """Why `env.atari` cannot apply to this env (`games`: which ids are Atari games on this
+    backend, `is_game`: whether env.id is one, `owned`: the env.kwargs it decides itself)."""
     if env.atari is None:
-        return None
-    if env.backend == "gymnasium" and not env.id.startswith("ALE/"):
-        return ("env", "atari"), (
-            f"applies to Atari games only; '{env.id}' is not an ALE/ id (e.g. ALE/Pong-v5)"
-        )
-    if env.backend not in ("gymnasium", "envpool"):
-        return ("env", "atari"), (
-            f"applies to the gymnasium and envpool backends only, not {env.backend}"
-        )
-    if env.backend == "gymnasium" and importlib.util.find_spec("cv2") is None:
-        return ("env", "atari"), (
-            "needs OpenCV for Stable-Baselines3's frame resizing, which is not installed "
-            "(pip install 'rlcrate[gymnasium]')"
-        )
-    owned = GYM_OWNED if env.backend == "gymnasium" else ENVPOOL_OWNED
+        return []
+    if not is_game:
+        return [
+            FieldProblem(("env", "atari"), f"applies to Atari games only ({games}), not '{env.id}'")
+        ]
     clash = sorted(k for k in env.kwargs if k in owned)
-    if clash:
-        return ("env", "kwargs", clash[0]), (
-            f"env.atari sets this already (for {env.backend}); drop it from env.kwargs and "
-            "use env.atari's fields"
+    return [
+        FieldProblem(
+            ("env", "kwargs", key),
+            f"env.atari sets this already (for {env.backend}); drop it from env.kwargs and use "
+            "env.atari's fields",
         )
-    if env.backend == "envpool" and not env.id.endswith("-v5"):
-        return ("env", "atari"), f"applies to EnvPool's Atari ids (*-v5) only, not '{env.id}'"
-    return None
+        for key in clash
+    ]
 
 
 def wrap_env(e: Any, spec: AtariSpec) -> Any:

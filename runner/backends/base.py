@@ -1,11 +1,13 @@
 """The backend contract, and helpers backends share.
 
-A backend is a module (registered in `runner.backends.BACKENDS`) whose `TRAITS` and functions
-match the `Backend` protocol below; mypy checks every registered module against it, and
-`tests/test_registry.py` runs the same conformance test over each. A new backend is a new module
-with these, its name added to `BackendName` in the manifest schema: nothing else in the runner
-names a backend (tests/test_structure.py checks that no module outside the registries compares
-one), so everything other modules need to know about a backend is asked of it here.
+A backend is a class derived from `Backend` below: its `Options` (the `env` fields it owns, a
+pydantic model), its `TRAITS`, and the hooks the runner asks. Every hook has a working default
+but the four that make a backend (`available`, `env_ids`, `check_env`, `make_vec_env`): a class
+that lacks one of those cannot be instantiated. A backend is found by name through the
+entry-point group `rlcrate.backends` (`runner.plugins`), rlcrate's own included: a new backend is
+one module and its entry point, and nothing else in the runner names it (tests/test_structure.py
+checks that no module outside `backends/` compares a backend's name), so everything other modules
+need to know about a backend is asked of it here.
 """
 
 from __future__ import annotations
@@ -14,12 +16,16 @@ import contextlib
 import difflib
 import functools
 import os
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from runner.errors import FieldError
+from pydantic import Field
+
+from runner.errors import BackendUnavailable, FieldProblem, first_error
+from runner.manifest.schema import EnvSpec
 
 # The GPU environment: Python 3.12 with images/cuda/requirements.lock, the lock Dockerfile.cuda
 # installs (`make gpu-env` builds it in the checkout; RLCRATE_GPU_ENV names another folder).
@@ -34,7 +40,15 @@ def gpu_env_python() -> Path:
 GPU_ENV_HINT = "run `make gpu-env` in the rlcrate checkout (it installs the CUDA image's own lock)"
 
 if TYPE_CHECKING:
-    from runner.manifest.schema import EnvSpec, ParallelSpec
+    from runner.manifest.schema import ParallelSpec
+
+
+class RepeatsActions(EnvSpec):
+    """Options of a backend that repeats each agent action for several physics ticks."""
+
+    action_repeat: int = Field(
+        1, ge=1, description="Physics ticks per agent action (the action repeats)."
+    )
 
 
 BITWISE, STATISTICAL = "bitwise", "statistical"
@@ -64,89 +78,161 @@ class Traits:
     ids_are_paths: bool = False
 
 
-class Backend(Protocol):
-    """Every hook is required; a backend with nothing to say returns the documented default."""
+# Env interfaces: what a backend's `make_env` makes, and what a trainer's loop steps
+# (`ENV_INTERFACE`). Every backend offers SB3's VecEnv (`make_vec_env`); some offer their own.
+SB3_VEC_ENV = "sb3-vec-env"  # a Stable-Baselines3 VecEnv of parallel.envs envs
+BRAX_ENV = "brax-env"  # `JaxEnv`: a Brax env (JAX), with the episode length and action repeat
+ISAACLAB_ENV = "isaaclab-env"  # `(env, end)`: the Isaac Lab task launched in its own Python
+GYMNASIUM_ENV = "gymnasium-env"  # one Gymnasium env (a single env, no vector)
 
-    TRAITS: Traits
 
+@dataclass(frozen=True)
+class JaxEnv:
+    """BRAX_ENV: the unwrapped Brax env and how the manifest wraps it."""
+
+    env: Any
+    episode_length: int
+    action_repeat: int
+
+
+class Backend(ABC):
+    """A backend: `name`, `Options` (the env fields it owns) and `TRAITS` as class attributes,
+    the hooks as methods. The four abstract ones make a backend; every other hook has a working
+    default, documented where it is, which a backend overrides only when it has more to say."""
+
+    name: ClassVar[str]
+    Options: ClassVar[type[EnvSpec]]
+    TRAITS: ClassVar[Traits]
+    # The env interfaces `make_env` makes (above); SB3's VecEnv is every backend's.
+    interfaces: ClassVar[tuple[str, ...]] = (SB3_VEC_ENV,)
+
+    @abstractmethod
     def available(self) -> str | None:
         """None when this machine can run the backend, else a one-line reason (shown by
         `rlcrate doctor` and `rlcrate envs`, and raised when a unit needs it). Cheap: no heavy
         import."""
-        ...
 
+    @abstractmethod
     def env_ids(self) -> list[str]:
         """The env ids it offers (may be a representative list, e.g. the bundled Godot games)."""
-        ...
 
-    def check_env(self, env: EnvSpec) -> None:
-        """Raise FieldError (the field's key path, e.g. ("env", "kwargs", "x"), and one sentence)
-        when the env cannot be made; `validate` reports it at that field's line."""
-        ...
+    @abstractmethod
+    def check_env(self, env: Any) -> list[FieldProblem]:
+        """Every problem with the env (its options model, `Options`): each at its field's key
+        path (e.g. ("env", "kwargs", "x")) with one sentence; `validate` reports each at that
+        field's line. Empty when the env can be made."""
 
-    def spaces(self, env: EnvSpec) -> tuple[Any, Any] | None:
-        """(observation space, action space) as gymnasium spaces, or None when only launching
-        the env would tell."""
-        ...
-
-    def action_kind(self, env: EnvSpec) -> str | None:
-        """The action space's gymnasium class name ('Box', 'Discrete', ...) checked against the
-        algorithm; None when unknown without launching. Must stay cheap (validate answers in
-        under a second), so backends answer from what they know before asking `spaces`."""
-        ...
-
-    def check_parallel(self, parallel: ParallelSpec) -> str | None:
-        """Why this backend cannot run `parallel` (envs, workers, mode), or None when it can."""
-        ...
-
+    @abstractmethod
     def make_vec_env(
-        self, env: EnvSpec, parallel: ParallelSpec, *, seed: int, log_dir: Path | None
+        self, env: Any, parallel: ParallelSpec, *, seed: int, log_dir: Path | None
     ) -> Any:
         """A Stable-Baselines3 VecEnv of `parallel.envs` envs, stepped by `parallel.workers`
         workers as this backend understands them; env i is seeded from `seed + i`. `log_dir`
         takes the env processes' own logs (None: a temporary folder, removed on close)."""
-        ...
+
+    def make_env(
+        self,
+        env: Any,
+        parallel: ParallelSpec,
+        *,
+        interface: str,
+        seed: int,
+        log_dir: Path | None = None,
+    ) -> Any:
+        """The env as `interface` (one of `interfaces`) has it, for a trainer whose loop steps
+        that interface. Default: SB3's VecEnv (`make_vec_env`); a backend that offers more
+        overrides this for those."""
+        if interface != SB3_VEC_ENV:
+            raise BackendUnavailable(
+                f"the {self.name} backend offers the env interfaces {', '.join(self.interfaces)}, "
+                f"not {interface}"
+            )
+        return self.make_vec_env(env, parallel, seed=seed, log_dir=log_dir)
+
+    def gymnasium_id(self, env_id: str) -> str | None:
+        """The Gymnasium id of this backend's env `env_id` (rl-zoo3's tables, read for
+        `algo.defaults: zoo`, are keyed by them), or None (the default) when its ids are not
+        Gymnasium's."""
+        return None
+
+    def is_atari(self, env_id: str) -> bool:
+        """Whether `env_id` is an Atari game (rl-zoo3's `atari` entry applies). Default False."""
+        return False
+
+    def agent_config(self, task: str, entry_point: str) -> dict[str, Any] | None:
+        """The agent config the task `task` registers for a training library (`entry_point`,
+        e.g. Isaac Lab's `sb3_cfg_entry_point`), as `{entry, cfg}` (entry None: the task
+        registers none), for `algo.defaults: task`. Default None: this backend's tasks register
+        no agent configs."""
+        return None
+
+    def package_file(self, relative: str) -> Path | None:
+        """A file of the package that makes this backend's envs, found without importing it (a
+        trainer reads its loop's signature there). Default None: none to read."""
+        return None
+
+    def require_env(self, env: Any) -> None:
+        """`check_env`'s first problem raised (FieldError), for the hooks that make an env."""
+        first_error(self.check_env(env))
+
+    def spaces(self, env: Any) -> tuple[Any, Any] | None:
+        """(observation space, action space) as gymnasium spaces, or None (the default) when
+        only launching the env would tell."""
+        return None
+
+    def action_kind(self, env: Any) -> str | None:
+        """The action space's gymnasium class name ('Box', 'Discrete', ...) checked against the
+        algorithm; None when unknown without launching. Must stay cheap (validate answers in
+        under a second). Default: the class of `spaces`' action space."""
+        known = self.spaces(env)
+        return type(known[1]).__name__ if known else None
+
+    def check_parallel(self, parallel: ParallelSpec) -> list[FieldProblem]:
+        """Every reason this backend cannot run `parallel` (envs, workers), each at its field.
+        Default: any layout (`parallel.mode` is checked against `Options.parallel_modes` by the
+        schema)."""
+        return []
 
     def versions(self) -> dict[str, dict[str, Any]]:
         """External programs the backend runs, beyond Python packages (provenance records those):
         {component: {"path": ..., "version": ...}}, or {component: {"error": reason}} when one
         is missing. provenance.json records each component under its name; `rlcrate doctor`
-        shows it as '<component> binary'. Empty when there are none."""
-        ...
+        shows it as '<component> binary'. Default: none."""
+        return {}
 
     def processes(self, parallel: ParallelSpec) -> int:
         """Env processes one unit starts besides itself (threads excluded; for the resource
-        warnings); 0 when every env steps in the unit's own process."""
-        ...
+        warnings). Default 0: every env steps in the unit's own process."""
+        return 0
 
-    def nondeterminism(self, env: EnvSpec) -> str | None:
+    def nondeterminism(self, env: Any) -> str | None:
         """Why this env does not repeat bitwise although the backend does (e.g. Godot paced:
-        game time follows the wall clock), or None."""
-        ...
+        game time follows the wall clock). Default None."""
+        return None
 
-    def env_files(self, env: EnvSpec) -> tuple[str, Path] | None:
-        """(kind, path) of the files the env is made from (a game), hashed into archives; None
-        when the env comes from an installed package."""
-        ...
+    def env_files(self, env: Any) -> tuple[str, Path] | None:
+        """(kind, path) of the files the env is made from (a game), hashed into archives.
+        Default None: the env comes from an installed package."""
+        return None
 
     def step_split(self, venv: Any) -> Any | None:
         """For `bench.profile`: an object splitting the env step of this VecEnv into parts
-        (`seconds`, `calls`, `reported`, `detach()`), or None when the step is one part."""
-        ...
+        (`seconds`, `calls`, `reported`, `detach()`). Default None: the step is one part."""
+        return None
 
     def doctor_rows(self) -> list[tuple[str, bool, str]]:
         """`rlcrate doctor`'s rows for what this backend needs beyond its packages (JAX's
-        devices, Isaac Sim): (what, ok, detail). Asks the Python its units run in."""
-        ...
+        devices, Isaac Sim): (what, ok, detail). Default: none."""
+        return []
 
     def interpreter(self) -> str | None:
-        """The Python that runs this backend's units (an executable path), or None for the
+        """The Python that runs this backend's units (an executable path). Default None: the
         runner's own. A unit talks to the runner only through files, so it may run anywhere
         rlcrate and the backend's packages are installed (e.g. Isaac Lab's Python 3.12)."""
-        ...
+        return None
 
 
-def unknown_id(backend: str, env_id: str, known: Iterable[str], *, limit: int = 12) -> FieldError:
+def unknown_id(backend: str, env_id: str, known: Iterable[str], *, limit: int = 12) -> FieldProblem:
     known = sorted(set(known), key=lambda i: ("/" in i, i))  # plain ids before namespaced ones
     close = difflib.get_close_matches(env_id, known, n=3, cutoff=0.5)
     listing = f"{len(known)} known: `rlcrate envs {backend} --all`"
@@ -156,7 +242,9 @@ def unknown_id(backend: str, env_id: str, known: Iterable[str], *, limit: int = 
         hint = f"Known ids: {', '.join(known[:limit])}, ... ({listing})."
     else:
         hint = f"Known ids: {', '.join(known)}."
-    return FieldError(("env", "id"), f"'{env_id}' is not an id the {backend} backend knows. {hint}")
+    return FieldProblem(
+        ("env", "id"), f"'{env_id}' is not an id the {backend} backend knows. {hint}"
+    )
 
 
 # A Python's start: well under a second, even for Isaac Lab's (the probe imports nothing).

@@ -146,9 +146,11 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         if args.json:
-            from runner.manifest.schema import EnvSpec
+            import json
 
-            envs = [EnvSpec.model_validate_json(text) for text in args.manifests]
+            from runner.manifest.schema import validate_env
+
+            envs = [validate_env(json.loads(text)) for text in args.manifests]
         else:
             envs = [load_manifest(path).env for path in args.manifests]
         names = (args.names[0], args.names[1]) if args.names else None

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from runner import trainers
 from runner.checks import lineage
 from runner.checks.installed import missing_packages
-from runner.errors import FieldError, ManifestError, RunnerError, SettingError
+from runner.errors import FieldError, FieldProblem, ManifestError, RunnerError, SettingError
 from runner.manifest.matrix import (
     LABEL,
     apply_overrides,
@@ -31,7 +31,6 @@ from runner.manifest.matrix import (
 from runner.manifest.problems import Lines, Loc, Problem, at, validation_problems
 from runner.manifest.schema import Manifest
 from runner.trainers import trainer_name, trainer_of
-from runner.trainers.sb3.checks import sb3_issues
 
 
 def _variant_configs(m: Manifest, source: str, lines: Lines, out: list[Problem]) -> list[Manifest]:
@@ -82,33 +81,44 @@ def _check_env(
     """The env's action kind, or None (unknown, or a problem: added to `out` once per env)."""
     from runner.backends import get_backend
 
-    key = (cfg.env.backend, cfg.env.id, json.dumps(cfg.env.kwargs, sort_keys=True, default=str))
+    key = (cfg.env.model_dump_json(), json.dumps(cfg.env.kwargs, sort_keys=True, default=str))
     backend = get_backend(cfg.env.backend)
     try:
-        backend.check_env(cfg.env)
-        return backend.action_kind(cfg.env)
-    except FieldError as exc:  # a field of env: at that field's line
-        problem = at(source, lines, exc.path, exc.message)
+        found = backend.check_env(cfg.env)
+        if not found:
+            return backend.action_kind(cfg.env)
+    except FieldError as exc:  # making the env to learn its spaces: at that field's line
+        found = [FieldProblem(exc.path, exc.message)]
     except SettingError:  # the machine's setting, not the manifest's
         raise
     except RunnerError as exc:  # the backend cannot run this env at all
-        problem = at(source, lines, ("env", "id"), str(exc))
+        found = [FieldProblem(("env", "id"), str(exc))]
     if key not in seen:
-        out.append(problem)
+        out += [at(source, lines, p.path, p.message) for p in found]
     seen.add(key)
     return None
 
 
 def _check_trainer(cfg: Manifest, source: str, lines: Lines, out: list[Problem]) -> bool:
-    """Whether the trainer `algo.trainer` names is installed (the other checks need it)."""
+    """Whether the trainer `algo.trainer` names is installed and steps an env interface this
+    backend makes (the other checks need both)."""
+    from runner import backends, plugins
+
     name = cfg.algo.trainer
-    if name is None or trainers.known(name):
+    if name is not None and not trainers.known(name):
+        out.append(at(source, lines, ("algo", "trainer"), plugins.unknown("trainer", name)))
+        return False
+    wants = trainer_of(cfg).ENV_INTERFACE
+    backend = backends.get_backend(cfg.env.backend)
+    if wants in backend.interfaces:
         return True
-    every = trainers.names()
-    close = difflib.get_close_matches(name, every, n=1)
-    hint = f"did you mean {close[0]!r}? " if close else ""
-    msg = f"no trainer named {name!r} is installed; {hint}(trainers: {', '.join(every)})"
-    out.append(at(source, lines, ("algo", "trainer"), msg))
+    makers = [n for n in backends.names() if wants in backends.get_backend(n).interfaces]
+    msg = (
+        f"the {trainer_name(cfg)} trainer steps {wants} envs, which the {cfg.env.backend} backend "
+        f"does not make (it makes {', '.join(backend.interfaces)}); backends that do: "
+        f"{', '.join(makers) or 'none installed'}"
+    )
+    out.append(at(source, lines, ("algo", "trainer" if name else "name"), msg))
     return False
 
 
@@ -117,36 +127,16 @@ def _check_limits(cfg: Manifest, source: str, lines: Lines, out: list[Problem]) 
     limits): checked even on a light install, before any unit starts."""
     from runner.backends import get_backend
 
-    problem = get_backend(cfg.env.backend).check_parallel(cfg.parallel)
-    if problem:
-        out.append(at(source, lines, ("parallel", "workers"), problem))
-    found = trainer_of(cfg).check_limits(cfg)
-    if found:
-        field, msg = found
-        out.append(at(source, lines, tuple(field.split(".")), msg))
-
-
-def _check_atari(cfg: Manifest, source: str, lines: Lines, out: list[Problem]) -> None:
-    from runner.backends.atari import problem
-
-    found = problem(cfg.env)
-    if found:
-        loc, msg = found
-        out.append(at(source, lines, loc, msg))
+    found = get_backend(cfg.env.backend).check_parallel(cfg.parallel)
+    found += trainer_of(cfg).check_limits(cfg)
+    out += [at(source, lines, p.path, p.message) for p in found]
 
 
 def _check_algo(
     cfg: Manifest, kind: str | None, source: str, lines: Lines, out: list[Problem]
 ) -> None:
-    problem = trainer_of(cfg).check_params(cfg, kind)
-    if problem:
-        field, msg = problem
-        out.append(at(source, lines, ("algo", *field.split(".")), msg))
-    if trainer_name(cfg) == trainers.DEFAULT:
-        for loc, msg in sb3_issues(
-            cfg.algo.name, cfg.algo.policy, cfg.algo.params, cfg.algo.device
-        ):
-            out.append(at(source, lines, ("algo", *loc), msg))
+    for p in trainer_of(cfg).check_params(cfg, kind):
+        out.append(at(source, lines, p.path, p.message))
     if cfg.algo.device.startswith("cuda") and not _gpu_present():
         msg = (
             f"'{cfg.algo.device}' needs an NVIDIA GPU, and this machine has none (nvidia-smi "
@@ -185,7 +175,6 @@ def check_manifest(m: Manifest, source: str, lines: Lines) -> list[Problem]:
         if missing_packages(cfg.env.backend):  # a light install: checked where the units run
             continue
         kind = _check_env(cfg, source, lines, out, env_seen)
-        _check_atari(cfg, source, lines, out)
         _check_algo(cfg, kind, source, lines, out)
         found = lineage.problem(cfg, m.seeds, Path(source).resolve().parent)
         if found is not None:

@@ -63,8 +63,9 @@ def _parallel_problem(cfg: Manifest) -> str | None:
     reason = backend.available()
     if reason:  # the same at every point: said once, for the backend
         raise BackendUnavailable(f"backend {cfg.env.backend}: {reason}")
-    backend.check_env(cfg.env)
-    return backend.check_parallel(cfg.parallel)
+    backend.require_env(cfg.env)
+    found = backend.check_parallel(cfg.parallel)
+    return found[0].message if found else None
 
 
 def _point_messages(exc: Exception, where: str) -> list[str]:

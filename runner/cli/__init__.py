@@ -339,9 +339,11 @@ def envs_cmd(
 
 
 def _add_image_app() -> None:
+    from runner.cli.plugin import app as plugin_app
     from runner.images.cli import app as image_app
 
     app.add_typer(image_app, name="image", help="Build, export and list the versioned images.")
+    app.add_typer(plugin_app, name="plugin", help="Check a backend, trainer or executor plugin.")
 
 
 _add_image_app()

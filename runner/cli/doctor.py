@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from runner import __version__
-from runner.backends import BACKENDS, get_backend
+from runner.backends import get_backend, names
 from runner.checks import installed
 
 YES, NO = "yes", "no"
@@ -41,7 +41,7 @@ def _backend_row(name: str) -> tuple[str, str, str]:
 def _program_rows() -> list[tuple[str, str, str, str]]:
     """One row per external program a backend runs (its `versions()`), e.g. the Godot binary."""
     rows = []
-    for name in BACKENDS:
+    for name in names():
         try:
             programs = get_backend(name).versions()
         except Exception as exc:  # a broken install is reported, not raised
@@ -63,6 +63,8 @@ def _plugin_rows() -> list[tuple[str, str, str, str]]:
     rows = []
     for kind in plugins.GROUPS:
         for plugin in plugins.installed(kind).values():
+            if plugin.package == plugins.RLCRATE:
+                continue  # rlcrate's own: their rows are above (backends) or need none
             what = f"{kind} {plugin.name} ({plugin.package})"
             try:
                 plugins.load(kind, plugin)
@@ -144,7 +146,7 @@ def doctor(console: Console, probe: bool = False) -> None:
     train = [m for m in installed.TRAIN_MODULES if not installed.has_module(m)]
     hint = f"{', '.join(train)} missing: pip install 'rlcrate[train]'" if train else ""
     rows = [("training (SB3, torch)", NO if train else YES, NO if train else YES, hint)]
-    rows += [(f"backend {name}", *_backend_row(name)) for name in BACKENDS]
+    rows += [(f"backend {name}", *_backend_row(name)) for name in names()]
     rows += _plugin_rows() + _program_rows() + _engine_rows(probe)
     rows.append(("GPU", YES if gpus else NO, YES if gpus else NO, gpu_text))
     from runner.cli.doctor_accel import OK, accelerator_rows
@@ -161,8 +163,8 @@ def doctor(console: Console, probe: bool = False) -> None:
 def list_envs(console: Console, backend: str | None, all_ids: bool) -> None:
     """A sample of each backend's ids; with `all_ids`, every id on its own line (plain text, for
     grep): `ID` for one backend, `BACKEND ID` for all of them."""
-    names = [backend] if backend else list(BACKENDS)
-    for name in names:
+    chosen = [backend] if backend else names()
+    for name in chosen:
         module = get_backend(name)
         reason = module.available()
         if reason:

@@ -43,10 +43,10 @@ def _gpu_env() -> Row:
 
 def _backend_rows() -> list[Row]:
     """Each backend's own rows (JAX's devices, Isaac Lab and Isaac Sim)."""
-    from runner.backends import BACKENDS, get_backend
+    from runner.backends import get_backend, names
 
     rows = []
-    for name in BACKENDS:
+    for name in names():
         try:
             found = get_backend(name).doctor_rows()
         except RunnerError as exc:

@@ -20,7 +20,7 @@ from typing import Annotated, Any
 import typer
 
 from runner.errors import UserInputError
-from runner.executors import DEFAULT, EXECUTORS, Chosen, get_executor, registered
+from runner.executors import DEFAULT, Chosen, get_executor, registered
 from runner.executors.base import ExecutorSettings
 
 
@@ -45,14 +45,10 @@ def _typer_type(flag: str, help: str, kind: Any) -> tuple[Any, Any, bool]:
 
 def _usable() -> dict[str, type[ExecutorSettings]]:
     """name -> settings of each executor that can be imported. The options are made when the
-    command line is built; one that cannot (a bad RLCRATE_EXECUTORS entry) is left out, and
-    choosing it is then a one-line error (from `get_executor`)."""
-    try:
-        names = list(registered())
-    except UserInputError:
-        names = list(EXECUTORS)
+    command line is built; one that cannot (a broken plugin) is left out, and choosing it is
+    then a one-line error (from `get_executor`)."""
     out = {}
-    for name in names:
+    for name in registered():
         with contextlib.suppress(UserInputError):
             out[name] = get_executor(name).Settings
     return out

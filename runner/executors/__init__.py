@@ -1,79 +1,60 @@
-"""Executor registry: name -> module, imported only when asked for.
+"""Executor registry: name -> module, found by entry point and imported only when asked for.
 
 Each executor module implements the `Executor` protocol (`base.py`): its own `Settings` (from
-which its command-line options and profile file are made), `launch`, `status` and `cancel`.
-The name is looked up once, where the command line is read (`choose`); after that the runner
-asks the entry and never compares its name. All of them start `python -m runner.run.unit` per
-unit (`unit_command`), so a unit runs the same code wherever it lands; `python` is the
-interpreter its backend names (recorded in resolved.yaml), the runner's own when none.
+which its command-line options and profile file are made), `launch`, `check_reachable`,
+`status`, `cancel` and `started_any`. The name is looked up once, where the command line is read
+(`choose`); after that the runner asks the entry and never compares its name. The name is
+recorded in the run's provenance.json, so `rlcrate status` asks the executor that ran it. All
+of them start `python -m runner.run.unit` per unit (`unit_command`), so a unit runs the same
+code wherever it lands; `python` is the interpreter its backend names (recorded in
+resolved.yaml), the runner's own when none.
 
-`RLCRATE_EXECUTORS=name=module[,name=module]` registers further executors (modules outside
-rlcrate implementing the same protocol); the tests add a toy one this way.
+rlcrate's own executors and those installed packages add are found the same way: entry points in
+the group `rlcrate.executors` (`runner.plugins`).
 """
 
 from __future__ import annotations
 
-import difflib
-import importlib
-import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, cast
 
+from runner import plugins
 from runner.errors import UserInputError
-from runner.executors.base import ExecutorSettings, Plan, Tick
+from runner.executors.base import ExecutorSettings, Holdings, Plan, Tick
 
 if TYPE_CHECKING:
     from runner.executors.base import Executor
     from runner.record.rundir import UnitRef
 
-EXECUTORS: Final[dict[str, str]] = {
-    name: f"runner.executors.{name}" for name in ("local", "ray", "slurm")
-}
 DEFAULT = "local"  # where units run when no --executor is given
-EXTRA_VAR = "RLCRATE_EXECUTORS"
 
 __all__ = [
     "DEFAULT",
-    "EXECUTORS",
     "Chosen",
     "Plan",
     "Tick",
     "choose",
     "get_executor",
+    "holdings",
     "registered",
 ]
 
 
-def registered() -> dict[str, str]:
-    """Every executor name -> its module: rlcrate's own, then those RLCRATE_EXECUTORS adds."""
-    extra = {}
-    for item in filter(None, (x.strip() for x in os.environ.get(EXTRA_VAR, "").split(","))):
-        name, sep, module = item.partition("=")
-        if not sep or not name.strip() or not module.strip():
-            raise UserInputError(f"{EXTRA_VAR}: expected name=module, got {item!r}")
-        extra[name.strip()] = module.strip()
-    return {**EXECUTORS, **extra}
+def registered() -> list[str]:
+    """Every executor name: rlcrate's own, then the installed packages'."""
+    return plugins.names("executor")
 
 
 @cache
 def get_executor(name: str) -> Executor[Any]:
-    known = registered()
-    if name not in known:
-        close = difflib.get_close_matches(name, list(known), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise UserInputError(
-            f"--executor {name!r}: unknown executor{hint} (expected one of {', '.join(known)})"
-        )
-    try:
-        return cast("Executor[Any]", importlib.import_module(known[name]))
-    except ImportError as exc:
-        raise UserInputError(
-            f"--executor {name}: cannot import its module {known[name]} ({exc})"
-        ) from None
+    plugin = plugins.find("executor", name)
+    if plugin is None:
+        raise UserInputError(f"--executor {name!r}: {plugins.unknown('executor', name)}")
+    return cast("Executor[Any]", plugins.load("executor", plugin))
 
 
 @dataclass(frozen=True)
@@ -90,6 +71,14 @@ class Chosen:
     def launch(self, plan: Plan, on_tick: Tick) -> dict[UnitRef, int]:
         return self.executor.launch(plan, self.settings, on_tick)
 
+    def check_reachable(self) -> None:
+        """Before a run directory is made (UserInputError, BackendUnavailable)."""
+        self.executor.check_reachable(self.settings)
+
+    def record(self) -> dict[str, Any]:
+        """What provenance.json records of it: which executor ran the run, told what."""
+        return {"name": self.name, "settings": self.settings.model_dump(mode="json")}
+
 
 def choose(name: str = DEFAULT, settings: ExecutorSettings | None = None) -> Chosen:
     """The executor `name` with `settings` (default: its defaults)."""
@@ -97,17 +86,28 @@ def choose(name: str = DEFAULT, settings: ExecutorSettings | None = None) -> Cho
     return Chosen(name, settings if settings is not None else executor.Settings())
 
 
-def check_reachable(chosen: Chosen) -> None:
-    """Before a run directory is made: the executor's tools are installed and its cluster's
-    address is well formed and answers (UserInputError, BackendUnavailable)."""
-    if chosen.name == "ray":
-        from runner.executors.ray import check_address
+def _recorded(run_dir: Path) -> str | None:
+    """The name of the executor provenance.json says ran this run (None: not recorded)."""
+    from runner.record.rundir import read_json
 
-        check_address(chosen.settings.model_dump().get("address"))
-    elif chosen.name == "slurm":
-        from runner.executors.slurm import require_slurm
+    prov = read_json(run_dir / "provenance.json")
+    entry = prov.get("executor") if isinstance(prov, dict) else None
+    name = entry.get("name") if isinstance(entry, dict) else None
+    return name if isinstance(name, str) else None
 
-        require_slurm()
+
+def holdings(run_dir: Path, units: list[UnitRef]) -> Holdings:
+    """What the executor that ran this run still holds for `units` (its `status`). A run
+    recorded before provenance named its executor: every one of rlcrate's own is asked, and the
+    first that holds any unit answers."""
+    name = _recorded(run_dir)
+    if name is not None:
+        return get_executor(name).status(run_dir, units)
+    for own in plugins.OWN["executor"]:
+        found = get_executor(own).status(run_dir, units)
+        if found.units:
+            return found
+    return Holdings()
 
 
 def unit_command(

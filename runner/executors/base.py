@@ -1,7 +1,8 @@
 """The executor contract: what runs a run's units somewhere (here, on Ray, on Slurm).
 
-An executor is a module, registered by name in `runner.executors.EXECUTORS`, whose members match
-the `Executor` protocol below; mypy checks every registered module against it. Its `Settings`
+An executor is a module, found by name through the entry-point group `rlcrate.executors`
+(`runner.plugins`; rlcrate's own are declared there too), whose members match the `Executor`
+protocol below; mypy checks rlcrate's own against it. Its `Settings`
 (a pydantic model) is where everything it can be told lives: each field marked with `option()`
 becomes a command-line option of `run`, `train`, `eval` and `reproduce`, and, when the model
 names a `profile_option`, the fields not marked `cli_only` can come from a YAML profile file.
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
@@ -165,12 +166,44 @@ class Executor(Protocol[S]):
         checkpoint and stop, then the interrupt propagates."""
         ...
 
-    def status(self, run_dir: Path, units: list[UnitRef]) -> dict[str, str]:
-        """unit key -> where the executor holds that unit (Slurm: its job id and state), for
-        `rlcrate status`; {} when the executor keeps no record beyond the runner."""
+    def check_reachable(self, settings: S) -> None:
+        """Before a run directory is made: the executor's tools are installed and its cluster
+        answers (UserInputError, BackendUnavailable, one line each); nothing to check here for
+        an executor that runs units on this machine."""
+        ...
+
+    def status(self, run_dir: Path, units: list[UnitRef]) -> Holdings:
+        """What the executor holds for each of these units (Slurm: its job id and state), for
+        `rlcrate status`; `Holdings()` when it keeps no record beyond the runner. Only looks."""
         ...
 
     def cancel(self, run_dir: Path, units: list[UnitRef]) -> None:
         """Stop whatever the executor still holds for these units (Slurm: scancel their jobs);
         nothing when units never outlive the runner."""
         ...
+
+    def started_any(self, run_dir: Path) -> bool:
+        """Whether the executor took any unit of this run (Slurm: a job submitted), so that a
+        run refused before its units leaves no directory behind only when nothing started."""
+        ...
+
+
+@dataclass(frozen=True)
+class Held:
+    """What an executor holds for one unit, as `rlcrate status` shows it."""
+
+    text: str  # e.g. "1234 RUNNING" (a Slurm job and its state)
+    # The executor runs it no more (its job ended): a unit not finished then has failed. None
+    # while the executor is still on it or cannot say.
+    ended: bool | None = None
+    why: str = ""  # how it ended, when that failed the unit (one line)
+
+
+@dataclass(frozen=True)
+class Holdings:
+    """An executor's answer to `status`: per unit key, what it holds."""
+
+    units: dict[str, Held] = field(default_factory=dict)
+    note: str | None = None  # e.g. "Slurm did not answer; unit states as last recorded"
+    # Interrupted units come back on their own (Slurm requeues them): not yet ended.
+    requeues: bool = False

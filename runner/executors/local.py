@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runner.executors import unit_command
-from runner.executors.base import ExecutorSettings, Plan, Tick
+from runner.executors.base import ExecutorSettings, Holdings, Plan, Tick
 from runner.record.rundir import UnitRef, read_status, write_status
 
 GRACE_S = 60.0
@@ -148,13 +148,21 @@ def launch(plan: Plan, settings: Settings, on_tick: Tick) -> dict[UnitRef, int]:
     return results
 
 
-def status(run_dir: Path, units: list[UnitRef]) -> dict[str, str]:
+def check_reachable(settings: Settings) -> None:
+    """Nothing to reach: units run here."""
+
+
+def status(run_dir: Path, units: list[UnitRef]) -> Holdings:
     """Nothing: a local unit is a child of the runner and never outlives it."""
-    return {}
+    return Holdings()
 
 
 def cancel(run_dir: Path, units: list[UnitRef]) -> None:
     """Nothing to cancel: units end with the runner (`launch` stops them on Ctrl-C)."""
+
+
+def started_any(run_dir: Path) -> bool:
+    return False  # a unit it started has a state or a unit.log, which the runner reads itself
 
 
 if TYPE_CHECKING:  # mypy checks this module against the protocol

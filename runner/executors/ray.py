@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import field_validator
 
 from runner.errors import BackendUnavailable, UserInputError
-from runner.executors.base import ExecutorSettings, Plan, Tick, option
+from runner.executors.base import ExecutorSettings, Holdings, Plan, Tick, option
 from runner.executors.needs import Needs
 from runner.executors.shipping import pack, unpack
 from runner.record.rundir import UnitRef, read_status, write_status, write_text_atomic
@@ -297,14 +297,23 @@ def launch(plan: Plan, settings: Settings, on_tick: Tick) -> dict[UnitRef, int]:
             ray.shutdown()
 
 
-def status(run_dir: Path, units: list[UnitRef]) -> dict[str, str]:
+def check_reachable(settings: Settings) -> None:
+    """The address is well formed and a cluster answers there (`check_address`)."""
+    check_address(settings.address)
+
+
+def status(run_dir: Path, units: list[UnitRef]) -> Holdings:
     """Nothing: a Ray task's files come back to the run directory, and tasks end with the
     runner (the driver)."""
-    return {}
+    return Holdings()
 
 
 def cancel(run_dir: Path, units: list[UnitRef]) -> None:
     """Nothing to cancel: tasks end with the driver (`launch` cancels them on Ctrl-C)."""
+
+
+def started_any(run_dir: Path) -> bool:
+    return False  # a task's unit files come back to the run directory, which the runner reads
 
 
 if TYPE_CHECKING:  # mypy checks this module against the protocol

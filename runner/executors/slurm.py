@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runner.errors import BackendUnavailable, RunFileError, UserInputError
-from runner.executors.base import Plan, Tick
+from runner.executors.base import Held, Holdings, Plan, Tick
 from runner.executors.needs import Needs
 from runner.executors.slurm_profile import SlurmSettings
 from runner.record.rundir import UnitRef, read_json, read_status, write_json_atomic, write_status
@@ -214,27 +214,56 @@ def launch(plan: Plan, settings: SlurmSettings, on_tick: Tick) -> dict[UnitRef, 
     return results
 
 
-def status(run_dir: Path, units: list[UnitRef]) -> dict[str, str]:
-    """unit key -> "JOB_ID STATE" of a run submitted to Slurm ({} for any other run). Only
-    looks: a unit whose job ended unfinished is recorded by the runner (reconcile), not here."""
-    ids = read_jobs(run_dir)
-    if not ids:
-        return {}
+def check_reachable(settings: SlurmSettings) -> None:
+    """Slurm's commands are on PATH (its controller is asked when jobs are submitted)."""
     require_slurm()
-    keyed = {u.key: u for u in units}
-    open_ids = {
-        k: j
-        for k, j in ids.items()
-        if k in keyed and read_status(keyed[k].dir(run_dir)).get("state") not in TERMINAL
-    }
-    states = slurm_states(list(open_ids.values()))
-    return {k: f"{j} {states.get(j, '')}".strip() for k, j in ids.items()}
+
+
+def _answers() -> str | None:
+    """None when Slurm's controller answers; else why the states shown are as last recorded."""
+    if shutil.which("scontrol") is None or shutil.which("squeue") is None:
+        return "Slurm's commands are not on PATH here; unit states as last recorded"
+    try:
+        ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        ping = None
+    if ping is None or ping.returncode != 0:
+        return "Slurm did not answer (scontrol ping); unit states as last recorded"
+    return None
+
+
+def status(run_dir: Path, units: list[UnitRef]) -> Holdings:
+    """Each unit's job id and state, of a run submitted to Slurm (nothing for any other run):
+    a job Slurm no longer runs has ended, failing a unit it did not finish. Only looks: that
+    unit is recorded as failed by the runner (reconcile) on its next `--resume`, not here."""
+    found = read_jobs(run_dir)  # damaged: one line naming the file (RunFileError)
+    keys = {u.key for u in units}
+    ids = {k: str(j) for k, j in found.items() if k in keys}
+    if not ids:
+        return Holdings()
+    note = _answers()
+    if note is not None:
+        return Holdings({k: Held(j) for k, j in ids.items()}, note=note, requeues=True)
+    states = slurm_states(list(ids.values()))
+    held = {}
+    for key, job in ids.items():
+        state = states.get(job, "UNKNOWN")
+        gone = state not in ACTIVE
+        why = f"Slurm job {job} ended {state} before the unit finished" if gone else ""
+        held[key] = Held(f"{job} {state}", ended=gone, why=why)
+    return Holdings(held, requeues=True)
 
 
 def cancel(run_dir: Path, units: list[UnitRef]) -> None:
     """scancel the jobs of these units (each checkpoints on the SIGTERM Slurm sends first)."""
     ids = read_jobs(run_dir)
     scancel([ids[u.key] for u in units if u.key in ids])
+
+
+def started_any(run_dir: Path) -> bool:
+    """A job was submitted (slurm/ alone holds only submitit's folder for a job sbatch
+    refused)."""
+    return jobs_file(run_dir).exists()
 
 
 if TYPE_CHECKING:  # mypy checks this module against the protocol

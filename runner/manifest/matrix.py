@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from runner.manifest.schema import Manifest
+from runner.manifest.schema import Manifest, with_backend_defaults
 
 # Paths a variant may not change: they describe the run as a whole.
 FIXED_TOP = ("rlcrate", "name", "seeds", "matrix", "expect", "image", "track")
@@ -86,9 +86,11 @@ def apply_overrides(manifest: Manifest, overrides: dict[str, Any]) -> Manifest:
     if conflict:
         raise ValueError(conflict)
     data = manifest.model_dump()
+    # the env as given: a variant that changes env.backend takes none of the old backend's defaults
+    data["env"] = manifest.env.model_dump(exclude_unset=True) | {"backend": manifest.env.backend}
     for path, value in overrides.items():
         set_path(data, path, copy.deepcopy(value))
-    return Manifest.model_validate(data)
+    return with_backend_defaults(Manifest.model_validate(data))
 
 
 # In a list matrix, an entry's own name for its variant (`variant: brax-ppo`), not a path.

@@ -100,11 +100,11 @@ def _models(annotation: Any) -> list[type[BaseModel]]:
 def path_problem(path: tuple[str, ...]) -> str | None:
     """Why `path` names no field of the manifest (with a suggestion), or None if it does.
     Below a free-form mapping (env.kwargs, algo.params, matrix ...) any key is allowed."""
-    from runner.manifest.schema import Manifest
+    from runner.manifest.schema import Manifest, fields_of
 
     model: type[BaseModel] = Manifest
     for i, part in enumerate(path):
-        fields = model.model_fields
+        fields = fields_of(model)
         if part not in fields:
             where = ".".join(path[:i]) or "the manifest"
             close = difflib.get_close_matches(part, list(fields), n=1)

@@ -48,11 +48,11 @@ def _model_at(loc: Loc) -> type[BaseModel] | None:
     """The pydantic model that owns the last key of `loc`, for 'did you mean' suggestions."""
     from pydantic import BaseModel
 
-    from runner.manifest.schema import Manifest
+    from runner.manifest.schema import Manifest, fields_of
 
     model: Any = Manifest
     for key in loc[:-1]:
-        field = model.model_fields.get(key) if isinstance(key, str) else None
+        field = fields_of(model).get(key) if isinstance(key, str) else None
         # `X | None` fields (algo.normalize): the model inside
         kinds = get_args(field.annotation) or (field.annotation,) if field is not None else ()
         inner = [k for k in kinds if isinstance(k, type) and issubclass(k, BaseModel)]
@@ -81,6 +81,8 @@ def _message(err: Any) -> str:
             f"letter or digit, at most 100 characters (got {err['input']!r})"
         )
     msg = err["msg"].removeprefix("Value error, ")
+    if kind.startswith("rlcrate_"):  # the schema's own sentences (`env`'s options, modes)
+        return msg
     if "input" in err and kind != "value_error" and not isinstance(err["input"], (dict, list)):
         msg += f" (got {err['input']!r})"
     return msg

@@ -181,11 +181,40 @@ def resolve(manifest: Manifest) -> ResolvedRun:
     return ResolvedRun.model_validate(json.loads(json.dumps(data)))
 
 
+def _only_what_applied(config: Any) -> None:
+    """A config of a resolved.yaml written before each backend owned its options held every
+    backend's (`pacing`, `atari`, `parallel.mode` ...), and those of other backends took no
+    effect: they are dropped as it is read, so old runs and archives read as what ran."""
+    from runner.manifest.schema import env_model
+
+    if not isinstance(config, dict):
+        return
+    env = config.get("env")
+    backend = env.get("backend") if isinstance(env, dict) else None
+    model = env_model(backend) if isinstance(backend, str) and backend else None
+    if model is None:
+        return
+    assert isinstance(env, dict)
+    for key in [k for k in env if k not in model.model_fields]:
+        del env[key]
+    parallel = config.get("parallel")
+    if isinstance(parallel, dict) and parallel.get("mode") not in model.parallel_modes:
+        parallel["mode"] = None
+
+
 def parse_resolved(data: Any, source: str) -> ResolvedRun:
     """The run model of a resolved.yaml's data; `source` names the file in the one-line error."""
     if not isinstance(data, dict):
         found = "nothing" if data is None else f"a {type(data).__name__}"
         raise RunFileError(f"{source}: damaged (expected a mapping with `variants`, found {found})")
+    variants = data.get("variants")
+    configs = (
+        [v.get("config") for v in variants.values() if isinstance(v, dict)]
+        if isinstance(variants, dict)
+        else []
+    )
+    for config in [data, *configs]:
+        _only_what_applied(config)
     try:
         return ResolvedRun.model_validate(data)
     except ValidationError as exc:

@@ -6,19 +6,28 @@ Every model forbids unknown keys; every field carries its description so the JSO
 
 from __future__ import annotations
 
+import difflib
 from collections import Counter
-from typing import Any, Literal, get_args
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializeAsAny,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails
 
-# The one list of backend names: the registry (`runner.backends`) maps each to its module.
-BackendName = Literal["godot", "envpool", "gymnasium", "isaaclab", "brax"]
-BACKEND_NAMES: tuple[str, ...] = get_args(BackendName)
 MAX_SEEDS = 10_000  # seeds in one run (a paper uses tens); more is a typo that would fill memory
 MAX_SEED = 2**32 - 1  # the largest master seed: NumPy's and Gymnasium's seeds are 32-bit
 
 
-class _Strict(BaseModel):
+class Strict(BaseModel):
     """Unknown keys refused; a value has one type (no "64" for 64, no true for 1, no 1 for
     true); NaN and infinity refused wherever a number is expected."""
 
@@ -27,55 +36,118 @@ class _Strict(BaseModel):
     )
 
 
-class AtariSpec(_Strict):
-    """Standard Atari preprocessing; `runner/backends/atari.py` maps each field to EnvPool's."""
+class EnvSpec(Strict):
+    """The part of `env` every backend shares. Each backend adds the options it owns in a model
+    of its own (a subclass, the backend's `Options`), and a manifest's `env` is validated against
+    the one its `backend` names (`Manifest._backend_options`): a field of another backend is an
+    error there, and resolved.yaml records only the chosen backend's options."""
 
-    noop_max: int = Field(30, ge=0, description="Random no-op actions (up to this many) on reset.")
-    frame_skip: int = Field(
-        4, ge=1, description="Frames per agent action (the action repeats; max of the last two)."
+    backend: str = Field(
+        min_length=1,
+        description="Which backend makes the environments: godot, envpool, gymnasium, isaaclab, "
+        "brax, or one an installed package adds (entry point rlcrate.backends; `rlcrate envs` "
+        "lists them).",
     )
-    screen_size: int = Field(84, ge=8, description="Frames are resized to this square, grayscale.")
-    terminal_on_life_loss: bool = Field(
-        True, description="A lost life ends the episode for learning (the game goes on)."
-    )
-    clip_reward: bool = Field(True, description="Rewards clipped to their sign (-1, 0, +1).")
-    repeat_action_probability: float = Field(
-        0.0, ge=0.0, le=1.0, description="Sticky actions: chance the last action repeats."
-    )
-    frame_stack: int = Field(4, ge=1, description="Consecutive frames stacked per observation.")
-
-
-class EnvSpec(_Strict):
-    backend: BackendName = Field(description="Which backend makes the environments.")
     id: str = Field(
         min_length=1,
         description="Env id: a Gymnasium/EnvPool id, a bundled Godot game name, a Godot project "
         "folder or an exported game binary, or a task id.",
     )
-    pacing: Literal["unpaced", "paced"] = Field(
-        "unpaced",
-        description="godot: 'unpaced' runs a fixed timestep as fast as the CPU allows "
-        "(deterministic); 'paced' runs game time at `speedup` x real time.",
-    )
-    speedup: float = Field(1.0, gt=0, description="godot, paced: game time / real time.")
-    action_repeat: int = Field(
-        1,
-        ge=1,
-        description="godot, brax and gymnasium's rlcrate/BallChaseSim-v0: physics ticks per "
-        "agent action.",
-    )
-    timeout: float = Field(
-        60.0, gt=0, description="Seconds to wait for an env process to connect or answer a step."
-    )
     kwargs: dict[str, Any] = Field(
         default_factory=dict, description="Passed through to the backend's env constructor."
     )
-    atari: AtariSpec | None = Field(
-        None,
-        description="gymnasium (ALE/ ids) and envpool (*-v5 Atari ids): standard Atari "
-        "preprocessing (no-op reset, frame skip, episodic life, 84x84 grayscale, reward "
-        "clipping, frame stack); {} takes every default. Unset: raw frames.",
-    )
+    # The `parallel.mode` values this backend's envs step in, its default first; () for none.
+    parallel_modes: ClassVar[tuple[str, ...]] = ()
+
+
+def env_model(backend: str) -> type[EnvSpec] | None:
+    """The options model of the backend `backend` (found by entry point, `runner.plugins`), or
+    None when no backend has that name."""
+    from runner import plugins
+
+    plugin = plugins.find("backend", backend)
+    return None if plugin is None else plugins.load("backend", plugin).Options
+
+
+def env_models() -> dict[str, type[EnvSpec]]:
+    """Every installed backend's options model, by name (imports every backend's module)."""
+    from runner import plugins
+
+    return {n: model for n in plugins.names("backend") if (model := env_model(n)) is not None}
+
+
+def fields_of(model: type[BaseModel]) -> dict[str, Any]:
+    """A model's fields by name; for the env, every installed backend's options together (a path
+    such as `env.pacing` names a field when some backend has it)."""
+    if model is not EnvSpec:
+        return dict(model.model_fields)
+    merged: dict[str, Any] = {}
+    for options in env_models().values():
+        merged.update(options.model_fields)
+    return merged
+
+
+def _custom(kind: str, message: str) -> Any:
+    from pydantic_core import PydanticCustomError
+
+    return PydanticCustomError(kind, message)
+
+
+def _env_key_problem(key: str, backend: str, model: type[EnvSpec]) -> str:
+    """Why `key` is not an option of `backend`: another backend's, or no backend's."""
+    owners = sorted(n for n, m in env_models().items() if n != backend and key in m.model_fields)
+    if owners:
+        has = "has" if len(owners) == 1 else "have"
+        return f"the {backend} backend has no such option; {', '.join(owners)} {has}"
+    allowed = list(model.model_fields)
+    close = difflib.get_close_matches(key, allowed, n=1)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    return f"unknown key{hint} (the {backend} backend's options: {', '.join(allowed)})"
+
+
+def validate_env(value: Any) -> EnvSpec:
+    """`value` (the env mapping) as the options model its `backend` names: every problem at
+    once, a field of another backend named as such (ValidationError)."""
+    if isinstance(value, EnvSpec):
+        return value
+    backend = value.get("backend") if isinstance(value, dict) else None
+    if not isinstance(backend, str) or not backend:
+        return EnvSpec.model_validate(value)  # the base model says what is missing or wrong
+    from runner import plugins
+    from runner.errors import UserInputError
+
+    try:
+        model = env_model(backend)
+    except UserInputError as exc:  # its package is broken: at env.backend's line
+        model, problem = None, str(exc)
+    else:
+        problem = plugins.unknown("backend", backend)
+    if model is None:
+        error = _custom("rlcrate_backend", problem)
+        line = InitErrorDetails(type=error, loc=("backend",), input=backend)
+        raise ValidationError.from_exception_data("EnvSpec", [line])
+    assert isinstance(value, dict)
+    extra = [k for k in value if k not in model.model_fields]
+    if not extra:
+        return model.model_validate(value)
+    errors: list[Any] = [
+        InitErrorDetails(
+            type=_custom("rlcrate_env_option", _env_key_problem(str(k), backend, model)),
+            loc=(str(k),),
+            input=value[k],
+        )
+        for k in extra
+    ]
+    try:
+        model.model_validate({k: v for k, v in value.items() if k not in extra})
+    except ValidationError as exc:
+        errors += [
+            InitErrorDetails(type=e["type"], loc=e["loc"], input=e["input"], ctx=e.get("ctx", {}))
+            if e["type"] not in ("value_error", "assertion_error")
+            else InitErrorDetails(type=_custom("rlcrate_value", e["msg"]), loc=e["loc"], input="")
+            for e in exc.errors()
+        ]
+    raise ValidationError.from_exception_data("EnvSpec", errors)
 
 
 # Upper bounds that no real run reaches and that stop a typo (an extra zero, 1e26) from starting
@@ -85,7 +157,7 @@ MAX_ENVS = 65_536
 MAX_TIMESTEPS = 10**12
 
 
-class ParallelSpec(_Strict):
+class ParallelSpec(Strict):
     envs: int = Field(
         1,
         ge=1,
@@ -98,8 +170,12 @@ class ParallelSpec(_Strict):
         description="OS processes or threads stepping them (godot: Godot processes; "
         "gymnasium subproc: worker processes; envpool: threads).",
     )
-    mode: Literal["dummy", "subproc"] = Field(
-        "dummy", description="gymnasium: DummyVecEnv (in-process) or SubprocVecEnv."
+    mode: str | None = Field(
+        None,
+        min_length=1,
+        description="How the backend steps its envs, where it offers a choice: gymnasium's dummy "
+        "(DummyVecEnv, in-process; its default) or subproc (SubprocVecEnv). The other backends "
+        "have no modes: leave it unset.",
     )
     units: int = Field(
         0,
@@ -118,7 +194,7 @@ class ParallelSpec(_Strict):
         return self
 
 
-class NormalizeSpec(_Strict):
+class NormalizeSpec(Strict):
     """SB3's VecNormalize: running mean/std of observations and of the discounted return
     (gamma is the algorithm's); saved beside the model, frozen for evaluation."""
 
@@ -132,7 +208,7 @@ class NormalizeSpec(_Strict):
     epsilon: float = Field(1e-8, gt=0, description="Added to the variance before dividing.")
 
 
-class AlgoSpec(_Strict):
+class AlgoSpec(Strict):
     name: str = Field(
         "PPO",
         description="A Stable-Baselines3 or sb3-contrib algorithm class, or an own loop: "
@@ -186,7 +262,7 @@ class AlgoSpec(_Strict):
         return canonical_params(params)
 
 
-class InitFrom(_Strict):
+class InitFrom(Strict):
     """A warm start: the unit starts from the policy (and normalization statistics) of a
     finished unit of another run, on this or another backend, when the spaces agree."""
 
@@ -211,7 +287,7 @@ class InitFrom(_Strict):
         return seed
 
 
-class TrainSpec(_Strict):
+class TrainSpec(Strict):
     timesteps: int = Field(
         100_000,
         ge=0,
@@ -238,7 +314,7 @@ class TrainSpec(_Strict):
         return self
 
 
-class EvalSpec(_Strict):
+class EvalSpec(Strict):
     episodes: int = Field(20, gt=0, description="Evaluation episodes per unit.")
     deterministic: bool = Field(True, description="Greedy actions during evaluation.")
     reward_levels: list[float] = Field(
@@ -247,7 +323,7 @@ class EvalSpec(_Strict):
     )
 
 
-class BenchSpec(_Strict):
+class BenchSpec(Strict):
     steps: int = Field(10_000, gt=0, description="Steps measured per repeat.")
     warmup: int = Field(1_000, ge=0, description="Steps run and discarded before timing.")
     repeats: int = Field(3, gt=0, description="Repeats per sweep point (median/min/max).")
@@ -294,7 +370,7 @@ def _uri_problem(uri: str) -> str | None:
     return None
 
 
-class MlflowSpec(_Strict):
+class MlflowSpec(Strict):
     """Track each unit as an MLflow run, nested under one parent run per rlcrate run."""
 
     uri: str | None = Field(
@@ -318,7 +394,7 @@ class MlflowSpec(_Strict):
         return uri
 
 
-class WandbSpec(_Strict):
+class WandbSpec(Strict):
     """Track each unit as a Weights & Biases run, grouped (`group=`) by the rlcrate run id."""
 
     project: str | None = Field(
@@ -335,7 +411,7 @@ class WandbSpec(_Strict):
     log_model: bool = Field(False, description="Also log each unit's model.zip as an artifact.")
 
 
-class TrackSpec(_Strict):
+class TrackSpec(Strict):
     """Experiment tracking (optional extras: rlcrate[track]). Tracking never fails a unit."""
 
     mlflow: MlflowSpec | None = Field(None, description="Track in MLflow.")
@@ -345,7 +421,7 @@ class TrackSpec(_Strict):
 Comparison = dict[Literal[">=", ">", "<=", "<", "=="], float]
 
 
-class Manifest(_Strict):
+class Manifest(Strict):
     rlcrate: Literal[1] = Field(description="Manifest format version.")
     name: str = Field(
         pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$",
@@ -357,7 +433,11 @@ class Manifest(_Strict):
         description="Where `rlcrate run` runs the units: 'local' (this Python environment), "
         "'cpu' or 'cuda' (the versioned images) or a full image tag; `--image` overrides it.",
     )
-    env: EnvSpec
+    env: SerializeAsAny[EnvSpec] = Field(
+        description="The environments: `backend` and `id`, `kwargs`, and the options that "
+        "backend owns (godot: pacing, speedup, action_repeat, timeout; gymnasium and envpool: "
+        "atari; gymnasium and brax: action_repeat; see each backend's page)."
+    )
     parallel: ParallelSpec = Field(default_factory=lambda: ParallelSpec())
     algo: AlgoSpec = Field(default_factory=lambda: AlgoSpec())
     train: TrainSpec = Field(default_factory=lambda: TrainSpec())
@@ -382,6 +462,28 @@ class Manifest(_Strict):
     # `isaaclab task ...`); set by load_manifest, written to resolved.yaml as `sources`
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
 
+    @field_validator("env", mode="wrap")
+    @classmethod
+    def _backend_options(cls, value: Any, handler: Any) -> EnvSpec:
+        return validate_env(value)
+
+    @field_validator("parallel")
+    @classmethod
+    def _mode_of_the_backend(cls, parallel: ParallelSpec, info: ValidationInfo) -> ParallelSpec:
+        env = info.data.get("env")
+        if parallel.mode is None or not isinstance(env, EnvSpec):
+            return parallel
+        modes = type(env).parallel_modes
+        if parallel.mode not in modes:
+            offered = f"its modes: {', '.join(modes)}" if modes else "it has none: leave it unset"
+            error = _custom(
+                "rlcrate_mode",
+                f"the {env.backend} backend has no mode {parallel.mode!r} ({offered})",
+            )
+            details = InitErrorDetails(type=error, loc=("mode",), input=parallel.mode)
+            raise ValidationError.from_exception_data("ParallelSpec", [details])
+        return parallel
+
     @field_validator("seeds")
     @classmethod
     def _unique_seeds(cls, seeds: list[int]) -> list[int]:
@@ -395,3 +497,13 @@ class Manifest(_Strict):
         if any(s > MAX_SEED for s in seeds):
             raise ValueError(f"a seed is at most {MAX_SEED:,} (32 bits), got {max(seeds):,}")
         return seeds
+
+
+def with_backend_defaults(cfg: Manifest) -> Manifest:
+    """`cfg` with what its backend decides when the manifest leaves it open filled in (the
+    default `parallel.mode` of a backend that has modes), so resolved.yaml says what ran."""
+    modes = type(cfg.env).parallel_modes
+    if cfg.parallel.mode is not None or not modes:
+        return cfg
+    parallel = cfg.parallel.model_copy(update={"mode": modes[0]})
+    return cfg.model_copy(update={"parallel": parallel})

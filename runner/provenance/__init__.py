@@ -67,17 +67,29 @@ def _read_packages() -> dict[str, str]:
 
 
 def backend_programs(backends: set[str]) -> dict[str, Any]:
-    """The external programs (path, version) the run's backends use, by name; `godot` is always
-    present (None when no backend of the run uses Godot), as provenance.json has always had it."""
+    """The external programs (path, version) the run's backends use (`versions()`), by name;
+    provenance.json records each at its top level and their names under PROGRAMS."""
     from runner.backends import get_backend
 
-    out: dict[str, Any] = {"godot": None}
+    out: dict[str, Any] = {}
     for name in sorted(backends):
         try:
             out.update(get_backend(name).versions())
         except Exception as exc:  # provenance records what it can
             out[name] = {"error": str(exc)}
     return out
+
+
+PROGRAMS = "programs"  # provenance.json: the names of the external programs it records
+
+
+def programs_of(prov: dict[str, Any]) -> dict[str, Any]:
+    """The external programs a provenance.json records, by name. One written before it named
+    them (PROGRAMS) is read by shape: every top-level record of a path and a version."""
+    names = prov.get(PROGRAMS)
+    if isinstance(names, list):
+        return {n: prov.get(n) for n in names if isinstance(n, str)}
+    return {k: v for k, v in prov.items() if isinstance(v, dict) and {"path", "version"} <= set(v)}
 
 
 def _determinism(backends: set[str]) -> dict[str, Any]:
@@ -121,7 +133,8 @@ def collect(
         "cuda": _run([sys.executable, "-c", "import torch; print(torch.version.cuda)"], timeout=60)
         if "torch" in pkgs and shutil.which("nvidia-smi")
         else None,
-        **backend_programs(backends),
+        **(programs := backend_programs(backends)),
+        PROGRAMS: sorted(programs),
         "image": {
             "tag": os.environ.get("RLCRATE_IMAGE"),
             "digest": os.environ.get("RLCRATE_IMAGE_DIGEST"),

@@ -49,7 +49,8 @@ def current(backends: set[str]) -> dict[str, Any]:
         "packages": provenance.packages(),
         "cpu": provenance.cpu_info(),
         "gpu": provenance.gpu_info(),
-        "godot": provenance.backend_programs(backends).get("godot"),
+        **(programs := provenance.backend_programs(backends)),
+        provenance.PROGRAMS: sorted(programs),
         "image": {
             "tag": os.environ.get("RLCRATE_IMAGE"),
             "digest": os.environ.get("RLCRATE_IMAGE_DIGEST"),
@@ -91,8 +92,10 @@ def diff(old: dict[str, Any], new: dict[str, Any], game_old: Any, game_new: Any)
         row("CPU", "cpu", "model"),
         Row("GPU", _gpus(old), _gpus(new)),
     ]
-    if old.get("godot") or new.get("godot"):
-        rows.append(row("Godot", "godot", "version"))
+    mine, theirs = provenance.programs_of(old), provenance.programs_of(new)
+    for name in sorted(set(mine) | set(theirs)):  # the backends' programs (the Godot binary)
+        if mine.get(name) or theirs.get(name):
+            rows.append(row(f"{name} (program)", name, "version"))
     if game_old:
         rows.append(Row("game files (SHA-256)", _digest(game_old), _digest(game_new)))
     a, b = _norm(old.get("packages") or {}), _norm(new.get("packages") or {})

@@ -8,6 +8,7 @@ would give it (0666 less the umask), not the temporary file's private 0600.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import json
 import os
@@ -134,6 +135,24 @@ def write_status(unit_dir: Path, state: str, **fields: Any) -> None:
     record["state"] = state
     record["updated"] = time.time()
     write_json_atomic(unit_dir / "status.json", record)
+
+
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT)  # a full disk, or the user's quota
+
+
+def write_status_anyway(unit_dir: Path, state: str, **fields: Any) -> None:
+    """write_status; on a full disk, overwrite status.json in place instead (truncating it
+    frees the room its new text needs), so the reason is recorded even then."""
+    try:
+        write_status(unit_dir, state, **fields)
+    except OSError as exc:
+        if exc.errno not in NO_SPACE:
+            raise
+        old = read_json(unit_dir / "status.json")
+        record = {**(old if isinstance(old, dict) else {}), **fields}
+        record.update(state=state, updated=time.time())
+        with open(unit_dir / "status.json", "w", encoding="utf-8") as f:
+            f.write(json.dumps(record, default=str))
 
 
 def _damaged(path: Path, data: Any, expected: str) -> RunFileError:

@@ -10,7 +10,6 @@ path, which on a full disk also frees the room the record needs.
 from __future__ import annotations
 
 import contextlib
-import errno
 import shutil
 import signal
 import traceback
@@ -18,10 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from runner.manifest.resolved import ResolvedRun
-from runner.record.rundir import UnitRef, read_json, read_status, write_status
+from runner.record.rundir import (
+    NO_SPACE,
+    UnitRef,
+    read_json,
+    read_status,
+    write_status,
+    write_status_anyway,
+)
 from runner.trainers.base import read_eval
-
-NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
 
 def describe(exc: BaseException) -> str:
@@ -205,35 +209,14 @@ def recover_done(
     return out
 
 
-def write_status_anyway(unit_dir: Path, state: str, **fields: Any) -> None:
-    """write_status; on a full disk, overwrite status.json in place instead (truncating it
-    frees the room its new text needs), so the reason is recorded even then."""
-    try:
-        write_status(unit_dir, state, **fields)
-    except OSError as exc:
-        if exc.errno not in NO_SPACE:
-            raise
-        import json
-        import time
-
-        old = read_json(unit_dir / "status.json")
-        record = {**(old if isinstance(old, dict) else {}), **fields}
-        record.update(state=state, updated=time.time())
-        with open(unit_dir / "status.json", "w", encoding="utf-8") as f:
-            f.write(json.dumps(record, default=str))
-
-
 def anything_started(run_dir: Path, res: ResolvedRun) -> bool:
-    """Whether a unit of this run got further than `pending` (a unit.log, a state, a Slurm job;
-    slurm/ alone holds only submitit's folder for a job sbatch refused)."""
+    """Whether a unit of this run got further than `pending` (a state, a unit.log) or a bench
+    ran; what an executor took beyond that it says itself (`started_any`)."""
     for u in res.units():
         d = u.dir(run_dir)
-        st = read_status(d)
-        if st.get("state", "pending") != "pending" or st.get("slurm_job") is not None:
+        if read_status(d).get("state", "pending") != "pending" or (d / "unit.log").exists():
             return True
-        if (d / "unit.log").exists():
-            return True
-    return (run_dir / "slurm" / "jobs.json").exists() or (run_dir / "bench.json").exists()
+    return (run_dir / "bench.json").exists()
 
 
 def remove_unused(run_dir: Path, out: Path) -> None:

@@ -113,6 +113,7 @@ def prepare_run_dir(
         write_text_atomic(run_dir / RESOLVED, yaml.safe_dump(res.dump(), sort_keys=False))
         prov = provenance.collect(sys.argv, manifest_path, res.backends(), res.pythons())
         prov["command_line"] = res.command_line
+        prov["executor"] = opts.executor.record()
         prov["lineage"] = {n: v.parent.model_dump() for n, v in res.variants.items() if v.parent}
         prov[started.KEY] = started.fingerprint(run_dir)  # checked by every --resume
         write_json_atomic(run_dir / "provenance.json", prov)
@@ -230,9 +231,7 @@ def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
     if opts.jobs is None:
         opts.jobs = manifest_jobs(manifest)
     _check_installed(manifest)
-    from runner.executors import check_reachable
-
-    check_reachable(opts.executor)  # before any directory or env is made
+    opts.executor.check_reachable()  # before any directory or env is made
     signal.signal(signal.SIGTERM, _as_interrupt)  # SIGTERM stops as cleanly as Ctrl-C
     with locked(opts.resume) if opts.resume is not None else contextlib.nullcontext():
         resumed = prepare_run_dir(manifest_path, manifest, opts) if opts.resume else None
@@ -242,7 +241,8 @@ def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
             with locked(run_dir):
                 return _run_locked(run_dir, res, manifest, opts, console)
         except RunnerError:  # a unit that failed ran: its run is kept (below)
-            if resumed is None and not anything_started(run_dir, res):
+            started_any = opts.executor.executor.started_any(run_dir)
+            if resumed is None and not started_any and not anything_started(run_dir, res):
                 remove_unused(run_dir, opts.out)  # a refusal leaves no run behind
             raise
 

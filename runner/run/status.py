@@ -1,14 +1,12 @@
-"""Where a run stands, from its unit files and (for Slurm runs) the jobs Slurm still knows.
+"""Where a run stands, from its unit files and what its executor still holds (`status`).
 
-Only looks: nothing here writes a unit's state. A unit whose Slurm job ended without finishing
-it is shown so (and counts as failed for the exit status); the runner records that on its next
-`--resume`. When Slurm does not answer, the states are shown as last recorded, and said so.
+Only looks: nothing here writes a unit's state. A unit the executor runs no more without having
+finished it (a Slurm job that ended) is shown so (and counts as failed for the exit status); the
+runner records that on its next `--resume`. When the executor cannot answer, it says so.
 """
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,41 +39,9 @@ def _require_records(run_dir: Path, units: list[UnitRef]) -> None:
         )
 
 
-def _slurm_answers() -> str | None:
-    """None when Slurm's controller answers; else why the states below are as last recorded."""
-    if shutil.which("scontrol") is None or shutil.which("squeue") is None:
-        return "Slurm's commands are not on PATH here; unit states as last recorded"
-    try:
-        ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        ping = None
-    if ping is None or ping.returncode != 0:
-        return "Slurm did not answer (scontrol ping); unit states as last recorded"
-    return None
-
-
-def _slurm_jobs(
-    run_dir: Path, units: list[UnitRef]
-) -> tuple[dict[str, str], dict[str, str], str | None]:
-    """({unit key: job id}, {unit key: job state, '' when unknown}) of a Slurm run (empty for
-    other runs), and a note when Slurm could not be asked."""
-    from runner.executors.slurm import read_jobs, slurm_states
-
-    found = read_jobs(run_dir)  # damaged: one line naming the file (RunFileError)
-    if not found:
-        return {}, {}, None
-    keys = {u.key for u in units}
-    ids = {k: str(j) for k, j in found.items() if k in keys}
-    note = _slurm_answers()
-    if note is not None:
-        return ids, {k: "" for k in ids}, note
-    states = slurm_states(list(ids.values()))
-    return ids, {k: states.get(j, "UNKNOWN") for k, j in ids.items()}, None
-
-
 def collect(run_dir: Path) -> RunState:
     """The table rows and what they add up to; writes nothing."""
-    from runner.executors.slurm import ACTIVE
+    from runner.executors import holdings
 
     units = read_resolved(run_dir).units()  # damaged: one line naming the file (RunFileError)
     out = RunState()
@@ -83,23 +49,21 @@ def collect(run_dir: Path) -> RunState:
         out.bench_only = True  # `rlcrate bench` (or --jobs bench) ran no units
         return out
     _require_records(run_dir, units)
-    ids, job_states, note = _slurm_jobs(run_dir, units)
-    if note:
-        out.notes.append(note)
-    terminal = TERMINAL if job_states else (*TERMINAL, "interrupted")  # Slurm requeues those
+    held = holdings(run_dir, units)
+    if held.note:
+        out.notes.append(held.note)
+    terminal = TERMINAL if held.requeues else (*TERMINAL, "interrupted")
     for u in units:
         st = read_status(u.dir(run_dir), strict=True)
         state = str(st.get("state", "pending"))
         prog = read_progress(u.dir(run_dir), strict=True)
         steps = f"{prog.steps:,}/{prog.total:,}" if prog else "-"
         error = str(st.get("error") or "")
-        job = job_states.get(u.key)
+        hold = held.units.get(u.key)
         ended = state in terminal
-        if job and job not in ACTIVE and not ended:  # Slurm answered: the job is gone
-            ended, out.failed = True, True
-            error = f"Slurm job {ids[u.key]} ended {job} before the unit finished"
-        shown_job = f"{ids[u.key]} {job}".strip() if job is not None else "-"
-        out.rows.append((u.key, state, shown_job, steps, error[:120]))
+        if hold is not None and hold.ended and not ended:  # the executor runs it no more
+            ended, out.failed, error = True, True, hold.why
+        out.rows.append((u.key, state, hold.text if hold else "-", steps, error[:120]))
         out.ended = out.ended and ended
         out.failed = out.failed or state == "failed"
     return out

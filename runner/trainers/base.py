@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from runner.errors import FieldProblem
     from runner.manifest.schema import Manifest
 
 MODEL_FILE = "model.zip"
@@ -45,17 +46,22 @@ STOP = threading.Event()
 
 
 class Trainer(Protocol):
-    def check_params(self, cfg: Manifest, action_kind: str | None) -> tuple[str, str] | None:
-        """(field under `algo`, e.g. "params.n_steps", and one sentence) for the first problem
-        with the algorithm's name and params, or None. Cheap: names are read from the installed
-        sources, never imported (`validate` answers in well under a second); only called where
-        the backend's packages are installed."""
+    # The env interface its loop steps (`runner.backends.base`: SB3_VEC_ENV, BRAX_ENV, ...):
+    # `validate` refuses a backend that does not offer it, and the loop makes its env with the
+    # backend's `make_env(..., interface=ENV_INTERFACE)`.
+    ENV_INTERFACE: str
+
+    def check_params(self, cfg: Manifest, action_kind: str | None) -> list[FieldProblem]:
+        """Every problem with the algorithm's name and params, each at its field from the
+        manifest's top (e.g. ("algo", "params", "n_steps")). Cheap: names are read from the
+        installed sources, never imported (`validate` answers in well under a second); only
+        called where the backend's packages are installed."""
         ...
 
-    def check_limits(self, cfg: Manifest) -> tuple[str, str] | None:
-        """(dotted field from the top, e.g. "parallel.envs", and one sentence) for a cross-field
-        limit the training loop would hit only once it runs, or None. Needs no package: called
-        by every `validate`, before any unit starts."""
+    def check_limits(self, cfg: Manifest) -> list[FieldProblem]:
+        """Every cross-field limit the training loop would hit only once it runs (e.g.
+        ("parallel", "envs")). Needs no package: called by every `validate`, before any unit
+        starts."""
         ...
 
     def dry_build(self, cfg: Manifest, venv: Any) -> None:

@@ -94,23 +94,26 @@ def rsl_rl_values(cfg: dict[str, Any], n_envs: int) -> dict[Path_, Any]:
 def apply(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     """`data` (the manifest as parsed) with the task's values under it; dotted path -> source of
     each value the task supplied. TaskDefaultsError when the task cannot supply them."""
-    from runner.backends import isaaclab
-    from runner.errors import BackendUnavailable
+    from runner.backends import get_backend
+    from runner.errors import BackendUnavailable, UserInputError
     from runner.trainers.sb3.algos import ALGOS
 
     algo: dict[str, Any] = data["algo"] if isinstance(data.get("algo"), dict) else {}
     env: dict[str, Any] = data["env"] if isinstance(data.get("env"), dict) else {}
     name, backend, task = algo.get("name", "PPO"), env.get("backend"), env.get("id")
-    if backend != "isaaclab" or not isinstance(task, str):
-        raise TaskDefaultsError(f"'task' reads an Isaac Lab task's agent config; this env's "
-                                f"backend is {backend}")  # fmt: skip
     if name not in ENTRY_POINTS and name not in ALGOS:
         return data, {}  # the unknown algorithm gets its own line from the checks
     entry_point = ENTRY_POINTS.get(name, SB3_ENTRY_POINT)
     try:
-        found = isaaclab.agent_config(task, entry_point)
+        known = get_backend(backend) if isinstance(backend, str) else None
+        found = known.agent_config(task, entry_point) if known and isinstance(task, str) else None
     except BackendUnavailable as exc:
         raise TaskDefaultsError(str(exc)) from None
+    except UserInputError:  # no such backend: its own line says so
+        found = None
+    if found is None:
+        raise TaskDefaultsError(f"'task' reads the agent config a task registers; the {backend} "
+                                "backend's tasks register none")  # fmt: skip
     if found.get("entry") is None:
         library = "RSL-RL" if name in ENTRY_POINTS else "Stable-Baselines3"
         raise TaskDefaultsError(f"{task} registers no {library} agent config ({entry_point})")

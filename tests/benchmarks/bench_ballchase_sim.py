@@ -16,12 +16,14 @@ import time
 
 import numpy as np
 
-from runner.backends import godot, gymnasium
-from runner.manifest.schema import EnvSpec, ParallelSpec
+from runner.backends import get_backend
+from runner.manifest.schema import ParallelSpec, validate_env
+
+godot, gymnasium = get_backend("godot"), get_backend("gymnasium")
 
 SPECS = {
-    "godot": EnvSpec(backend="godot", id="ballchase"),
-    "surrogate": EnvSpec(backend="gymnasium", id="rlcrate/BallChaseSim-v0"),
+    "godot": validate_env({"backend": "godot", "id": "ballchase"}),
+    "surrogate": validate_env({"backend": "gymnasium", "id": "rlcrate/BallChaseSim-v0"}),
 }
 BACKENDS = {"godot": godot, "surrogate": gymnasium}
 

@@ -25,8 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from runner.backends import godot
-from runner.manifest.schema import EnvSpec, ParallelSpec
+from runner.backends import get_backend, godot
+from runner.backends.godot import GodotEnv
+from runner.manifest.schema import ParallelSpec
+
+BACKEND = get_backend("godot")
 
 GRID = [(1, 1), (1, 8), (1, 16), (1, 32), (2, 16), (4, 8), (1, 64), (2, 32)]
 
@@ -44,8 +47,8 @@ def _timed(step, reset, num_envs: int, steps: int, warmup: int) -> float:
 
 
 def ours(procs: int, inst: int, pacing: str, steps: int, warmup: int = 100) -> float:
-    env = EnvSpec(backend="godot", id="ballchase", pacing=pacing, speedup=20)
-    venv = godot.make_vec_env(
+    env = GodotEnv(backend="godot", id="ballchase", pacing=pacing, speedup=20)
+    venv = BACKEND.make_vec_env(
         env, ParallelSpec(envs=procs * inst, workers=procs), seed=0, log_dir=None
     )
     try:
@@ -106,9 +109,9 @@ def ppo_steps_per_s(procs: int, inst: int, timesteps: int) -> float:
     from stable_baselines3.common.vec_env import VecMonitor
 
     torch.set_num_threads(1)
-    env = EnvSpec(backend="godot", id="ballchase")
+    env = GodotEnv(backend="godot", id="ballchase")
     venv = VecMonitor(
-        godot.make_vec_env(
+        BACKEND.make_vec_env(
             env, ParallelSpec(envs=procs * inst, workers=procs), seed=0, log_dir=None
         )
     )

@@ -22,9 +22,20 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from runner.backends.base import GPU_ENV_HINT, STATISTICAL, Traits, gpu_env_python, unknown_id
-from runner.errors import BackendUnavailable, FieldError
-from runner.manifest.schema import EnvSpec, ParallelSpec
+from runner.backends.base import (
+    BRAX_ENV,
+    GPU_ENV_HINT,
+    SB3_VEC_ENV,
+    STATISTICAL,
+    Backend,
+    JaxEnv,
+    RepeatsActions,
+    Traits,
+    gpu_env_python,
+    unknown_id,
+)
+from runner.errors import BackendUnavailable, FieldProblem
+from runner.manifest.schema import ParallelSpec
 
 PIPELINES = ("generalized", "positional", "spring", "mjx")
 RUNNER_KWARGS = ("backend", "episode_length")  # read by rlcrate, not the env constructor
@@ -35,13 +46,18 @@ INSTALL = (
 )
 
 
+class BraxEnv(RepeatsActions):
+    """The brax backend's env options (the pipeline and episode length are env.kwargs, as
+    Brax names them)."""
+
+
 def _own() -> bool:
     return (
         importlib.util.find_spec("brax") is not None and importlib.util.find_spec("jax") is not None
     )
 
 
-def interpreter() -> str | None:
+def _interpreter() -> str | None:
     """The runner's own Python when it has Brax, else the GPU environment's when it exists."""
     python = gpu_env_python()
     return None if _own() or not python.is_file() else str(python)
@@ -49,7 +65,7 @@ def interpreter() -> str | None:
 
 def _units_python() -> str | None:
     """The Python Brax's units run with when it is not the runner's own."""
-    return os.environ.get("RLCRATE_PYTHON_BRAX") or interpreter()
+    return os.environ.get("RLCRATE_PYTHON_BRAX") or _interpreter()
 
 
 def _package_dir() -> Path | None:
@@ -71,20 +87,20 @@ def source(relative: str) -> Path | None:
     return root / relative if root is not None and (root / relative).is_file() else None
 
 
-def available() -> str | None:
+def _available() -> str | None:
     if _package_dir() is None:
         return f"Brax is not installed for rlcrate ({INSTALL})"
     return None
 
 
 def _require() -> None:
-    reason = available()
+    reason = _available()
     if reason:
         raise BackendUnavailable(reason)
 
 
 @cache
-def env_ids() -> list[str]:
+def _env_ids() -> list[str]:
     """The keys of Brax's `_envs` registry, read from its source (importing brax starts JAX)."""
     _require()
     path = source("envs/__init__.py")
@@ -100,21 +116,25 @@ def env_ids() -> list[str]:
     raise BackendUnavailable(f"{path}: Brax's env registry (_envs) was not found")
 
 
-def check_env(env: EnvSpec) -> None:
-    if env.id not in env_ids():
-        raise unknown_id("brax", env.id, env_ids())
+def _problems(env: BraxEnv) -> list[FieldProblem]:
+    if env.id not in _env_ids():
+        return [unknown_id("brax", env.id, _env_ids())]
+    out = []
     pipeline = env.kwargs.get("backend", "generalized")
     if pipeline not in PIPELINES:
-        raise FieldError(
-            ("env", "kwargs", "backend"),
-            f"'{pipeline}' is not a Brax pipeline (expected one of {', '.join(PIPELINES)})",
+        out.append(
+            FieldProblem(
+                ("env", "kwargs", "backend"),
+                f"'{pipeline}' is not a Brax pipeline (expected one of {', '.join(PIPELINES)})",
+            )
         )
     length = env.kwargs.get("episode_length", EPISODE_LENGTH)
     if not isinstance(length, int) or length < 1:
-        raise FieldError(("env", "kwargs", "episode_length"), "expected a positive integer")
+        out.append(FieldProblem(("env", "kwargs", "episode_length"), "expected a positive integer"))
+    return out
 
 
-def make_brax_env(env: EnvSpec) -> Any:
+def make_brax_env(env: BraxEnv) -> Any:
     """The unwrapped Brax env (imports JAX)."""
     _require()
     from brax import envs
@@ -123,115 +143,133 @@ def make_brax_env(env: EnvSpec) -> Any:
     return envs.get_environment(env.id, backend=env.kwargs.get("backend", "generalized"), **kwargs)
 
 
-def episode_length(env: EnvSpec) -> int:
+def episode_length(env: BraxEnv) -> int:
     return int(env.kwargs.get("episode_length", EPISODE_LENGTH))
 
 
-def spaces(env: EnvSpec) -> tuple[Any, Any] | None:
-    import gymnasium as gym
-    import numpy as np
-
-    check_env(env)
-    if not _own():
-        return None  # Brax is in its own venv: only its units build envs
-    e = make_brax_env(env)
-    obs = gym.spaces.Box(-np.inf, np.inf, (e.observation_size,), np.float32)
-    return obs, gym.spaces.Box(-1.0, 1.0, (e.action_size,), np.float32)
-
-
-def action_kind(env: EnvSpec) -> str | None:
-    return "Box"  # every Brax env takes continuous actions in [-1, 1]
-
-
-def processes(parallel: ParallelSpec) -> int:
-    return 0  # jax.vmap steps every env inside the unit
-
-
-def nondeterminism(env: EnvSpec) -> str | None:
-    return None  # statistical already (TRAITS.determinism)
-
-
-def env_files(env: EnvSpec) -> tuple[str, Path] | None:
-    return None
-
-
-def step_split(venv: Any) -> Any | None:
-    return None
-
-
-# Both image locks carry Brax and JAX 0.9; a runner without them runs Brax's units in the GPU
-# environment, which brings its own SB3 and torch.
-TRAITS = Traits(
-    module="brax",
-    extra="jax",
-    needs_gpu=True,
-    determinism=STATISTICAL,
-    needs_train_extra=False,
-    install=INSTALL,
-)
 JAX_PROBE = "import jax; print(jax.__version__, *[str(d) for d in jax.devices()])"
-
-
-def doctor_rows() -> list[tuple[str, bool, str]]:
-    """JAX's devices, as the Python Brax's units run in sees them."""
-    import subprocess
-    import sys
-
-    reason = available()
-    if reason:
-        return [("JAX devices", False, reason)]
-    python = interpreter() or sys.executable
-    try:
-        out = subprocess.run(
-            [python, "-c", JAX_PROBE], capture_output=True, text=True, timeout=120, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return [("JAX devices", False, f"{python}: {exc}")]
-    if out.returncode != 0:
-        return [("JAX devices", False, (out.stderr.strip().splitlines() or ["failed"])[-1])]
-    version, *devices = out.stdout.split()
-    return [("JAX devices", True, f"jax {version}: {', '.join(devices)} ({python})")]
-
-
-def check_parallel(parallel: ParallelSpec) -> str | None:
-    if parallel.workers != 1:
-        return "brax steps every env in one process (jax.vmap); set parallel.workers: 1"
-    return None
-
-
-def make_vec_env(env: EnvSpec, parallel: ParallelSpec, *, seed: int, log_dir: Path | None) -> Any:
-    check_env(env)
-    from runner.backends.brax.vec import BraxVecEnv
-
-    return BraxVecEnv(
-        make_brax_env(env),
-        n_envs=parallel.envs,
-        seed=seed,
-        episode_length=episode_length(env),
-        action_repeat=env.action_repeat,
-    )
-
-
 PACKAGES = ("brax", "jax", "jaxlib", "flax", "optax", "mujoco", "mujoco-mjx", "numpy")
 
 
-def versions() -> dict[str, dict[str, Any]]:
-    """The Python Brax's units run with and its packages, read from their metadata (no import)."""
-    import importlib.metadata
-    import re
+class Brax(Backend):
+    """Brax's registry and physics pipelines (see the module)."""
 
-    root = _package_dir()
-    if root is None:
-        return {"brax": {"error": available()}}
-    found = {
-        re.sub(r"[-_.]+", "-", d.metadata["Name"]).lower(): d.version
-        for d in importlib.metadata.distributions(path=[str(root.parent)])
-    }
-    python = None if _own() else _units_python()
-    return {
-        "brax": {
-            "path": python or "the runner's Python",
-            "version": f"Brax {found.get('brax', '?')} (jax {found.get('jax', '?')})",
-            "packages": {k: found[k] for k in PACKAGES if k in found},
+    name = "brax"
+    Options = BraxEnv
+    # Both image locks carry Brax and JAX 0.9; a runner without them runs Brax's units in the GPU
+    # environment, which brings its own SB3 and torch.
+    TRAITS = Traits(
+        module="brax",
+        extra="jax",
+        needs_gpu=True,
+        determinism=STATISTICAL,
+        needs_train_extra=False,
+        install=INSTALL,
+    )
+
+    interfaces = (SB3_VEC_ENV, BRAX_ENV)
+
+    def available(self) -> str | None:
+        return _available()
+
+    def interpreter(self) -> str | None:
+        return _interpreter()
+
+    def env_ids(self) -> list[str]:
+        return _env_ids()
+
+    def check_env(self, env: BraxEnv) -> list[FieldProblem]:
+        return _problems(env)
+
+    def package_file(self, relative: str) -> Path | None:
+        return source(relative)
+
+    def make_env(
+        self,
+        env: BraxEnv,
+        parallel: ParallelSpec,
+        *,
+        interface: str,
+        seed: int,
+        log_dir: Path | None = None,
+    ) -> Any:
+        if interface != BRAX_ENV:
+            return super().make_env(env, parallel, interface=interface, seed=seed, log_dir=log_dir)
+        self.require_env(env)
+        return JaxEnv(make_brax_env(env), episode_length(env), env.action_repeat)
+
+    def spaces(self, env: BraxEnv) -> tuple[Any, Any] | None:
+        import gymnasium as gym
+        import numpy as np
+
+        self.require_env(env)
+        if not _own():
+            return None  # Brax is in its own venv: only its units build envs
+        e = make_brax_env(env)
+        obs = gym.spaces.Box(-np.inf, np.inf, (e.observation_size,), np.float32)
+        return obs, gym.spaces.Box(-1.0, 1.0, (e.action_size,), np.float32)
+
+    def action_kind(self, env: BraxEnv) -> str | None:
+        return "Box"  # every Brax env takes continuous actions in [-1, 1]
+
+    def check_parallel(self, parallel: ParallelSpec) -> list[FieldProblem]:
+        if parallel.workers != 1:
+            msg = "brax steps every env in one process (jax.vmap); set parallel.workers: 1"
+            return [FieldProblem(("parallel", "workers"), msg)]
+        return []
+
+    def doctor_rows(self) -> list[tuple[str, bool, str]]:
+        """JAX's devices, as the Python Brax's units run in sees them."""
+        import subprocess
+        import sys
+
+        reason = _available()
+        if reason:
+            return [("JAX devices", False, reason)]
+        python = _interpreter() or sys.executable
+        try:
+            out = subprocess.run(
+                [python, "-c", JAX_PROBE], capture_output=True, text=True, timeout=120, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return [("JAX devices", False, f"{python}: {exc}")]
+        if out.returncode != 0:
+            return [("JAX devices", False, (out.stderr.strip().splitlines() or ["failed"])[-1])]
+        version, *devices = out.stdout.split()
+        return [("JAX devices", True, f"jax {version}: {', '.join(devices)} ({python})")]
+
+    def make_vec_env(
+        self, env: BraxEnv, parallel: ParallelSpec, *, seed: int, log_dir: Path | None
+    ) -> Any:
+        self.require_env(env)
+        from runner.backends.brax.vec import BraxVecEnv
+
+        return BraxVecEnv(
+            make_brax_env(env),
+            n_envs=parallel.envs,
+            seed=seed,
+            episode_length=episode_length(env),
+            action_repeat=env.action_repeat,
+        )
+
+    def versions(self) -> dict[str, dict[str, Any]]:
+        """The Python Brax's units run with and its packages, read from their metadata (no
+        import)."""
+        import importlib.metadata
+        import re
+
+        root = _package_dir()
+        if root is None:
+            return {"brax": {"error": _available()}}
+        found = {
+            re.sub(r"[-_.]+", "-", d.metadata["Name"]).lower(): d.version
+            for d in importlib.metadata.distributions(path=[str(root.parent)])
         }
-    }
+        python = None if _own() else _units_python()
+        return {
+            "brax": {
+                "path": python or "the runner's Python",
+                "version": f"Brax {found.get('brax', '?')} (jax {found.get('jax', '?')})",
+                "packages": {k: found[k] for k in PACKAGES if k in found},
+            }
+        }

@@ -15,15 +15,18 @@ import os
 from pathlib import Path
 from typing import Any
 
-from runner.backends.base import Traits, unknown_id
-from runner.errors import BackendUnavailable, FieldError
-from runner.manifest.schema import EnvSpec, ParallelSpec
+from runner.backends import atari
+from runner.backends.base import Backend, Traits, unknown_id
+from runner.errors import BackendUnavailable, FieldError, FieldProblem
+from runner.manifest.schema import ParallelSpec
 from runner.record.rundir import write_text_atomic
 
-TRAITS = Traits(module="envpool", extra="envpool")
+
+class EnvPoolEnv(atari.AtariOption):
+    """The envpool backend's env options."""
 
 
-def available() -> str | None:
+def _available() -> str | None:
     if importlib.util.find_spec("envpool") is None:
         return "envpool is not installed (pip install 'rlcrate[envpool]')"
     return None
@@ -37,7 +40,7 @@ def _cache_file() -> Path:
 
 def _catalogue() -> list[str]:
     """EnvPool's env ids; importing envpool costs over a second, so they are cached on disk."""
-    reason = available()
+    reason = _available()
     if reason:
         raise BackendUnavailable(reason)
     path = _cache_file()
@@ -53,111 +56,90 @@ def _catalogue() -> list[str]:
     return data
 
 
-def env_ids() -> list[str]:
-    return _catalogue()
+# Atari (*-v5) and classic control are discrete; MuJoCo and the DMC suite are continuous.
+CONTINUOUS_V5 = (
+    "Cheetah",
+    "Hopper",
+    "Walker",
+    "Ant",
+    "Humanoid",
+    "Swimmer",
+    "Reacher",
+    "Pusher",
+    "InvertedPendulum",
+    "InvertedDoublePendulum",
+)
 
 
-def check_env(env: EnvSpec) -> None:
-    cat = _catalogue()
-    if env.id not in cat:
-        raise unknown_id("envpool", env.id, cat)
+def _is_atari(env_id: str) -> bool:
+    return env_id.endswith("-v5") and not any(m in env_id for m in CONTINUOUS_V5)
 
 
-def spaces(env: EnvSpec) -> tuple[Any, Any]:
-    import envpool
+class EnvPool(Backend):
+    """EnvPool's C++ thread pool, adapted to a Stable-Baselines3 VecEnv (see the module)."""
 
-    check_env(env)
-    from runner.backends.atari import envpool_kwargs
+    name = "envpool"
+    Options = EnvPoolEnv
+    TRAITS = Traits(module="envpool", extra="envpool")
 
-    extra = envpool_kwargs(env.atari) if env.atari else {}
-    try:
-        spec = envpool.make_spec(env.id, **extra, **env.kwargs)
-    except (TypeError, ValueError, RuntimeError) as exc:
-        raise FieldError(("env", "kwargs"), f"EnvPool's {env.id} rejected them ({exc})") from None
-    return spec.observation_space, spec.action_space
+    def available(self) -> str | None:
+        return _available()
 
+    def env_ids(self) -> list[str]:
+        return _catalogue()
 
-_KINDS = {"Box": "Box", "Discrete": "Discrete", "MultiDiscrete": "MultiDiscrete"}
-
-
-def action_kind(env: EnvSpec) -> str | None:
-    # Atari (*-v5) and classic control are discrete; MuJoCo and the DMC suite are continuous.
-    # Known without importing envpool for the common families, otherwise asked of EnvPool.
-    check_env(env)
-    name = env.id
-    if (
-        name in ("CartPole-v1", "Acrobot-v1", "MountainCar-v0")
-        or name.endswith("-v5")
-        and not any(
-            m in name
-            for m in (
-                "Cheetah",
-                "Hopper",
-                "Walker",
-                "Ant",
-                "Humanoid",
-                "Swimmer",
-                "Reacher",
-                "Pusher",
-                "InvertedPendulum",
-                "InvertedDoublePendulum",
-            )
+    def check_env(self, env: EnvPoolEnv) -> list[FieldProblem]:
+        cat = _catalogue()
+        if env.id not in cat:
+            return [unknown_id("envpool", env.id, cat)]
+        return atari.problems(
+            env, games="EnvPool's *-v5 ids", is_game=_is_atari(env.id), owned=atari.ENVPOOL_OWNED
         )
-    ):
-        return "Discrete"
-    return type(spaces(env)[1]).__name__
 
+    def gymnasium_id(self, env_id: str) -> str | None:
+        return env_id  # EnvPool names its envs as Gymnasium does (CartPole-v1, Pong-v5)
 
-def processes(parallel: ParallelSpec) -> int:
-    return 0  # EnvPool's threads step every env inside the unit
+    def is_atari(self, env_id: str) -> bool:
+        return _is_atari(env_id)
 
+    def spaces(self, env: EnvPoolEnv) -> tuple[Any, Any]:
+        import envpool
 
-def nondeterminism(env: EnvSpec) -> str | None:
-    return None
+        self.require_env(env)
+        extra = atari.envpool_kwargs(env.atari) if env.atari else {}
+        try:
+            spec = envpool.make_spec(env.id, **extra, **env.kwargs)
+        except (TypeError, ValueError, RuntimeError) as exc:
+            raise FieldError(
+                ("env", "kwargs"), f"EnvPool's {env.id} rejected them ({exc})"
+            ) from None
+        return spec.observation_space, spec.action_space
 
+    def action_kind(self, env: EnvPoolEnv) -> str | None:
+        # Known without importing envpool for the common families, otherwise asked of EnvPool.
+        self.require_env(env)
+        if env.id in ("CartPole-v1", "Acrobot-v1", "MountainCar-v0") or _is_atari(env.id):
+            return "Discrete"
+        return type(self.spaces(env)[1]).__name__
 
-def env_files(env: EnvSpec) -> tuple[str, Path] | None:
-    return None  # made from an installed package
+    def make_vec_env(
+        self, env: EnvPoolEnv, parallel: ParallelSpec, *, seed: int, log_dir: Path | None
+    ) -> Any:
+        """One pool of `parallel.envs` envs stepped by `parallel.workers` threads (no logs)."""
+        import envpool
 
+        self.require_env(env)
+        preprocessing = atari.envpool_kwargs(env.atari) if env.atari else {}
+        pool = envpool.make(
+            env.id,
+            env_type="gymnasium",
+            num_envs=parallel.envs,
+            batch_size=parallel.envs,
+            num_threads=parallel.workers,
+            seed=seed,
+            **preprocessing,
+            **env.kwargs,
+        )
+        from runner.backends.envpool.vec import EnvPoolVecEnv
 
-def step_split(venv: Any) -> Any | None:
-    return None
-
-
-def doctor_rows() -> list[tuple[str, bool, str]]:
-    return []
-
-
-def check_parallel(parallel: ParallelSpec) -> str | None:
-    return None  # any envs x threads; `parallel.mode` does not apply
-
-
-def versions() -> dict[str, dict[str, Any]]:
-    return {}  # Python packages only, which provenance records anyway
-
-
-def interpreter() -> str | None:
-    return None
-
-
-def make_vec_env(env: EnvSpec, parallel: ParallelSpec, *, seed: int, log_dir: Path | None) -> Any:
-    """One pool of `parallel.envs` envs stepped by `parallel.workers` threads (no logs)."""
-    import envpool
-
-    from runner.backends.atari import envpool_kwargs
-
-    check_env(env)
-    preprocessing = envpool_kwargs(env.atari) if env.atari else {}
-    pool = envpool.make(
-        env.id,
-        env_type="gymnasium",
-        num_envs=parallel.envs,
-        batch_size=parallel.envs,
-        num_threads=parallel.workers,
-        seed=seed,
-        **preprocessing,
-        **env.kwargs,
-    )
-    from runner.backends.envpool.vec import EnvPoolVecEnv
-
-    return EnvPoolVecEnv(pool)
+        return EnvPoolVecEnv(pool)

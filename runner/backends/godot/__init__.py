@@ -15,11 +15,13 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from runner.backends.base import Traits, unknown_id
-from runner.errors import BackendUnavailable, FieldError, UserInputError
-from runner.manifest.schema import EnvSpec, ParallelSpec
+from pydantic import Field
+
+from runner.backends.base import Backend, RepeatsActions, Traits, unknown_id
+from runner.errors import BackendUnavailable, FieldError, FieldProblem, UserInputError
+from runner.manifest.schema import ParallelSpec
 
 GAMES_DIR = Path(__file__).resolve().parents[2] / "games"  # runner/games
 GODOT_ENV_VAR = "RLCRATE_GODOT"
@@ -37,12 +39,20 @@ GAME_KWARGS: dict[str, dict[str, str]] = {
     },
 }
 UNPACED_FPS = 60
-TRAITS = Traits(
-    module="godot_rl",
-    extra="godot",
-    program_hint="apt-get install godot3-server",
-    ids_are_paths=True,  # a game project folder or an exported binary
-)
+
+
+class GodotEnv(RepeatsActions):
+    """The godot backend's env options."""
+
+    pacing: Literal["unpaced", "paced"] = Field(
+        "unpaced",
+        description="'unpaced' runs a fixed timestep as fast as the CPU allows (deterministic); "
+        "'paced' runs game time at `speedup` x real time.",
+    )
+    speedup: float = Field(1.0, gt=0, description="paced: game time / real time.")
+    timeout: float = Field(
+        60.0, gt=0, description="Seconds to wait for a Godot process to connect or answer a step."
+    )
 
 
 def bundled_games() -> list[str]:
@@ -90,7 +100,7 @@ def godot_binary() -> tuple[str, str]:
     raise BackendUnavailable(f"No Godot binary found on PATH; {INSTALL_HINT}.")
 
 
-def available() -> str | None:
+def _available() -> str | None:
     if importlib.util.find_spec("godot_rl") is None:
         return "godot-rl is not installed (pip install 'rlcrate[godot]')"
     try:
@@ -100,17 +110,13 @@ def available() -> str | None:
     return None
 
 
-def env_ids() -> list[str]:
-    return bundled_games()
-
-
 def _project_major(project: Path) -> int:
     text = (project / "project.godot").read_text(errors="replace")
     m = re.search(r"^config_version\s*=\s*(\d+)", text, re.MULTILINE)
     return 4 if m and int(m.group(1)) >= 5 else 3
 
 
-def _target(env: EnvSpec) -> tuple[str, Path]:
+def _target(env: GodotEnv) -> tuple[str, Path]:
     """('game' | 'project' | 'binary', path), or UserInputError saying what is wrong."""
     if env.id in bundled_games():
         return "game", GAMES_DIR / env.id
@@ -136,58 +142,38 @@ def _target(env: EnvSpec) -> tuple[str, Path]:
             f"({', '.join(bundled_games())}), a Godot project folder or an "
             "exported game binary)",
         )
-    raise unknown_id("godot", env.id, bundled_games())
+    raise unknown_id("godot", env.id, bundled_games()).error()
 
 
-def check_env(env: EnvSpec) -> None:
-    kind, path = _target(env)
-    if kind != "game":
-        return
+def _game_problems(env: GodotEnv) -> list[FieldProblem]:
     known = GAME_KWARGS.get(env.id, {})
-    for key in env.kwargs:
-        if key not in known:
-            raise FieldError(
-                ("env", "kwargs", key),
-                f"'{key}' is not an argument of {env.id}; "
-                "known: " + "; ".join(f"{k}: {v}" for k, v in known.items()),
-            )
+    out = [
+        FieldProblem(
+            ("env", "kwargs", key),
+            f"'{key}' is not an argument of {env.id}; "
+            "known: " + "; ".join(f"{k}: {v}" for k, v in known.items()),
+        )
+        for key in env.kwargs
+        if key not in known
+    ]
     if env.kwargs.get("action_space", "discrete") not in ("discrete", "continuous"):
-        raise FieldError(
-            ("env", "kwargs", "action_space"),
-            f"expected 'discrete' or 'continuous', got {env.kwargs['action_space']!r}",
+        out.append(
+            FieldProblem(
+                ("env", "kwargs", "action_space"),
+                f"expected 'discrete' or 'continuous', got {env.kwargs['action_space']!r}",
+            )
         )
     steps = env.kwargs.get("episode_steps", 500)
     if not isinstance(steps, int) or steps < 1:
-        raise FieldError(
-            ("env", "kwargs", "episode_steps"), f"expected a positive integer, got {steps!r}"
+        out.append(
+            FieldProblem(
+                ("env", "kwargs", "episode_steps"), f"expected a positive integer, got {steps!r}"
+            )
         )
+    return out
 
 
-def processes(parallel: ParallelSpec) -> int:
-    return parallel.workers  # one Godot process per worker
-
-
-def nondeterminism(env: EnvSpec) -> str | None:
-    # bitwise only unpaced: the fixed timestep then does not depend on the wall clock
-    return "godot paced: game time follows the wall clock" if env.pacing == "paced" else None
-
-
-def env_files(env: EnvSpec) -> tuple[str, Path] | None:
-    """The bundled game's folder, a project folder or an exported binary."""
-    return _target(env)
-
-
-def step_split(venv: Any) -> Any | None:
-    from runner.backends.godot.profile import GodotSplit
-
-    return GodotSplit(venv.unwrapped)
-
-
-def doctor_rows() -> list[tuple[str, bool, str]]:
-    return []  # the Godot binary is a `versions()` row
-
-
-def check_parallel(parallel: ParallelSpec) -> str | None:
+def _layout_problem(parallel: ParallelSpec) -> str | None:
     if parallel.envs % parallel.workers:
         return (
             f"the godot backend runs parallel.envs / parallel.workers instances in each "
@@ -197,7 +183,7 @@ def check_parallel(parallel: ParallelSpec) -> str | None:
     return None
 
 
-def spaces(env: EnvSpec) -> tuple[Any, Any] | None:
+def _spaces(env: GodotEnv) -> tuple[Any, Any] | None:
     """Known without launching for the bundled game; None for other games."""
     if env.id != "ballchase":
         return None
@@ -210,16 +196,11 @@ def spaces(env: EnvSpec) -> tuple[Any, Any] | None:
     return obs, gs.Discrete(9)
 
 
-def action_kind(env: EnvSpec) -> str | None:
-    known = spaces(env)
-    return type(known[1]).__name__ if known else None
-
-
 def _kwarg(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def launch_argvs(env: EnvSpec, *, workers: int, instances: int, seed: int) -> list[list[str]]:
+def launch_argvs(env: GodotEnv, *, workers: int, instances: int, seed: int) -> list[list[str]]:
     """The argv of each Godot process (the supervisor appends --port)."""
     import numpy as np
 
@@ -256,33 +237,78 @@ def launch_argvs(env: EnvSpec, *, workers: int, instances: int, seed: int) -> li
     ]
 
 
-def versions() -> dict[str, dict[str, Any]]:
-    try:
-        path, version = godot_binary()
-    except BackendUnavailable as exc:
-        return {"godot": {"error": str(exc)}}
-    return {"godot": {"path": path, "version": version}}
+class Godot(Backend):
+    """godot-rl games in headless Godot processes (see the module's docstring)."""
 
-
-def interpreter() -> str | None:
-    return None
-
-
-def make_vec_env(env: EnvSpec, parallel: ParallelSpec, *, seed: int, log_dir: Path | None) -> Any:
-    """`parallel.workers` Godot processes x (envs / workers) instances; `mode` does not apply."""
-    check_env(env)
-    if importlib.util.find_spec("godot_rl") is None:
-        raise BackendUnavailable("godot-rl is not installed (pip install 'rlcrate[godot]')")
-    problem = check_parallel(parallel)
-    if problem:
-        raise UserInputError(problem)
-    workers = parallel.workers
-    instances = parallel.envs // workers
-    argvs = launch_argvs(env, workers=workers, instances=instances, seed=seed)
-    from runner.backends.godot.vec_env import GodotVecEnv
-
-    own = log_dir is None
-    logs = Path(tempfile.mkdtemp(prefix="rlcrate-godot-")) if log_dir is None else Path(log_dir)
-    return GodotVecEnv(
-        argvs, instances=instances, timeout=env.timeout, log_dir=logs, own_log_dir=own
+    name = "godot"
+    Options = GodotEnv
+    TRAITS = Traits(
+        module="godot_rl",
+        extra="godot",
+        program_hint="apt-get install godot3-server",
+        ids_are_paths=True,  # a game project folder or an exported binary
     )
+
+    def available(self) -> str | None:
+        return _available()
+
+    def env_ids(self) -> list[str]:
+        return bundled_games()
+
+    def check_env(self, env: GodotEnv) -> list[FieldProblem]:
+        try:
+            kind, _ = _target(env)
+        except FieldError as exc:
+            return [FieldProblem(exc.path, exc.message)]
+        return _game_problems(env) if kind == "game" else []
+
+    def spaces(self, env: GodotEnv) -> tuple[Any, Any] | None:
+        return _spaces(env)
+
+    def check_parallel(self, parallel: ParallelSpec) -> list[FieldProblem]:
+        problem = _layout_problem(parallel)
+        return [FieldProblem(("parallel", "workers"), problem)] if problem else []
+
+    def processes(self, parallel: ParallelSpec) -> int:
+        return parallel.workers  # one Godot process per worker
+
+    def nondeterminism(self, env: GodotEnv) -> str | None:
+        # bitwise only unpaced: the fixed timestep then does not depend on the wall clock
+        return "godot paced: game time follows the wall clock" if env.pacing == "paced" else None
+
+    def env_files(self, env: GodotEnv) -> tuple[str, Path] | None:
+        """The bundled game's folder, a project folder or an exported binary."""
+        return _target(env)
+
+    def step_split(self, venv: Any) -> Any | None:
+        from runner.backends.godot.profile import GodotSplit
+
+        return GodotSplit(venv.unwrapped)
+
+    def versions(self) -> dict[str, dict[str, Any]]:
+        try:
+            path, version = godot_binary()
+        except BackendUnavailable as exc:
+            return {"godot": {"error": str(exc)}}
+        return {"godot": {"path": path, "version": version}}
+
+    def make_vec_env(
+        self, env: GodotEnv, parallel: ParallelSpec, *, seed: int, log_dir: Path | None
+    ) -> Any:
+        """`parallel.workers` Godot processes x (envs / workers) instances."""
+        self.require_env(env)
+        if importlib.util.find_spec("godot_rl") is None:
+            raise BackendUnavailable("godot-rl is not installed (pip install 'rlcrate[godot]')")
+        problem = _layout_problem(parallel)
+        if problem:
+            raise UserInputError(problem)
+        workers = parallel.workers
+        instances = parallel.envs // workers
+        argvs = launch_argvs(env, workers=workers, instances=instances, seed=seed)
+        from runner.backends.godot.vec_env import GodotVecEnv
+
+        own = log_dir is None
+        logs = Path(tempfile.mkdtemp(prefix="rlcrate-godot-")) if log_dir is None else Path(log_dir)
+        return GodotVecEnv(
+            argvs, instances=instances, timeout=env.timeout, log_dir=logs, own_log_dir=own
+        )

@@ -11,18 +11,30 @@ from pathlib import Path
 from typing import Any
 
 from runner.backends import atari
-from runner.backends.base import Traits, unknown_id
-from runner.errors import BackendUnavailable, FieldError
-from runner.manifest.schema import EnvSpec, ParallelSpec
+from runner.backends.base import (
+    GYMNASIUM_ENV,
+    SB3_VEC_ENV,
+    Backend,
+    RepeatsActions,
+    Traits,
+    unknown_id,
+)
+from runner.errors import BackendUnavailable, FieldError, FieldProblem
+from runner.manifest.schema import ParallelSpec
 
 # Modules that register extra ids with Gymnasium when imported, by id namespace. Imported only
 # when an id needs them (ale_py alone costs seconds).
 PLUGINS = {"ALE": "ale_py", "rlcrate": "runner.backends.gymnasium.ballchase"}
 SURROGATE = "rlcrate/BallChaseSim-v0"
-TRAITS = Traits(module="gymnasium", extra="gymnasium")
 
 
-def available() -> str | None:
+class GymnasiumEnv(RepeatsActions, atari.AtariOption):
+    """The gymnasium backend's env options (`action_repeat`: the BallChase surrogate's only)."""
+
+    parallel_modes = ("dummy", "subproc")
+
+
+def _available() -> str | None:
     if importlib.util.find_spec("gymnasium") is None:
         return "gymnasium is not installed (pip install 'rlcrate[gymnasium]')"
     return None
@@ -30,7 +42,7 @@ def available() -> str | None:
 
 def _registry(env_id: str | None = None) -> dict[str, Any]:
     """Gymnasium's registry, with the plugin for `env_id`'s namespace (all plugins for None)."""
-    reason = available()
+    reason = _available()
     if reason:
         raise BackendUnavailable(reason)
     import gymnasium as gym
@@ -48,22 +60,11 @@ def _register_plugins(env_id: str | None) -> None:
             gym.register_envs(importlib.import_module(module))
 
 
-def env_ids() -> list[str]:
-    return sorted(_registry())
+def _is_ale(env_id: str) -> bool:
+    return env_id.startswith("ALE/")  # the Arcade Learning Environment's games (ale-py)
 
 
-def check_env(env: EnvSpec) -> None:
-    registry = _registry(env.id)
-    if env.id not in registry:
-        registry = _registry()  # every plugin, so the error lists the same ids every time
-        raise unknown_id("gymnasium", env.id, registry)
-    if env.id == SURROGATE:
-        from runner.backends.gymnasium import ballchase
-
-        ballchase.config(_sim_kwargs(env))
-
-
-def _sim_kwargs(env: EnvSpec) -> dict[str, Any]:
+def _sim_kwargs(env: GymnasiumEnv) -> dict[str, Any]:
     if "action_repeat" in env.kwargs:
         raise FieldError(
             ("env", "kwargs", "action_repeat"),
@@ -72,64 +73,32 @@ def _sim_kwargs(env: EnvSpec) -> dict[str, Any]:
     return {**env.kwargs, "action_repeat": env.action_repeat}
 
 
-def processes(parallel: ParallelSpec) -> int:
-    return parallel.envs if parallel.mode == "subproc" else 0
+def _id_problems(env: GymnasiumEnv) -> list[FieldProblem]:
+    registry = _registry(env.id)
+    if env.id not in registry:
+        registry = _registry()  # every plugin, so the error lists the same ids every time
+        return [unknown_id("gymnasium", env.id, registry)]
+    if env.id == SURROGATE:
+        from runner.backends.gymnasium import ballchase
 
-
-def nondeterminism(env: EnvSpec) -> str | None:
-    return None
-
-
-def env_files(env: EnvSpec) -> tuple[str, Path] | None:
-    return None  # made from an installed package
-
-
-def step_split(venv: Any) -> Any | None:
-    return None
-
-
-def doctor_rows() -> list[tuple[str, bool, str]]:
+        try:
+            ballchase.config(_sim_kwargs(env))
+        except FieldError as exc:
+            return [FieldProblem(exc.path, exc.message)]
+    elif env.action_repeat != 1:
+        return [FieldProblem(("env", "action_repeat"), f"applies to {SURROGATE} only")]
     return []
 
 
-def check_parallel(parallel: ParallelSpec) -> str | None:
-    if parallel.mode == "subproc" and parallel.workers != parallel.envs:
-        return (
-            "gymnasium's SubprocVecEnv runs one process per env; set parallel.workers to "
-            f"parallel.envs ({parallel.envs})"
+def _atari_problems(env: GymnasiumEnv) -> list[FieldProblem]:
+    found = atari.problems(env, games="ALE/ ids", is_game=_is_ale(env.id), owned=atari.GYM_OWNED)
+    if not found and env.atari is not None and importlib.util.find_spec("cv2") is None:
+        msg = (
+            "needs OpenCV for Stable-Baselines3's frame resizing, which is not installed "
+            "(pip install 'rlcrate[gymnasium]')"
         )
-    if parallel.mode == "dummy" and parallel.workers != 1:
-        return "gymnasium's DummyVecEnv steps every env in one process; set parallel.workers: 1"
-    return None
-
-
-def versions() -> dict[str, dict[str, Any]]:
-    return {}  # Python packages only, which provenance records anyway
-
-
-def interpreter() -> str | None:
-    return None
-
-
-def action_kind(env: EnvSpec) -> str | None:
-    if env.id.startswith("ALE/"):
-        check_env(env)
-        return "Discrete"  # every Atari game; making one costs seconds (and prints a banner)
-    return type(spaces(env)[1]).__name__
-
-
-def spaces(env: EnvSpec) -> tuple[Any, Any]:
-    import gymnasium as gym
-
-    check_env(env)
-    try:
-        e = gym.make(env.id, **env.kwargs)
-    except TypeError as exc:
-        raise FieldError(("env", "kwargs"), f"{env.id} rejected them ({exc})") from None
-    try:
-        return e.observation_space, e.action_space
-    finally:
-        e.close()
+        found.append(FieldProblem(("env", "atari"), msg))
+    return found
 
 
 def _maker(env_id: str, kwargs: dict[str, Any], seed: int, atari_spec: Any = None):
@@ -144,29 +113,103 @@ def _maker(env_id: str, kwargs: dict[str, Any], seed: int, atari_spec: Any = Non
     return make
 
 
-def make_vec_env(env: EnvSpec, parallel: ParallelSpec, *, seed: int, log_dir: Path | None) -> Any:
-    """`parallel.envs` envs; SubprocVecEnv runs one process each (`parallel.workers` is checked
-    by `check_parallel`, not used); gymnasium writes no logs of its own."""
-    from stable_baselines3.common.vec_env import DummyVecEnv
+class Gymnasium(Backend):
+    """Any registered Gymnasium id, DummyVecEnv or SubprocVecEnv (see the module)."""
 
-    from runner.backends._subproc import BoundedSubprocVecEnv
+    name = "gymnasium"
+    Options = GymnasiumEnv
+    TRAITS = Traits(module="gymnasium", extra="gymnasium")
 
-    check_env(env)
-    if env.id == SURROGATE:
-        from runner.backends.gymnasium import ballchase, ballchase_vec
+    interfaces = (SB3_VEC_ENV, GYMNASIUM_ENV)
 
-        cfg = ballchase.config(_sim_kwargs(env))
-        return ballchase_vec.BallChaseVecEnv(cfg, n_envs=parallel.envs, seed=seed)
-    mode = parallel.mode
-    kwargs = atari.gym_kwargs(env)
-    fns = [_maker(env.id, kwargs, seed + i, env.atari) for i in range(parallel.envs)]
-    # subproc even for one env (a benchmark of subproc must measure subproc); forkserver, so
-    # workers do not inherit the parent's torch threads or signal handlers; bounded, so a dead
-    # or hung worker fails the unit instead of hanging it
-    venv: Any = (
-        BoundedSubprocVecEnv(fns, start_method="forkserver")
-        if mode == "subproc"
-        else DummyVecEnv(fns)
-    )
-    venv.seed(seed)  # env i gets seed + i on its next reset
-    return atari.stack(venv, env.atari) if env.atari else venv
+    def available(self) -> str | None:
+        return _available()
+
+    def env_ids(self) -> list[str]:
+        return sorted(_registry())
+
+    def make_env(
+        self,
+        env: GymnasiumEnv,
+        parallel: ParallelSpec,
+        *,
+        interface: str,
+        seed: int,
+        log_dir: Path | None = None,
+    ) -> Any:
+        """GYMNASIUM_ENV: one env, made as `make_vec_env` makes each of its envs."""
+        if interface != GYMNASIUM_ENV:
+            return super().make_env(env, parallel, interface=interface, seed=seed, log_dir=log_dir)
+        self.require_env(env)
+        return _maker(env.id, atari.gym_kwargs(env), seed, env.atari)()
+
+    def check_env(self, env: GymnasiumEnv) -> list[FieldProblem]:
+        return _id_problems(env) or _atari_problems(env)
+
+    def gymnasium_id(self, env_id: str) -> str | None:
+        return env_id
+
+    def is_atari(self, env_id: str) -> bool:
+        return _is_ale(env_id)
+
+    def processes(self, parallel: ParallelSpec) -> int:
+        return parallel.envs if parallel.mode == "subproc" else 0
+
+    def check_parallel(self, parallel: ParallelSpec) -> list[FieldProblem]:
+        if parallel.mode == "subproc" and parallel.workers != parallel.envs:
+            msg = (
+                "gymnasium's SubprocVecEnv runs one process per env; set parallel.workers to "
+                f"parallel.envs ({parallel.envs})"
+            )
+            return [FieldProblem(("parallel", "workers"), msg)]
+        if parallel.mode != "subproc" and parallel.workers != 1:
+            msg = "gymnasium's DummyVecEnv steps every env in one process; set parallel.workers: 1"
+            return [FieldProblem(("parallel", "workers"), msg)]
+        return []
+
+    def action_kind(self, env: GymnasiumEnv) -> str | None:
+        if self.is_atari(env.id):
+            self.require_env(env)
+            return "Discrete"  # every Atari game; making one costs seconds (and prints a banner)
+        return type(self.spaces(env)[1]).__name__
+
+    def spaces(self, env: GymnasiumEnv) -> tuple[Any, Any]:
+        import gymnasium as gym
+
+        self.require_env(env)
+        try:
+            e = gym.make(env.id, **env.kwargs)
+        except TypeError as exc:
+            raise FieldError(("env", "kwargs"), f"{env.id} rejected them ({exc})") from None
+        try:
+            return e.observation_space, e.action_space
+        finally:
+            e.close()
+
+    def make_vec_env(
+        self, env: GymnasiumEnv, parallel: ParallelSpec, *, seed: int, log_dir: Path | None
+    ) -> Any:
+        """`parallel.envs` envs; SubprocVecEnv runs one process each (`parallel.workers` is
+        checked by `check_parallel`, not used); gymnasium writes no logs of its own."""
+        from stable_baselines3.common.vec_env import DummyVecEnv
+
+        from runner.backends._subproc import BoundedSubprocVecEnv
+
+        self.require_env(env)
+        if env.id == SURROGATE:
+            from runner.backends.gymnasium import ballchase, ballchase_vec
+
+            cfg = ballchase.config(_sim_kwargs(env))
+            return ballchase_vec.BallChaseVecEnv(cfg, n_envs=parallel.envs, seed=seed)
+        kwargs = atari.gym_kwargs(env)
+        fns = [_maker(env.id, kwargs, seed + i, env.atari) for i in range(parallel.envs)]
+        # subproc even for one env (a benchmark of subproc must measure subproc); forkserver, so
+        # workers do not inherit the parent's torch threads or signal handlers; bounded, so a
+        # dead or hung worker fails the unit instead of hanging it
+        venv: Any = (
+            BoundedSubprocVecEnv(fns, start_method="forkserver")
+            if parallel.mode == "subproc"
+            else DummyVecEnv(fns)
+        )
+        venv.seed(seed)  # env i gets seed + i on its next reset
+        return atari.stack(venv, env.atari) if env.atari else venv

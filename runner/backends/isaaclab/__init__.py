@@ -24,13 +24,16 @@ from typing import Any
 
 from runner.backends.base import (
     GPU_ENV_HINT,
+    ISAACLAB_ENV,
+    SB3_VEC_ENV,
     STATISTICAL,
+    Backend,
     Traits,
     gpu_env_python,
     python_problem,
     unknown_id,
 )
-from runner.errors import BackendUnavailable, FieldError
+from runner.errors import BackendUnavailable, FieldProblem
 from runner.manifest.schema import EnvSpec, ParallelSpec
 from runner.record.rundir import write_text_atomic
 
@@ -40,15 +43,13 @@ INSTALL = (
     "and rlcrate"
 )
 REGISTRY_FORMAT = 2  # bumped when a cached answer changes shape (2: RSL-RL's version)
-# In the CUDA image only (its lock is the GPU environment's).
-TRAITS = Traits(
-    module="isaaclab",
-    extra="isaaclab",
-    images=("cuda",),
-    needs_gpu=True,
-    determinism=STATISTICAL,
-    install=INSTALL,
-)
+
+
+class IsaacLabEnv(EnvSpec):
+    """The isaaclab backend's env options: the task's own (device, physics, cuda_graph,
+    asset_root and the task configuration's attributes) are env.kwargs."""
+
+
 GPU_ONLY = "needs an NVIDIA GPU, and this machine has none (nvidia-smi lists no GPU)"
 
 
@@ -60,7 +61,7 @@ def _in_isaaclab_python() -> bool:
     return sys.version_info[:2] == (3, 12) and importlib.util.find_spec("isaaclab") is not None
 
 
-def interpreter() -> str | None:
+def _interpreter() -> str | None:
     if _in_isaaclab_python():
         return sys.executable
     python = gpu_env_python()
@@ -68,10 +69,10 @@ def interpreter() -> str | None:
 
 
 def _python() -> str | None:
-    return os.environ.get("RLCRATE_PYTHON_ISAACLAB") or interpreter()
+    return os.environ.get("RLCRATE_PYTHON_ISAACLAB") or _interpreter()
 
 
-def available() -> str | None:
+def _available() -> str | None:
     python = _python()
     if python is None:
         where = gpu_env_python()
@@ -107,7 +108,7 @@ def agent_config(task: str, entry_point: str) -> dict[str, Any]:
 
 
 def _cached(what: str, ask: Any) -> dict[str, Any]:
-    reason = available()
+    reason = _available()
     if reason:
         raise BackendUnavailable(reason)
     python = str(_python())
@@ -145,7 +146,7 @@ def _ask(python: str, module: str, args: list[str], marker: str) -> dict[str, An
     raise BackendUnavailable(f"{python} could not read Isaac Lab's tasks: {last} ({INSTALL})")
 
 
-def env_ids() -> list[str]:
+def _env_ids() -> list[str]:
     return list(registry()["tasks"])
 
 
@@ -155,44 +156,26 @@ def gpu_present() -> bool:
     return bool(gpu_info()["gpus"])
 
 
-def check_env(env: EnvSpec) -> None:
-    tasks = env_ids()
+def _problems(env: IsaacLabEnv) -> list[FieldProblem]:
+    tasks = _env_ids()
     if env.id not in tasks:
-        raise unknown_id("isaaclab", env.id, tasks)
+        return [unknown_id("isaaclab", env.id, tasks)]
     device = str(env.kwargs.get("device", ""))
     if device and device != "cpu" and not device.startswith("cuda"):
-        raise FieldError(
-            ("env", "kwargs", "device"), f"expected cpu, cuda or cuda:N, got {device!r}"
-        )
+        return [
+            FieldProblem(
+                ("env", "kwargs", "device"), f"expected cpu, cuda or cuda:N, got {device!r}"
+            )
+        ]
     gpu = gpu_present()
+    out = []
     if device.startswith("cuda") and not gpu:
-        raise FieldError(("env", "kwargs", "device"), f"'{device}' {GPU_ONLY}; use device: cpu")
+        msg = f"'{device}' {GPU_ONLY}; use device: cpu"
+        out.append(FieldProblem(("env", "kwargs", "device"), msg))
     if env.kwargs.get("cuda_graph") and (device == "cpu" or not gpu):
-        raise FieldError(("env", "kwargs", "cuda_graph"), f"CUDA graphs {GPU_ONLY}; remove it")
-
-
-def spaces(env: EnvSpec) -> tuple[Any, Any] | None:
-    return None  # known only once the task is built in Isaac Lab's Python
-
-
-def action_kind(env: EnvSpec) -> str | None:
-    return None
-
-
-def processes(parallel: ParallelSpec) -> int:
-    return 0  # one simulation steps every env inside the unit
-
-
-def nondeterminism(env: EnvSpec) -> str | None:
-    return None  # statistical already (TRAITS.determinism)
-
-
-def env_files(env: EnvSpec) -> tuple[str, Path] | None:
-    return None
-
-
-def step_split(venv: Any) -> Any | None:
-    return None
+        msg = f"CUDA graphs {GPU_ONLY}; remove it"
+        out.append(FieldProblem(("env", "kwargs", "cuda_graph"), msg))
+    return out
 
 
 ISAACSIM_WHY = (
@@ -201,58 +184,113 @@ ISAACSIM_WHY = (
 )
 
 
-def doctor_rows() -> list[tuple[str, bool, str]]:
-    """Isaac Lab and Isaac Sim, as the Python its units run in sees them."""
-    from runner.errors import RunnerError
+class IsaacLab(Backend):
+    """Isaac Lab tasks by id, in Isaac Lab's own Python (see the module)."""
 
-    reason = available()
-    if reason:
-        return [
-            ("Isaac Lab (Python 3.12)", False, reason),
-            ("Isaac Sim", False, "needs Isaac Lab's env"),
-        ]
-    try:
-        reg = registry()
-    except RunnerError as exc:
-        return [("Isaac Lab (Python 3.12)", False, str(exc)), ("Isaac Sim", False, "unknown")]
-    lab = f"Isaac Lab {reg['isaaclab']}, Python {reg['python']}, {len(reg['tasks'])} tasks"
-    sim = (
-        ("Isaac Sim", True, "installed")
-        if reg.get("isaacsim")
-        else ("Isaac Sim", False, ISAACSIM_WHY)
+    name = "isaaclab"
+    Options = IsaacLabEnv
+    # In the CUDA image only (its lock is the GPU environment's).
+    TRAITS = Traits(
+        module="isaaclab",
+        extra="isaaclab",
+        images=("cuda",),
+        needs_gpu=True,
+        determinism=STATISTICAL,
+        install=INSTALL,
     )
-    return [("Isaac Lab (Python 3.12)", True, f"{lab} ({interpreter()})"), sim]
 
+    def available(self) -> str | None:
+        return _available()
 
-def check_parallel(parallel: ParallelSpec) -> str | None:
-    if parallel.workers != 1:
-        return "Isaac Lab steps every env in one simulation; set parallel.workers: 1"
-    return None
+    def interpreter(self) -> str | None:
+        return _interpreter()
 
+    def env_ids(self) -> list[str]:
+        return _env_ids()
 
-def make_vec_env(env: EnvSpec, parallel: ParallelSpec, *, seed: int, log_dir: Path | None) -> Any:
-    if not _in_isaaclab_python():
-        raise BackendUnavailable(f"isaaclab units run in Isaac Lab's Python 3.12 ({INSTALL})")
-    from runner.backends.isaaclab.env import make
+    def check_env(self, env: IsaacLabEnv) -> list[FieldProblem]:
+        return _problems(env)
 
-    return make(env, parallel.envs, seed, log_dir)
+    def agent_config(self, task: str, entry_point: str) -> dict[str, Any] | None:
+        return agent_config(task, entry_point)
 
+    def check_parallel(self, parallel: ParallelSpec) -> list[FieldProblem]:
+        if parallel.workers != 1:
+            msg = "Isaac Lab steps every env in one simulation; set parallel.workers: 1"
+            return [FieldProblem(("parallel", "workers"), msg)]
+        return []
 
-def versions() -> dict[str, dict[str, Any]]:
-    """Isaac Lab's Python and packages, and what a manifest without kwargs runs with here."""
-    try:
-        reg = registry()
-    except BackendUnavailable as exc:
-        return {"isaaclab": {"error": str(exc)}}
-    gpu = gpu_present()
-    return {
-        "isaaclab": {
-            "path": _python(),
-            "version": f"Isaac Lab {reg['isaaclab']} (Python {reg['python']})",
-            "packages": reg.get("packages", {}),
-            "isaacsim": "installed" if reg.get("isaacsim") else "not installed (runs without Kit)",
-            "default_device": "cuda:0" if gpu else "cpu (no NVIDIA GPU)",
-            "default_physics": "the task's default" if gpu else "newton_mjwarp, CUDA graphs off",
-            "asset_root": reg["asset_root"],
+    def doctor_rows(self) -> list[tuple[str, bool, str]]:
+        """Isaac Lab and Isaac Sim, as the Python its units run in sees them."""
+        from runner.errors import RunnerError
+
+        reason = _available()
+        if reason:
+            return [
+                ("Isaac Lab (Python 3.12)", False, reason),
+                ("Isaac Sim", False, "needs Isaac Lab's env"),
+            ]
+        try:
+            reg = registry()
+        except RunnerError as exc:
+            return [("Isaac Lab (Python 3.12)", False, str(exc)), ("Isaac Sim", False, "unknown")]
+        lab = f"Isaac Lab {reg['isaaclab']}, Python {reg['python']}, {len(reg['tasks'])} tasks"
+        sim = (
+            ("Isaac Sim", True, "installed")
+            if reg.get("isaacsim")
+            else ("Isaac Sim", False, ISAACSIM_WHY)
+        )
+        return [("Isaac Lab (Python 3.12)", True, f"{lab} ({_interpreter()})"), sim]
+
+    interfaces = (SB3_VEC_ENV, ISAACLAB_ENV)
+
+    def make_env(
+        self,
+        env: IsaacLabEnv,
+        parallel: ParallelSpec,
+        *,
+        interface: str,
+        seed: int,
+        log_dir: Path | None = None,
+    ) -> Any:
+        """ISAACLAB_ENV: `(env, end)`, the task launched (Isaac Lab's own env, unwrapped) and
+        what closes its app."""
+        if interface != ISAACLAB_ENV:
+            return super().make_env(env, parallel, interface=interface, seed=seed, log_dir=log_dir)
+        if not _in_isaaclab_python():
+            raise BackendUnavailable(f"isaaclab units run in Isaac Lab's Python 3.12 ({INSTALL})")
+        from runner.backends.isaaclab.env import launch
+
+        return launch(env, parallel.envs, seed, log_dir)
+
+    def make_vec_env(
+        self, env: IsaacLabEnv, parallel: ParallelSpec, *, seed: int, log_dir: Path | None
+    ) -> Any:
+        if not _in_isaaclab_python():
+            raise BackendUnavailable(f"isaaclab units run in Isaac Lab's Python 3.12 ({INSTALL})")
+        from runner.backends.isaaclab.env import make
+
+        return make(env, parallel.envs, seed, log_dir)
+
+    def versions(self) -> dict[str, dict[str, Any]]:
+        """Isaac Lab's Python and packages, and what a manifest without kwargs runs with here."""
+        try:
+            reg = registry()
+        except BackendUnavailable as exc:
+            return {"isaaclab": {"error": str(exc)}}
+        gpu = gpu_present()
+        return {
+            "isaaclab": {
+                "path": _python(),
+                "version": f"Isaac Lab {reg['isaaclab']} (Python {reg['python']})",
+                "packages": reg.get("packages", {}),
+                "isaacsim": "installed"
+                if reg.get("isaacsim")
+                else "not installed (runs without Kit)",
+                "default_device": "cuda:0" if gpu else "cpu (no NVIDIA GPU)",
+                "default_physics": "the task's default"
+                if gpu
+                else "newton_mjwarp, CUDA graphs off",
+                "asset_root": reg["asset_root"],
+            }
         }
-    }

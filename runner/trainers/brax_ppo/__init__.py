@@ -20,8 +20,9 @@ import os
 import time
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from runner.backends.base import BRAX_ENV, JaxEnv
 from runner.manifest.schema import Manifest
 from runner.record.rundir import write_json_atomic
 from runner.trainers.base import MODEL_FILE, REWARD_TAG, TB_DIR, write_eval
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
+    "ENV_INTERFACE",
     "bench",
     "check_limits",
     "check_params",
@@ -42,6 +44,7 @@ __all__ = [
     "train",
 ]
 
+ENV_INTERFACE = BRAX_ENV  # Brax's own env (JAX), stepped inside the jitted loop
 TAGS = {  # Brax's progress metric -> the TensorBoard tag SB3's trainer writes
     "episode/sum_reward": REWARD_TAG,
     "episode/length": "rollout/ep_len_mean",
@@ -56,16 +59,24 @@ def _jax_platform(cfg: Manifest) -> None:
         os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 
-def ppo_kwargs(cfg: Manifest, seeds: dict[str, int]) -> tuple[dict[str, Any], dict[str, Any]]:
-    from runner.backends.brax import episode_length
+def jax_env(cfg: Manifest) -> JaxEnv:
+    """The unit's Brax env as its backend makes it for this loop (ENV_INTERFACE)."""
+    from runner.backends import get_backend
 
+    backend = get_backend(cfg.env.backend)
+    return cast(JaxEnv, backend.make_env(cfg.env, cfg.parallel, interface=ENV_INTERFACE, seed=0))
+
+
+def ppo_kwargs(
+    cfg: Manifest, seeds: dict[str, int], task: JaxEnv
+) -> tuple[dict[str, Any], dict[str, Any]]:
     params = dict(cfg.algo.params)
     network = dict(params.pop("network", {}) or {})
     kwargs: dict[str, Any] = {
         "num_evals": 0,
         "log_training_metrics": True,
-        "episode_length": episode_length(cfg.env),
-        "action_repeat": cfg.env.action_repeat,
+        "episode_length": task.episode_length,
+        "action_repeat": task.action_repeat,
         **params,
         "num_timesteps": cfg.train.timesteps,
         "num_envs": cfg.parallel.envs,
@@ -217,10 +228,9 @@ def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any
     _jax_platform(cfg)
     from brax.training.agents.ppo import train as ppo
 
-    from runner.backends.brax import make_brax_env
-
-    env = make_brax_env(cfg.env)
-    kwargs, _ = ppo_kwargs(cfg, seeds)
+    task = jax_env(cfg)
+    env = task.env
+    kwargs, _ = ppo_kwargs(cfg, seeds, task)
     config = _config(cfg, env, seeds)
     done_before, restore = 0, None
     # the newest checkpoint that loads, falling back past damaged ones (as SB3's trainer does)
@@ -261,11 +271,12 @@ def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any
 def _config(cfg: Manifest, env: Any, seeds: dict[str, int]) -> dict[str, Any]:
     """What builds the policy's networks, from the manifest and its env (saved beside the
     parameters for people to read; loading builds it again, never reads it)."""
-    kwargs, network = ppo_kwargs(cfg, seeds)
+    params = dict(cfg.algo.params)
+    network = dict(params.pop("network", {}) or {})
     return {
         "env": cfg.env.id, "observation_size": env.observation_size,
         "action_size": env.action_size, "network": network,
-        "normalize_observations": bool(kwargs.get("normalize_observations", False)),
+        "normalize_observations": bool(params.get("normalize_observations", False)),
     }  # fmt: skip
 
 
@@ -289,11 +300,9 @@ def _episodes(cfg: Manifest, policy: Any, seed: int) -> tuple[np.ndarray, np.nda
     import numpy as np
     from brax.envs.wrappers.training import EpisodeWrapper
 
-    from runner.backends.brax import episode_length, make_brax_env
-
-    repeat = cfg.env.action_repeat
-    env = EpisodeWrapper(make_brax_env(cfg.env), episode_length(cfg.env), repeat)
-    steps = -(-episode_length(cfg.env) // repeat)
+    task = jax_env(cfg)
+    env = EpisodeWrapper(task.env, task.episode_length, task.action_repeat)
+    steps = -(-task.episode_length // task.action_repeat)
 
     def one(key: Any) -> tuple[Any, Any]:
         key_reset, key_act = jax.random.split(key)
@@ -321,9 +330,7 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
     model_path = unit_dir / MODEL_FILE
     if not model_path.exists():
         raise FileNotFoundError(f"{model_path} is missing; run the train job first")
-    from runner.backends.brax import make_brax_env
-
-    config = _config(cfg, make_brax_env(cfg.env), seeds)
+    config = _config(cfg, jax_env(cfg).env, seeds)
     params = load_params(model_path, config)
     make_policy = ppo_networks.make_inference_fn(_networks(config))
     policy = make_policy(params, deterministic=cfg.eval.deterministic)
@@ -357,15 +364,15 @@ def determinism_attempt(cfg: Manifest, seeds: dict[str, int], steps: int) -> dic
     import numpy as np
     from brax.training.agents.ppo import train as ppo
 
-    from runner.backends.brax import make_brax_env
     from runner.trainers.base import digest
 
-    kwargs, network = ppo_kwargs(cfg, seeds)
+    task = jax_env(cfg)
+    kwargs, network = ppo_kwargs(cfg, seeds, task)
     kwargs["num_timesteps"] = steps
     trained = [0]
     t0 = time.perf_counter()
     _, params, _ = ppo.train(
-        environment=make_brax_env(cfg.env),
+        environment=task.env,
         network_factory=network_factory(network),
         policy_params_fn=lambda step, make_policy, params: trained.__setitem__(0, int(step)),
         **kwargs,

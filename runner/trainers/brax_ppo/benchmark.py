@@ -29,10 +29,11 @@ def env_only(cfg: Manifest, seed: int) -> dict[str, Any]:
     import jax
     from brax.envs.wrappers.training import wrap
 
-    from runner.backends.brax import episode_length, make_brax_env
+    from runner.trainers.brax_ppo import jax_env
 
-    base = make_brax_env(cfg.env)
-    env = wrap(base, episode_length=episode_length(cfg.env), action_repeat=cfg.env.action_repeat)
+    task = jax_env(cfg)
+    base = task.env
+    env = wrap(base, episode_length=task.episode_length, action_repeat=task.action_repeat)
     n, spec = cfg.parallel.envs, cfg.bench
     vec_steps = max(1, math.ceil(spec.steps / n))
 
@@ -64,11 +65,11 @@ def env_only(cfg: Manifest, seed: int) -> dict[str, Any]:
 def train(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
     from brax.training.agents.ppo import train as ppo
 
-    from runner.backends.brax import make_brax_env
-    from runner.trainers.brax_ppo import network_factory, ppo_kwargs
+    from runner.trainers.brax_ppo import jax_env, network_factory, ppo_kwargs
 
     spec = cfg.bench
-    kwargs, network = ppo_kwargs(cfg, seeds)
+    task = jax_env(cfg)
+    kwargs, network = ppo_kwargs(cfg, seeds, task)
     epochs = spec.repeats + WARMUP_CALLS  # the first compiles; the second may again
     kwargs.update(
         num_timesteps=epochs * spec.steps,
@@ -79,7 +80,7 @@ def train(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
     per_epoch: list[tuple[int, float]] = []
     t0 = time.perf_counter()
     ppo.train(
-        environment=make_brax_env(cfg.env),
+        environment=task.env,
         network_factory=network_factory(network),
         progress_fn=lambda step, m: per_epoch.append((int(step), float(m["training/sps"]))),
         **kwargs,

@@ -25,13 +25,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from runner.errors import FieldError
+from runner.backends.base import ISAACLAB_ENV
+from runner.errors import FieldError, FieldProblem
 from runner.manifest.schema import Manifest
 from runner.record.rundir import read_status, write_json_atomic
 from runner.trainers.base import MODEL_FILE, REWARD_TAG, TB_DIR, write_eval
 from runner.trainers.resume import newest_readable, train_once
 
-BACKEND = "isaaclab"  # the one backend it trains on
+ENV_INTERFACE = ISAACLAB_ENV  # Isaac Lab's task env, which RSL-RL's wrapper takes as it is
 ENTRY_POINT = "rsl_rl_cfg_entry_point"
 RUNNER_SUPPLIED = ("seed", "device", "max_iterations", "load_run", "load_checkpoint", "resume")
 LOG_DIR = "rsl_rl"
@@ -89,9 +90,13 @@ def _setup(cfg: Manifest, unit_dir: Path | None, n_envs: int, seed: int, seeds: 
     """(wrapped env, agent config, end): the task launched and wrapped for RSL-RL."""
     from isaaclab_rl.rsl_rl import RslRlVecEnvWrapper
 
-    from runner.backends.isaaclab.env import launch
+    from runner.backends import get_backend
 
-    base, end = launch(cfg.env, n_envs, seed, unit_dir)
+    parallel = cfg.parallel.model_copy(update={"envs": n_envs})
+    backend = get_backend(cfg.env.backend)
+    base, end = backend.make_env(
+        cfg.env, parallel, interface=ENV_INTERFACE, seed=seed, log_dir=unit_dir
+    )
     try:
         device = str(base.unwrapped.device)
         agent = agent_cfg(cfg, seeds["model"], device)
@@ -317,26 +322,24 @@ def bench(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
     return measure(cfg, seeds)
 
 
-def check_params(cfg: Manifest, action_kind: str | None) -> tuple[str, str] | None:
+def check_params(cfg: Manifest, action_kind: str | None) -> list[FieldProblem]:
     """What the runner supplies is refused here; every other key is the task's runner config,
     which only Isaac Lab's Python can read (`dry_build`, before any unit starts)."""
-    for key in cfg.algo.params:
-        if key in RUNNER_SUPPLIED:
-            return f"params.{key}", f"'{key}' is set by the runner from the manifest"
-    return None
+    return [
+        FieldProblem(("algo", "params", key), f"'{key}' is set by the runner from the manifest")
+        for key in cfg.algo.params
+        if key in RUNNER_SUPPLIED
+    ]
 
 
-def check_limits(cfg: Manifest) -> tuple[str, str] | None:
-    if cfg.env.backend != BACKEND:
-        return "algo.name", (
-            f"{cfg.algo.name} runs only on the {BACKEND} backend (this env's is {cfg.env.backend})"
-        )
+def check_limits(cfg: Manifest) -> list[FieldProblem]:
     if cfg.algo.normalize is not None:
-        return "algo.normalize", (
+        msg = (
             f"normalize applies to Stable-Baselines3 algorithms; {cfg.algo.name} has its own loop "
             "(RSL-RL's runner config has its own obs_normalization)"
         )
-    return None
+        return [FieldProblem(("algo", "normalize"), msg)]
+    return []
 
 
 def start_files(cfg: Manifest) -> list[str] | None:

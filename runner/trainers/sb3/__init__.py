@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from runner.backends.base import SB3_VEC_ENV
+from runner.errors import FieldProblem
 from runner.manifest.schema import Manifest, ParallelSpec
 from runner.record.rundir import read_status, write_json_atomic
 from runner.trainers.base import MODEL_FILE, STOP, TB_DIR, write_eval
@@ -34,6 +36,8 @@ from runner.trainers.sb3.files import (
 )
 from runner.trainers.sb3.warm import start_files as start_files  # the contract's hook
 from runner.trainers.sb3.warm import warm_start
+
+ENV_INTERFACE = SB3_VEC_ENV  # every backend's: Stable-Baselines3 steps a VecEnv
 
 
 def _callback(cfg: Manifest, unit_dir: Path, started: float, start: Start):
@@ -216,13 +220,20 @@ def first_step(cfg: Manifest, seeds: dict[str, int], mark: Any) -> None:
     measure(cfg, seeds, mark)
 
 
-def check_params(cfg: Manifest, action_kind: str | None) -> tuple[str, str] | None:
-    """A known algorithm, its constructor's argument names, the action spaces it supports."""
-    return algos.check(cfg.algo.name, cfg.algo.params, action_kind)
+def check_params(cfg: Manifest, action_kind: str | None) -> list[FieldProblem]:
+    """A known algorithm, its constructor's argument names, the action spaces it supports; then
+    what the installed sources say of its policy, device and params (`checks.sb3_issues`)."""
+    from runner.trainers.sb3.checks import sb3_issues
+
+    algo = cfg.algo
+    found = algos.check(algo.name, algo.params, action_kind)
+    out = [FieldProblem(("algo", *found[0].split(".")), found[1])] if found else []
+    issues = sb3_issues(algo.name, algo.policy, algo.params, algo.device)
+    return out + [FieldProblem(("algo", *loc), msg) for loc, msg in issues]
 
 
-def check_limits(cfg: Manifest) -> tuple[str, str] | None:
-    return None  # what SB3 refuses is found by the dry construction (`validate --deep`)
+def check_limits(cfg: Manifest) -> list[FieldProblem]:
+    return []  # what SB3 refuses is found by the dry construction (`validate --deep`)
 
 
 def determinism_attempt(cfg: Manifest, seeds: dict[str, int], steps: int) -> dict[str, Any]:

@@ -21,13 +21,16 @@ import importlib.util
 import json
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.errors import ManifestError
 from runner.manifest.load import given
 from runner.manifest.parse import read_yaml
 from runner.trainers.defaults import put
 from runner.trainers.sb3.zoo_expr import literal
+
+if TYPE_CHECKING:
+    from runner.backends.base import Backend
 
 FILES = {
     "PPO": "ppo",
@@ -94,14 +97,22 @@ def _table(algo: str) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def entry_key(algo: str, backend: str, env_id: str) -> str:
+def _backend(name: Any) -> Backend | None:
+    """The backend `name` (None when no installed backend has it: its own line says so)."""
+    from runner.backends import get_backend
+    from runner.errors import UserInputError
+
+    try:
+        return get_backend(name) if isinstance(name, str) else None
+    except UserInputError:
+        return None
+
+
+def entry_key(algo: str, backend: Backend, env_id: str) -> str:
     table = _table(algo)
     if env_id in table:
         return env_id
-    atari = (backend == "gymnasium" and env_id.startswith("ALE/")) or (
-        backend == "envpool" and env_id.endswith("-v5")
-    )
-    if atari and "atari" in table:
+    if backend.is_atari(env_id) and "atari" in table:
         return "atari"
     ids = [k for k in table if k not in ("default", "atari")]
     close = difflib.get_close_matches(env_id, ids, n=3, cutoff=0.5)
@@ -193,9 +204,11 @@ def apply(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
         raise ZooError(
             f"rl-zoo3 publishes no hyperparameters for {name} (it has: {', '.join(FILES)})"
         )
-    if backend not in ("gymnasium", "envpool") or not isinstance(env_id, str):
-        raise ZooError(f"applies to gymnasium and envpool env ids, not the {backend} backend")
-    key = entry_key(name, backend, env_id)
+    known = _backend(backend)
+    gym_id = known.gymnasium_id(env_id) if known and isinstance(env_id, str) else None
+    if known is None or gym_id is None:
+        raise ZooError(f"applies to backends whose ids are Gymnasium's, not the {backend} backend")
+    key = entry_key(name, known, gym_id)
     entry = dict(_table(name)[key])
     try:
         values = translate(entry)

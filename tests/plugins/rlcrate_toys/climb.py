@@ -1,6 +1,7 @@
 """A trainer without torch: hill climbing on a linear policy over Gymnasium envs.
 
-`algo: {trainer: toy_climb, name: climb, params: {noise, step_ms}}` on the gymnasium backend.
+`algo: {trainer: toy_climb, name: climb, params: {noise, step_ms}}` on a backend that makes
+single Gymnasium envs (GYMNASIUM_ENV: the gymnasium backend).
 The policy acts by `argmax(obs @ theta)` (discrete actions) or `clip(obs @ theta)` (boxes); each
 finished episode scores the candidate it ran, which replaces the policy when it did better, and
 the next candidate is the policy plus Gaussian noise (`noise`). `step_ms` paces each vector step
@@ -22,7 +23,9 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from runner.errors import FieldError
+from runner.backends import get_backend
+from runner.backends.base import GYMNASIUM_ENV
+from runner.errors import FieldError, FieldProblem
 from runner.manifest.schema import Manifest
 from runner.record.rundir import read_status, replace_via, write_json_atomic
 from runner.trainers.base import MODEL_FILE, REWARD_TAG, STOP, TB_DIR, digest, spread, write_eval
@@ -34,21 +37,27 @@ PARAMS = {"noise": 0.1, "step_ms": 0.0}
 STATE = "state.json"  # the one member of model.zip and of a checkpoint
 
 
-def check_params(cfg: Manifest, action_kind: str | None) -> tuple[str, str] | None:
+ENV_INTERFACE = GYMNASIUM_ENV  # one Gymnasium env, episode after episode
+
+
+def check_params(cfg: Manifest, action_kind: str | None) -> list[FieldProblem]:
+    out = []
     if cfg.algo.name != ALGO:
-        return "name", f"the toy_climb trainer trains only {ALGO!r}, not {cfg.algo.name!r}"
+        msg = f"the toy_climb trainer trains only {ALGO!r}, not {cfg.algo.name!r}"
+        out.append(FieldProblem(("algo", "name"), msg))
     for key, value in cfg.algo.params.items():
         if key not in PARAMS:
-            return f"params.{key}", f"toy_climb takes only {', '.join(PARAMS)}"
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            return f"params.{key}", f"expected a number of at least 0, got {value!r}"
-    return None
+            msg = f"toy_climb takes only {', '.join(PARAMS)}"
+        elif isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            msg = f"expected a number of at least 0, got {value!r}"
+        else:
+            continue
+        out.append(FieldProblem(("algo", "params", key), msg))
+    return out
 
 
-def check_limits(cfg: Manifest) -> tuple[str, str] | None:
-    if cfg.env.backend != "gymnasium":
-        return "env.backend", "toy_climb steps Gymnasium envs itself: use backend gymnasium"
-    return None
+def check_limits(cfg: Manifest) -> list[FieldProblem]:
+    return []
 
 
 def start_files(cfg: Manifest) -> list[str] | None:
@@ -74,14 +83,16 @@ def _param(cfg: Manifest, key: str) -> float:
 
 
 def _make(cfg: Manifest, seed: int) -> Any:
-    import gymnasium as gym
-
+    """One env, as the backend makes it for this loop (ENV_INTERFACE)."""
+    backend = get_backend(cfg.env.backend)
     try:
-        env = gym.make(cfg.env.id, **cfg.env.kwargs)
+        return backend.make_env(cfg.env, cfg.parallel, interface=ENV_INTERFACE, seed=seed)
+    except FieldError:
+        raise
     except Exception as exc:
-        raise FieldError(("env", "id"), f"gymnasium cannot make {cfg.env.id!r}: {exc}") from None
-    env.action_space.seed(seed)
-    return env
+        raise FieldError(
+            ("env", "id"), f"{cfg.env.backend} cannot make {cfg.env.id!r}: {exc}"
+        ) from None
 
 
 def _zeros(env: Any) -> Any:

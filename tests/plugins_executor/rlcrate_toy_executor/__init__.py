@@ -1,6 +1,9 @@
 """A toy executor, for the tests only: one module implementing `runner.executors.base.Executor`,
-registered through RLCRATE_EXECUTORS (no list in rlcrate changes). It runs the units one after
-another, here, and leaves its `--toy-note` beside each unit it ran."""
+a package of its own whose entry point (`rlcrate.executors`: toy) is all that registers it
+(tests/plugins_executor: the module beside its dist-info, as pip installs it; on the path only
+of the tests that use it, so its `--toy-note` is not an option of every test's command line).
+It runs the units one after another, here, and leaves its `--toy-note` beside each unit it ran.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 from runner.executors import unit_command
-from runner.executors.base import ExecutorSettings, Plan, Tick, option
+from runner.executors.base import ExecutorSettings, Holdings, Plan, Tick, option
 from runner.record.rundir import UnitRef
 
 runs_here = True
@@ -31,9 +34,17 @@ def launch(plan: Plan, settings: Settings, on_tick: Tick) -> dict[UnitRef, int]:
     return results
 
 
-def status(run_dir: Path, units: list[UnitRef]) -> dict[str, str]:
-    return {}
+def check_reachable(settings: Settings) -> None:
+    return None
+
+
+def status(run_dir: Path, units: list[UnitRef]) -> Holdings:
+    return Holdings()
 
 
 def cancel(run_dir: Path, units: list[UnitRef]) -> None:
     return None
+
+
+def started_any(run_dir: Path) -> bool:
+    return False
