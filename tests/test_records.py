@@ -19,6 +19,7 @@ import pytest
 
 from runner.trainers.resume import saved_steps
 from tests.helpers import (
+    as_run_by,
     rlcrate,
     rlcrate_exe,
     run_dir_of,
@@ -175,6 +176,7 @@ def test_status_never_changes_a_unit_when_slurm_does_not_answer(finished, tmp_pa
     )
     (run / "slurm").mkdir()
     (run / "slurm" / "jobs.json").write_text(json.dumps({"default/seed-0": "4242"}))
+    as_run_by(run, "slurm")
     before = _tree(run)
     res = rlcrate("status", str(run), env_extra=_silent_slurm(tmp_path))
     assert res.returncode == 0, res.stdout + res.stderr

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from tests.archive_tools import altered
-from tests.helpers import rlcrate
+from tests.helpers import as_run_by, rlcrate
 
 pytestmark = [pytest.mark.slow, pytest.mark.gymnasium]  # one real run, trained once
 
@@ -109,6 +109,7 @@ def test_damaged_jobs_json_and_progress_json_are_named_by_status(finished, tmp_p
     run = _copy(finished[0], tmp_path)
     (run / "slurm").mkdir()
     (run / "slurm" / "jobs.json").write_text('["123", "124"]')
+    as_run_by(run, "slurm")
     _one_line(rlcrate("status", str(run)), "jobs.json")
     shutil.rmtree(run / "slurm")
     (run / UNIT / "progress.json").write_text('{"steps": "many", "total": 512}')

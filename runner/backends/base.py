@@ -105,6 +105,8 @@ class Backend(ABC):
     TRAITS: ClassVar[Traits]
     # The env interfaces `make_env` makes (above); SB3's VecEnv is every backend's.
     interfaces: ClassVar[tuple[str, ...]] = (SB3_VEC_ENV,)
+    # A cheap env id for the conformance checks (`rlcrate plugin check`); None: its first id.
+    example_id: ClassVar[str | None] = None
 
     @abstractmethod
     def available(self) -> str | None:

@@ -96,7 +96,7 @@ def backend_rows(name: str) -> list[Row]:
             raise _Skip(reason)
         ids = backend.env_ids()
         assert ids and all(isinstance(i, str) for i in ids), "env_ids() must list some ids"
-        env = backend.Options.model_validate({"backend": name, "id": CHEAP.get(name, ids[0])})
+        env = backend.Options.model_validate({"backend": name, "id": backend.example_id or ids[0]})
         assert _problems(backend.check_env(env), "check_env") == [], "its first id is refused"
         bad = backend.Options.model_validate({"backend": name, "id": "NoSuchEnv-v0"})
         found = _problems(backend.check_env(bad), "check_env")
@@ -109,16 +109,6 @@ def backend_rows(name: str) -> list[Row]:
             raise _Skip("needs the check above")
         _steps(backend, env)
     return out.rows
-
-
-# A cheap env of rlcrate's own backends for the checks (others: their first id).
-CHEAP = {
-    "gymnasium": "CartPole-v1",
-    "envpool": "CartPole-v1",
-    "godot": "ballchase",
-    "brax": "fast",  # Brax's own test env: no physics to trace
-    "isaaclab": "Isaac-Cartpole-Direct",
-}
 
 
 def _steps(backend: Any, env: Any) -> None:

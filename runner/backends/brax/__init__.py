@@ -155,6 +155,7 @@ class Brax(Backend):
     """Brax's registry and physics pipelines (see the module)."""
 
     name = "brax"
+    example_id = "fast"  # Brax's own test env: no physics to trace
     Options = BraxEnv
     # Both image locks carry Brax and JAX 0.9; a runner without them runs Brax's units in the GPU
     # environment, which brings its own SB3 and torch.

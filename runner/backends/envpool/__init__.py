@@ -79,6 +79,7 @@ class EnvPool(Backend):
     """EnvPool's C++ thread pool, adapted to a Stable-Baselines3 VecEnv (see the module)."""
 
     name = "envpool"
+    example_id = "CartPole-v1"
     Options = EnvPoolEnv
     TRAITS = Traits(module="envpool", extra="envpool")
 

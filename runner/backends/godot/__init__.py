@@ -241,6 +241,7 @@ class Godot(Backend):
     """godot-rl games in headless Godot processes (see the module's docstring)."""
 
     name = "godot"
+    example_id = "ballchase"
     Options = GodotEnv
     TRAITS = Traits(
         module="godot_rl",

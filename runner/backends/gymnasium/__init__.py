@@ -117,6 +117,7 @@ class Gymnasium(Backend):
     """Any registered Gymnasium id, DummyVecEnv or SubprocVecEnv (see the module)."""
 
     name = "gymnasium"
+    example_id = "CartPole-v1"
     Options = GymnasiumEnv
     TRAITS = Traits(module="gymnasium", extra="gymnasium")
 

@@ -188,6 +188,7 @@ class IsaacLab(Backend):
     """Isaac Lab tasks by id, in Isaac Lab's own Python (see the module)."""
 
     name = "isaaclab"
+    example_id = "Isaac-Cartpole-Direct"  # runs on a CPU, a local stand-in for its asset
     Options = IsaacLabEnv
     # In the CUDA image only (its lock is the GPU environment's).
     TRAITS = Traits(
