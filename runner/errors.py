@@ -35,6 +35,14 @@ class Problem:
         return f"{where}: {field}: {self.message}" if field else f"{where}: {self.message}"
 
 
+def first_line(exc: BaseException, limit: int = 300) -> str:
+    """`Type: first line of the message`, at most `limit` characters: a library's error in one
+    line of ours."""
+    text = str(exc).strip().splitlines()
+    line = f"{type(exc).__name__}: {text[0]}" if text and text[0] else type(exc).__name__
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
 @dataclass(frozen=True)
 class FieldProblem:
     """One thing wrong at one manifest field, as a value: what a plugin's check returns (a list,

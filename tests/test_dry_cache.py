@@ -17,7 +17,7 @@ from tests.helpers import ROOT, rlcrate, tiny_manifest
 
 pytestmark = [pytest.mark.slow, pytest.mark.gymnasium]
 
-CONSTRUCT = "trainers/sb3/construct.py"  # sys.argv[0] of `python -m runner.trainers.sb3.construct`
+CONSTRUCT = "checks/construct.py"  # sys.argv[0] of `python -m runner.checks.construct`
 
 SITECUSTOMIZE = """
 import atexit, os, sys

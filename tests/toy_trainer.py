@@ -59,8 +59,16 @@ def start_files(cfg: Manifest) -> list[str] | None:
     return None  # the toy loop has no warm starts
 
 
-def dry_build(cfg: Manifest, venv: Any) -> None:
+def dry_construct(cfg: Manifest) -> None:
+    from runner.backends import get_backend
+
+    venv = get_backend(cfg.env.backend).make_vec_env(cfg.env, cfg.parallel, seed=0, log_dir=None)
     venv.reset()
+    venv.close()
+
+
+def deep_only(cfg: Manifest) -> list[str]:
+    return []
 
 
 def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:

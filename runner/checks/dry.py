@@ -1,4 +1,4 @@
-"""The runner's side of the dry construction (runner.trainers.sb3.construct, a child process).
+"""The runner's side of the dry construction (runner.checks.construct, a child process).
 
 Light on purpose: it starts the child, reads its answer and turns it into `Problem` values.
 """
@@ -122,7 +122,7 @@ def _construct_with(
 ) -> list[Problem]:
     with tempfile.TemporaryDirectory(prefix="rlcrate-construct-") as tmp:
         out = Path(tmp) / "problems.json"
-        cmd = [python, "-m", "runner.trainers.sb3.construct", str(manifest_path), str(out)]
+        cmd = [python, "-m", "runner.checks.construct", str(manifest_path), str(out)]
         cmd += [f"--only={','.join(variants)}"] if variants else []
         cmd += cli_args(overrides)
         cmd += [f"--parents={json.dumps(dict(parents))}"] if parents else []

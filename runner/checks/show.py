@@ -12,9 +12,9 @@ from runner.manifest.schema import Manifest
 
 def deep_note(m: Manifest) -> str:
     """One line: what plain validate did not check (names and types it did, from SB3's source)."""
-    from runner.trainers.sb3.checks import deep_only
+    from runner.trainers import trainer_of
 
-    extra = deep_only(m.algo.name, m.algo.policy, m.algo.params)
+    extra = trainer_of(m).deep_only(m)
     also = f", and here {', '.join(extra)}" if extra else ""
     return (
         "building each variant's env and model (the device's presence, shapes, values only a "

@@ -141,8 +141,8 @@ def _steps(backend: Any, env: Any) -> None:
             venv.close()
 
 
-TRAINER_HOOKS = ("check_params", "check_limits", "dry_build", "train", "evaluate", "start_files",
-                 "determinism_attempt", "bench")  # fmt: skip
+TRAINER_HOOKS = ("check_params", "check_limits", "dry_construct", "deep_only", "train", "evaluate",
+                 "start_files", "determinism_attempt", "bench")  # fmt: skip
 
 
 def trainer_rows(name: str) -> list[Row]:

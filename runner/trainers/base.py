@@ -64,12 +64,18 @@ class Trainer(Protocol):
         starts."""
         ...
 
-    def dry_build(self, cfg: Manifest, venv: Any) -> None:
-        """The dry construction (`validate --deep`, before any unit): build the model on
-        `venv` (one env of the variant's backend) and take one action; raise what a unit would
-        raise. A loop that builds its model only inside training does nothing here. It reads no
-        training budget or cadence (train.timesteps, checkpoint_every, log_interval): a pass is
-        remembered without them (`checks.dry_cache`)."""
+    def dry_construct(self, cfg: Manifest) -> None:
+        """The dry construction (`validate --deep`, and every run before any unit, in the
+        units' Python: `runner.checks.construct`): build what a unit builds first (its env, as
+        the loop steps it, and its model) and take one action; raise what a unit would raise,
+        a FieldError at the field a problem comes from (the device, the env, a config key).
+        It reads no training budget or cadence (train.timesteps, checkpoint_every,
+        log_interval): a pass is remembered without them (`checks.dry_cache`)."""
+        ...
+
+    def deep_only(self, cfg: Manifest) -> list[str]:
+        """What `check_params` could not check of this config without building it (shown by
+        `validate`, which says these need `--deep`); [] when it checked everything."""
         ...
 
     def train(self, cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:

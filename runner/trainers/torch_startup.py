@@ -108,3 +108,23 @@ class DisabledOnceDynamoLoads:
 
             self.disabled = torch._dynamo.disable(self.fn, recursive=True)
         return self.disabled(*args, **kwargs)
+
+
+def device_problem(device: str) -> str | None:
+    """Why `device` is not usable on this machine (SB3 would quietly fall back to the CPU)."""
+    import torch
+
+    if device == "auto":
+        return None
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError):
+        return f"{device!r} is not a torch device; expected cpu, cuda, cuda:N or auto"
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            return f"{device!r} asked for, but this machine has no usable CUDA GPU"
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            return f"{device!r} asked for, but this machine has {torch.cuda.device_count()} GPU(s)"
+    elif dev.type != "cpu":
+        return f"{device!r}: only cpu, cuda, cuda:N or auto are supported"
+    return None

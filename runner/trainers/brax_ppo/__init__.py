@@ -38,7 +38,8 @@ __all__ = [
     "check_limits",
     "check_params",
     "determinism_attempt",
-    "dry_build",
+    "deep_only",
+    "dry_construct",
     "evaluate",
     "start_files",
     "train",
@@ -350,9 +351,15 @@ def start_files(cfg: Manifest) -> list[str] | None:
     return None  # Brax's PPO starts from its own initialisation (no warm starts)
 
 
-def dry_build(cfg: Manifest, venv: Any) -> None:
-    """ppo.train builds its networks inside its jitted loop; what it asserts on first is checked
-    by `check_limits`, and its params by `check_params`."""
+def dry_construct(cfg: Manifest) -> None:
+    """The env, as its units make it; ppo.train builds its networks inside its jitted loop:
+    what it asserts on first is checked by `check_limits`, and its params by `check_params`."""
+    _jax_platform(cfg)
+    jax_env(cfg)
+
+
+def deep_only(cfg: Manifest) -> list[str]:
+    return []  # check_params reads ppo.train's own signature: nothing more to build
 
 
 def determinism_attempt(cfg: Manifest, seeds: dict[str, int], steps: int) -> dict[str, Any]:

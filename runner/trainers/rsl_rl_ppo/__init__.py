@@ -324,7 +324,7 @@ def bench(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
 
 def check_params(cfg: Manifest, action_kind: str | None) -> list[FieldProblem]:
     """What the runner supplies is refused here; every other key is the task's runner config,
-    which only Isaac Lab's Python can read (`dry_build`, before any unit starts)."""
+    which only Isaac Lab's Python can read (`dry_construct`, before any unit starts)."""
     return [
         FieldProblem(("algo", "params", key), f"'{key}' is set by the runner from the manifest")
         for key in cfg.algo.params
@@ -346,12 +346,30 @@ def start_files(cfg: Manifest) -> list[str] | None:
     return None  # RSL-RL's runner starts from its own initialisation (no warm starts)
 
 
-def dry_build(cfg: Manifest, venv: Any) -> None:
-    """The task's runner configuration takes algo.params (FieldError naming the key if not);
-    the policy itself is built by OnPolicyRunner inside training."""
-    import isaaclab_tasks  # noqa: F401  (registers the tasks)
+def dry_construct(cfg: Manifest) -> None:
+    """The task launched with one env, as a unit launches it, and its runner configuration
+    taking algo.params (FieldError naming the key if not); the policy itself is built by
+    OnPolicyRunner inside training."""
+    from runner.backends import get_backend
+    from runner.trainers.torch_startup import device_problem
 
-    agent_cfg(cfg, 0, "cpu")
+    problem = device_problem(cfg.algo.device)
+    if problem:
+        raise FieldError(("algo", "device"), problem)
+    one = cfg.parallel.model_copy(update={"envs": 1})
+    backend = get_backend(cfg.env.backend)
+    base, end = backend.make_env(cfg.env, one, interface=ENV_INTERFACE, seed=0)
+    try:
+        import isaaclab_tasks  # noqa: F401  (registers the tasks)
+
+        agent_cfg(cfg, 0, "cpu")
+    finally:
+        base.close()
+        end()
+
+
+def deep_only(cfg: Manifest) -> list[str]:
+    return ["the task's runner configuration (algo.params)"]  # read in Isaac Lab's Python
 
 
 def determinism_attempt(cfg: Manifest, seeds: dict[str, int], steps: int) -> dict[str, Any]:

@@ -242,8 +242,15 @@ def determinism_attempt(cfg: Manifest, seeds: dict[str, int], steps: int) -> dic
     return attempt(cfg, seeds, steps)
 
 
-def dry_build(cfg: Manifest, venv: Any) -> None:
-    model = make_model(cfg, venv, seed=0, tb_dir=None)
-    if cfg.train.init_from is not None:  # the parent's spaces and network against this one
-        warm_start(model, venv, cfg)
-    model.predict(venv.reset(), deterministic=True)
+def dry_construct(cfg: Manifest) -> None:
+    """One env of the backend, the model on it, one action (`dry.dry_construct`)."""
+    from runner.trainers.sb3.dry import dry_construct as build
+
+    build(cfg)
+
+
+def deep_only(cfg: Manifest) -> list[str]:
+    """What plain validate could not check from SB3's sources (`checks.deep_only`)."""
+    from runner.trainers.sb3.checks import deep_only as unchecked
+
+    return unchecked(cfg.algo.name, cfg.algo.policy, cfg.algo.params)

@@ -64,8 +64,8 @@ def start_files(cfg: Manifest) -> list[str] | None:
     return None  # no warm starts
 
 
-def dry_build(cfg: Manifest, venv: Any) -> None:  # never called: dry_construct is its own
-    raise NotImplementedError
+def deep_only(cfg: Manifest) -> list[str]:
+    return []  # check_params checks every param it has
 
 
 def dry_construct(cfg: Manifest) -> None:

@@ -1,11 +1,12 @@
 """Dry construction: build each variant's env and model once, and take one action, no training.
 
-`python -m runner.trainers.sb3.construct MANIFEST OUT.json [--cpu] [--only=V1,V2]` writes a JSON
+`python -m runner.checks.construct MANIFEST OUT.json [--cpu] [--only=V1,V2]` writes a JSON
 list of problems `[line, [path...], message]`, one per variant that cannot be built. The runner
 starts it before any unit (and `rlcrate validate --deep` on demand), so a configuration that the
 schema allows but the algorithm, the policy, the device or the env refuses is one line per variant
 with exit status 2, never N failed units. It runs as a child process so the runner stays free of
-torch and a crash in a backend takes down only this check.
+torch and a crash in a backend takes down only this check. What is built is each trainer's own
+business (its `dry_construct`: SB3's builds one env of the backend, the model on it, and acts).
 """
 
 from __future__ import annotations
@@ -15,88 +16,30 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from runner.errors import FieldError, RunnerError
-from runner.manifest.schema import Manifest, ParallelSpec
-
-
-def device_problem(device: str) -> str | None:
-    """Why `device` is not usable on this machine (SB3 would quietly fall back to the CPU)."""
-    import torch
-
-    if device == "auto":
-        return None
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, ValueError):
-        return f"{device!r} is not a torch device; expected cpu, cuda, cuda:N or auto"
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            return f"{device!r} asked for, but this machine has no usable CUDA GPU"
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            return f"{device!r} asked for, but this machine has {torch.cuda.device_count()} GPU(s)"
-    elif dev.type != "cpu":
-        return f"{device!r}: only cpu, cuda, cuda:N or auto are supported"
-    return None
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    line = text[0] if text else ""
-    line = f"{type(exc).__name__}: {line}" if line else type(exc).__name__
-    return line if len(line) <= 300 else line[:297] + "..."
+from runner.errors import FieldError, first_line
+from runner.manifest.schema import Manifest
 
 
 def build_once(cfg: Manifest, *, check_device: bool = True) -> tuple[tuple[str, ...], str] | None:
     """(field path, message) if the variant's env or model cannot be built; None if it can.
-    A trainer with a `dry_construct(cfg)` of its own (a loop that builds its own env, e.g. one
-    without torch) does all of it; the others get one env of the backend and build on it."""
+    Without `check_device` (units run elsewhere: a cluster), the device is taken to be the CPU
+    here, so the rest is still checked."""
     from runner.trainers import trainer_of
 
-    trainer = trainer_of(cfg)
-    own = getattr(trainer, "dry_construct", None)
-    if own is not None:
-        return _failed(cfg, lambda: own(cfg))
-    if check_device:
-        problem = device_problem(cfg.algo.device)
-        if problem:
-            return ("algo", "device"), problem
-    else:
+    if not check_device:
         cfg = cfg.model_copy(update={"algo": cfg.algo.model_copy(update={"device": "cpu"})})
-    from runner.record.machine import cpu_count
-    from runner.record.seeding import derive, seed_everything
-    from runner.trainers.sb3.common import make_env
-
-    if cfg.algo.torch_threads > 8 * cpu_count():
-        return ("algo", "torch_threads"), (
-            f"{cfg.algo.torch_threads} threads on {cpu_count()} CPUs is more than torch can start "
-            f"here; use at most {cpu_count()}"
-        )
-    try:
-        seed_everything(derive(0), torch_threads=cfg.algo.torch_threads)
-    except Exception as exc:
-        return ("algo", "torch_threads"), f"torch refuses it: {_first_line(exc)}"
-    try:
-        one = ParallelSpec(envs=1, workers=1, mode="dummy")
-        venv = make_env(cfg, seed=0, parallel=one)
-    except RunnerError as exc:  # rlcrate's own line, whole (e.g. every asset file a task needs)
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return ("env",), f"cannot build the env: {first}"
-    except Exception as exc:
-        return ("env",), f"cannot build the env: {_first_line(exc)}"
-    try:
-        return _failed(cfg, lambda: trainer.dry_build(cfg, venv))
-    finally:
-        venv.close()
+    trainer = trainer_of(cfg)
+    return _failed(cfg, lambda: trainer.dry_construct(cfg))
 
 
 def _failed(cfg: Manifest, build: Any) -> tuple[tuple[str, ...], str] | None:
     """What `build()` raised, as (field path, message); None when it built."""
     try:
         build()
-    except FieldError as exc:  # a field the trainer names (an own loop's config key)
+    except FieldError as exc:  # a field the trainer names (the device, the env, a config key)
         return tuple(str(p) for p in exc.path), exc.message
     except Exception as exc:
-        return ("algo",), f"cannot build the {cfg.algo.name} model: {_first_line(exc)}"
+        return ("algo",), f"cannot build the {cfg.algo.name} model: {first_line(exc)}"
     return None
 
 
