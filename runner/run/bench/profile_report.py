@@ -5,7 +5,34 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from runner.trainers.sb3.profile import PARTS, bottleneck
+# Stacking order, bottom to top, and how each part is named in tables and plots.
+PARTS = {
+    "env": "env step",
+    "encode": "encode actions (Python)",
+    "send": "send actions (Python)",
+    "engine_tick": "engine tick (Godot-reported)",
+    "engine_codec": "engine JSON (Godot-reported)",
+    "wait_other": "socket wait beyond the engine",
+    "decode": "decode messages (Python)",
+    "inference": "policy inference",
+    "update": "gradient update",
+    "other": "rollout bookkeeping",
+}
+# What a part's dominance says about the course question (CPU, GPU or socket throughput?).
+RESOURCE = {
+    "env": "the env's CPU work",
+    "encode": "the trainer's CPU (message encoding)",
+    "send": "the socket send, or a busy host (the woken game takes the trainer's core)",
+    "engine_tick": "the game's CPU (simulation)",
+    "engine_codec": "the game's CPU (message encoding)",
+    "wait_other": "not the game's simulation but the time around it: transport, the engine's "
+    "frame loop, pacing, or the game waiting for a free core",
+    "decode": "the trainer's CPU (message decoding)",
+    "inference": "compute on the policy's device ({device})",
+    "update": "compute on the policy's device ({device})",
+    "other": "the trainer's CPU (rollout bookkeeping)",
+}
+
 
 # Table headers (the plot's legend has the long names).
 SHORT = {
@@ -114,3 +141,30 @@ def plot(bench: dict[str, Any], path: Path) -> Path | None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     return path
+
+
+def bottleneck(point: dict[str, Any]) -> str:
+    """One sentence naming the largest part of a point's training step.
+
+    Env stepping counts as one part (its pieces run one after another on the same step), and
+    when it is the largest, its own largest piece says where the env time goes.
+    """
+    prof = point["profile"]
+    share = prof["share"]
+    env_keys = [k for k in share if k not in ("inference", "update", "other")]
+    groups = {"env": sum(share[k] for k in env_keys)}
+    groups.update({k: share[k] for k in ("inference", "update", "other") if k in share})
+    top = max(groups, key=lambda k: groups[k])
+    head = f"{point['label']}: the bottleneck is "
+    if top != "env":
+        what = RESOURCE[top].format(device=prof["device"])
+        return (
+            f"{head}{PARTS[top]} ({100 * groups[top]:.0f}% of a training step; env stepping "
+            f"{100 * groups['env']:.0f}%), i.e. {what}"
+        )
+    piece = max(env_keys, key=lambda k: share[k])
+    detail = "" if piece == "env" else f", mostly {PARTS[piece]} ({100 * share[piece]:.0f}%)"
+    return (
+        f"{head}env stepping ({100 * groups['env']:.0f}% of a training step{detail}), i.e. "
+        f"{RESOURCE[piece]}"
+    )

@@ -14,7 +14,6 @@ from runner.run.bench import profile_report
 from runner.run.bench.analysis import FLATTEN_EFFICIENCY, RATES, add_overhead, analyse
 from runner.run.bench.measure import host_info, run_point
 from runner.run.bench.plan import Point, axis_info, plan
-from runner.trainers.sb3.benchmark import harness_overhead
 
 
 def print_table(bench: dict[str, Any], console: Any) -> None:
@@ -75,7 +74,9 @@ def run_bench(manifest: Manifest, run_dir: Path, *, console: Any = None) -> dict
     bench["host"]["load_avg_after"] = list(os.getloadavg())
     analyse(bench)
     bench["findings"] = list(dict.fromkeys(p.note for p in points if p.note)) + bench["findings"]
-    add_overhead(bench, harness_overhead())
+    costs = [p.pop("harness") for p in results if p.get("harness")]  # the trainers' harnesses
+    if costs:
+        add_overhead(bench, {k: max(c[k] for c in costs) for k in costs[0]})
     profile_report.add_findings(bench)
     run_dir = Path(run_dir)
     write_json_atomic(run_dir / "bench.json", bench)

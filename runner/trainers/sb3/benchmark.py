@@ -192,6 +192,7 @@ def measure_sb3(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
             from runner.trainers.sb3.profile import profile_train
 
             out["profile"] = profile_train(cfg, venv, seeds)
+        out["harness"] = harness_overhead()  # what its timing loop and step timer add
         return out
     finally:
         venv.close()
