@@ -239,7 +239,7 @@ def test_normalized_run_saves_statistics_and_evaluates_frozen(write_manifest, tm
 def test_resumed_normalized_unit_continues_its_statistics(write_manifest, tmp_path):
     """A unit stopped after its step-256 checkpoint continues that checkpoint's statistics
     (a fresh VecNormalize would forget 256 steps of them)."""
-    from runner.record.rundir import write_status
+    from runner.record.status import write_status
 
     path = write_manifest(_normalized(train__checkpoint_every=256))
     out = rlcrate("run", str(path), "--out", str(tmp_path / "runs"))

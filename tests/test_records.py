@@ -237,3 +237,34 @@ def test_interrupted_run_has_no_results_yet(write_manifest, tmp_path):
     assert res.returncode == 0, res.stderr
     report = (run / "report.md").read_text()
     assert "not met" not in report and "no results yet" in report
+
+
+def test_a_status_record_of_the_wrong_types_is_damaged_not_believed(tmp_path):
+    """status.json through its one model: a field of the wrong type (a string for a list) is a
+    damaged record (the unit runs again; commands that only report name the file), and a field
+    the model does not name (an executor's own) is kept as written."""
+    from runner.errors import RunFileError
+    from runner.record.status import read_status, recorded_status, write_status
+
+    write_status(tmp_path, "running", variant="v", seed=0, slurm_job="42")
+    status = read_status(tmp_path, strict=True)
+    assert status.state == "running" and status.model_extra == {"slurm_job": "42"}
+    (tmp_path / "status.json").write_text(json.dumps({"state": "done", "resumes": "many"}))
+    assert recorded_status(tmp_path) is None and read_status(tmp_path).state == "pending"
+    with pytest.raises(RunFileError, match="status.json: damaged .*resumes"):
+        read_status(tmp_path, strict=True)
+    with pytest.raises(ValueError):  # nothing unreadable is written
+        write_status(tmp_path, "done", timesteps_done="lots")
+
+
+def test_an_eval_record_is_believed_only_as_its_episodes_add_up(tmp_path):
+    from runner.record.eval import read_eval, write_eval_record
+
+    written = write_eval_record(tmp_path, [1.0, 3.0], [10, 12], deterministic=True, seed=7)
+    again = read_eval(tmp_path / "eval.json")
+    assert again == written and again.returns() == [1.0, 3.0] and again.mean == 2.0
+    data = json.loads((tmp_path / "eval.json").read_text())
+    assert data["episodes"][0] == {"return": 1.0, "length": 10}  # the file's own names
+    for change in ({"mean": 5.0}, {"n_episodes": 3}, {"episodes": [{"return": "1", "length": 1}]}):
+        (tmp_path / "eval.json").write_text(json.dumps({**data, **change}))
+        assert read_eval(tmp_path / "eval.json") is None, change

@@ -14,7 +14,7 @@ import yaml
 from runner import report
 from runner.errors import UserInputError
 from runner.manifest import Manifest, resolved
-from runner.record.rundir import write_status
+from runner.record.status import write_status
 from runner.report.diff import manifest_differences
 from runner.report.segments import Segment, join
 from runner.report.summary import write_summary

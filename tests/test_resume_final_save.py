@@ -14,7 +14,7 @@ import shutil
 import pytest
 import yaml
 
-from runner.record.rundir import write_status
+from runner.record.status import write_status
 from tests.helpers import rlcrate, run_dir_of, tiny_manifest
 
 pytestmark = [pytest.mark.gymnasium, pytest.mark.slow]  # real SB3 training (seconds)

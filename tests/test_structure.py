@@ -191,7 +191,7 @@ def test_no_module_outside_a_plugins_home_compares_its_name(kind):
 
 
 # The run directory's records and the one module that writes each (atomically)
-RECORD_WRITERS = {"status.json": "runner/record/"}
+RECORD_WRITERS = {"status.json": "runner/record/status.py", "eval.json": "runner/record/eval.py"}
 
 
 def test_run_records_are_written_by_record_alone():
@@ -203,8 +203,8 @@ def test_run_records_are_written_by_record_alone():
         where = path.relative_to(ROOT).as_posix()
         for n, line in enumerate(path.read_text().splitlines(), 1):
             for name, home in RECORD_WRITERS.items():
-                if not where.startswith(home) and re.search(
-                    rf"(open\(|write_\w+\().*{re.escape(name)}", line
-                ):
+                constant = name.upper().replace(".JSON", "_FILE")  # STATUS_FILE, EVAL_FILE
+                written = rf"(open\(|write_\w+\().*({re.escape(name)}|{constant})"
+                if not where.startswith(home) and re.search(written, line):
                     found.append(f"{where}:{n}: {line.strip()}")
     assert not found, "run records written outside record/:\n" + "\n".join(found)

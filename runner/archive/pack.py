@@ -29,7 +29,8 @@ from runner.archive.layout import (
 from runner.archive.parents import parent_files
 from runner.errors import UserInputError
 from runner.manifest.resolved import ResolvedRun, read_resolved
-from runner.record.rundir import file_sha256, read_json, read_status
+from runner.record.rundir import file_sha256, read_json
+from runner.record.status import read_status
 
 
 @dataclass(frozen=True)
@@ -76,10 +77,7 @@ def run_files(run_dir: Path, opts: ArchiveOptions) -> list[str]:
 def unit_states(run_dir: Path, res: ResolvedRun) -> dict[str, str]:
     if not (run_dir / "units").is_dir():
         return {}  # a bench-only run has no units
-    return {
-        u.key: str(read_status(u.dir(run_dir), strict=True).get("state", "pending"))
-        for u in res.units()
-    }
+    return {u.key: read_status(u.dir(run_dir), strict=True).state for u in res.units()}
 
 
 def check_finished(run_dir: Path, states: dict[str, str], opts: ArchiveOptions) -> list[str]:

@@ -43,8 +43,8 @@ from runner.manifest.overrides import from_record
 from runner.manifest.parse import parse_yaml
 from runner.manifest.resolved import ResolvedRun, parse_resolved
 from runner.provenance import envdiff
+from runner.record.eval import read_eval
 from runner.record.rundir import read_json, write_json_atomic
-from runner.trainers.base import read_eval
 
 
 @dataclass
@@ -221,8 +221,8 @@ def compare(
             old = archived_eval(v, f"{name}/seed-{seed}")
             new = read_eval(run_dir / key / "eval.json")  # the episodes, never a bare mean
             vr.units.append(unit_result(f"{name}/seed-{seed}", seed, old, new))
-            old_eps += [e["return"] for e in (old or {}).get("episodes", [])]
-            new_eps += [e["return"] for e in (new or {}).get("episodes", [])]
+            old_eps += old.returns() if old else []
+            new_eps += new.returns() if new else []
         judge(vr, old_eps, new_eps, per_test, same_env)
         out.append(vr)
     return out

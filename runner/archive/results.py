@@ -16,8 +16,9 @@ from typing import Any
 
 from runner.errors import RunnerError, UserInputError
 from runner.manifest.resolved import ResolvedRun
-from runner.record.rundir import UnitRef, read_status
-from runner.trainers.base import checked_eval
+from runner.record.eval import EvalRecord, checked_eval
+from runner.record.rundir import UnitRef
+from runner.record.status import read_status
 
 
 class RerunFailed(RunnerError):
@@ -28,7 +29,7 @@ def _close(a: Any, b: float) -> bool:
     return isinstance(a, (int, float)) and math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
 
 
-def archived_eval(v: Any, key: str) -> dict[str, Any] | None:
+def archived_eval(v: Any, key: str) -> EvalRecord | None:
     """units/<variant>/seed-<n>/eval.json of the archive, checked; None when not archived."""
     name = f"units/{key}/eval.json"
     if name not in v.files:
@@ -84,7 +85,7 @@ def check_archived_results(v: Any, res: ResolvedRun) -> None:
         for seed in res.seeds:
             ev = archived_eval(v, f"{name}/seed-{seed}")
             if ev is not None:
-                means[f"{name}/seed-{seed}"] = ev["mean"]
+                means[f"{name}/seed-{seed}"] = ev.mean
     if "summary.json" not in v.files:
         return
     try:
@@ -104,7 +105,7 @@ def rerun_problem(run_dir: Path, res: ResolvedRun, seeds: list[int]) -> str | No
     for name in res.variants:
         for seed in seeds:
             status = read_status(UnitRef(name, seed).dir(run_dir))
-            if status.get("state") != "done":
-                error = status.get("error") or "no error recorded"
-                return f"{name}/seed-{seed} is {status.get('state')}: {error}"
+            if status.state != "done":
+                error = status.error or "no error recorded"
+                return f"{name}/seed-{seed} is {status.state}: {error}"
     return None

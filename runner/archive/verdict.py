@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
 from runner.provenance.determinism import BITWISE
+from runner.record.eval import EvalRecord
 
 IDENTICAL, WITHIN, DIFFERENT = "identical", "within tolerance", "different"
 ORDER = (IDENTICAL, WITHIN, DIFFERENT)
@@ -45,21 +45,9 @@ class VariantResult:
     note: str = ""
 
 
-def _returns(ev: dict[str, Any] | None) -> list[float] | None:
-    if not ev:
-        return None
-    return [float(e["return"]) for e in ev.get("episodes", [])]
-
-
-def unit_result(key: str, seed: int, old: dict | None, new: dict | None) -> UnitResult:
-    a, b = _returns(old), _returns(new)
-    return UnitResult(
-        key,
-        seed,
-        old.get("mean") if old else None,
-        new.get("mean") if new else None,
-        a is not None and a == b,
-    )
+def unit_result(key: str, seed: int, old: EvalRecord | None, new: EvalRecord | None) -> UnitResult:
+    same = old is not None and new is not None and old.returns() == new.returns()
+    return UnitResult(key, seed, old.mean if old else None, new.mean if new else None, same)
 
 
 def mann_whitney(a: list[float], b: list[float]) -> float:

@@ -20,7 +20,8 @@ from runner.errors import FieldError, RunFileError
 from runner.manifest.resolved import RESOLVED, Lineage, ParentUnit, ResolvedRun, read_resolved
 from runner.manifest.schema import InitFrom, Manifest
 from runner.record.datafiles import LegacyPickle
-from runner.record.rundir import UnitRef, file_sha256, pin_mismatch, read_status
+from runner.record.rundir import UnitRef, file_sha256, pin_mismatch
+from runner.record.status import read_status
 from runner.trainers import trainer_of
 from runner.trainers.base import spaces_mismatch
 from runner.trainers.resume import check_final
@@ -66,7 +67,7 @@ def _unit_problem(parent: Parent, seed: int) -> str | None:
     unit = parent.unit_dir(seed)
     if seed not in parent.res.seeds:
         return f"{parent.run} has no seed {seed} (its seeds: {parent.res.seeds})"
-    state = read_status(unit).get("state", "pending")
+    state = read_status(unit).state
     if state != "done":
         return (
             f"unit {parent.variant}/seed-{seed} of {parent.run} is {state}, not done "

@@ -157,7 +157,7 @@ def eval_cmd(
     from runner.manifest import read_resolved
     from runner.record import started
     from runner.record.lock import locked
-    from runner.record.rundir import read_status, write_status
+    from runner.record.status import read_status, write_status
     from runner.run.orchestrate import RunOptions, run
 
     with locked(resume):
@@ -165,7 +165,7 @@ def eval_cmd(
         started.check(resume)  # before any unit is marked to evaluate again
         for unit in units:
             d = unit.dir(resume)
-            if read_status(d).get("state") == "done":
+            if read_status(d).state == "done":
                 write_status(d, "pending")  # evaluate again
         opts = RunOptions(
             ["eval"], executor, Path("runs"), resume, overrides=overrides_of(sets, None)

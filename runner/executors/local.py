@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 
 from runner.executors import unit_command
 from runner.executors.base import ExecutorSettings, Holdings, Plan, Tick
-from runner.record.rundir import UnitRef, read_status, write_status
+from runner.record.rundir import UnitRef
+from runner.record.status import read_status, write_status
 
 GRACE_S = 60.0
 runs_here = True
@@ -45,8 +46,8 @@ def start_timeout() -> float:
 
 def _silent(run_dir: Path, unit: UnitRef, since: float) -> bool:
     """The unit has not recorded its start since `since` (epoch seconds)."""
-    started = read_status(unit.dir(run_dir)).get("started")
-    return not (isinstance(started, (int, float)) and started >= since - 1.0)
+    started = read_status(unit.dir(run_dir)).started
+    return not (started is not None and started >= since - 1.0)
 
 
 def _fail_silent(

@@ -25,7 +25,8 @@ from runner.errors import BackendUnavailable, UserInputError
 from runner.executors.base import ExecutorSettings, Holdings, Plan, Tick, option
 from runner.executors.needs import Needs
 from runner.executors.shipping import pack, unpack
-from runner.record.rundir import UnitRef, read_status, write_status, write_text_atomic
+from runner.record.rundir import UnitRef, write_text_atomic
+from runner.record.status import recorded_status, write_status
 
 RETRIES = int(os.environ.get("RLCRATE_RAY_RETRIES", "3"))
 CONNECT_TIMEOUT_S = 3.0  # a cluster answers in ms; the clusters guide promises 10 s in all
@@ -252,9 +253,9 @@ def _collect(run_dir: Path, unit: UnitRef, ref: Any, attempts: int) -> int:
         )
         return 1
     unpack(out["files"], unit_dir)
-    write_status(
-        unit_dir, read_status(unit_dir).get("state", "failed"), node=out["node"], attempts=attempts
-    )
+    came_back = recorded_status(unit_dir)  # none: the unit's own record did not come back
+    state = came_back.state if came_back is not None else "failed"
+    write_status(unit_dir, state, node=out["node"], attempts=attempts)
     return int(out["rc"])
 
 

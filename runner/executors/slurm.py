@@ -23,7 +23,8 @@ from runner.errors import BackendUnavailable, RunFileError, UserInputError
 from runner.executors.base import Held, Holdings, Plan, Tick
 from runner.executors.needs import Needs
 from runner.executors.slurm_profile import SlurmSettings
-from runner.record.rundir import UnitRef, read_json, read_status, write_json_atomic, write_status
+from runner.record.rundir import UnitRef, read_json, write_json_atomic
+from runner.record.status import read_status, write_status
 
 Settings = SlurmSettings
 runs_here = False
@@ -180,10 +181,10 @@ def reconcile(run_dir: Path, ids: dict[str, str], units: dict[str, UnitRef]) -> 
             continue
         unit = units[key]
         status = read_status(unit.dir(run_dir))
-        if status.get("state") == "done":
+        if status.state == "done":
             ended[unit] = 0
             continue
-        if status.get("state") != "failed":
+        if status.state != "failed":
             write_status(
                 unit.dir(run_dir),
                 "failed",

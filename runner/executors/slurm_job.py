@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from runner.executors import unit_command
-from runner.record.rundir import UnitRef, read_status
+from runner.record.rundir import UnitRef
+from runner.record.status import read_status
 
 CHECKPOINT_WAIT_S = 80.0  # submitit signals 90 s before the limit
 
@@ -94,7 +95,7 @@ class UnitJob:
             unit_dir = UnitRef(self.variant, self.seed).dir(Path(self.run_dir))
             deadline = time.monotonic() + CHECKPOINT_WAIT_S
             while time.monotonic() < deadline:
-                if read_status(unit_dir).get("state") != "running":
+                if read_status(unit_dir).state != "running":
                     break
                 time.sleep(0.5)
         fresh = UnitJob(

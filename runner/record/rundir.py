@@ -8,7 +8,6 @@ would give it (0666 less the umask), not the temporary file's private 0600.
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import json
 import os
@@ -23,8 +22,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runner.errors import RunFileError
-
-STATES = ("pending", "running", "done", "failed", "interrupted")
 
 
 @functools.cache
@@ -127,50 +124,9 @@ class UnitRef:
         return run_dir / "units" / self.variant / f"seed-{self.seed}"
 
 
-def write_status(unit_dir: Path, state: str, **fields: Any) -> None:
-    assert state in STATES, state
-    old = read_json(unit_dir / "status.json")
-    record = old if isinstance(old, dict) else {}  # a damaged record is replaced, not merged
-    record.update(fields)
-    record["state"] = state
-    record["updated"] = time.time()
-    write_json_atomic(unit_dir / "status.json", record)
-
-
-NO_SPACE = (errno.ENOSPC, errno.EDQUOT)  # a full disk, or the user's quota
-
-
-def write_status_anyway(unit_dir: Path, state: str, **fields: Any) -> None:
-    """write_status; on a full disk, overwrite status.json in place instead (truncating it
-    frees the room its new text needs), so the reason is recorded even then."""
-    try:
-        write_status(unit_dir, state, **fields)
-    except OSError as exc:
-        if exc.errno not in NO_SPACE:
-            raise
-        old = read_json(unit_dir / "status.json")
-        record = {**(old if isinstance(old, dict) else {}), **fields}
-        record.update(state=state, updated=time.time())
-        with open(unit_dir / "status.json", "w", encoding="utf-8") as f:
-            f.write(json.dumps(record, default=str))
-
-
 def _damaged(path: Path, data: Any, expected: str) -> RunFileError:
     found = "no valid JSON" if data is None else f"a JSON {type(data).__name__}"
     return RunFileError(f"{path}: damaged (expected {expected}, found {found})")
-
-
-def read_status(unit_dir: Path, *, strict: bool = False) -> dict[str, Any]:
-    """A unit's status record; `pending` when it has none. A record that is not a JSON object
-    reads as none (the unit runs again), or with `strict` (commands that only report) as a
-    RunFileError naming the file."""
-    path = unit_dir / "status.json"
-    data = read_json(path)
-    if isinstance(data, dict):
-        return data
-    if strict and path.exists():
-        raise _damaged(path, data, "a JSON object")
-    return {"state": "pending"}
 
 
 class Progress(BaseModel):

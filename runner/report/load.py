@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runner.errors import UserInputError
+from runner.record.eval import EvalRecord, checked_eval
+from runner.record.status import STATUS_FILE, UnitStatus, recorded_status
 from runner.report import plots
 from runner.report.summary import train_origin
 from runner.report.tb import Curve, read_curve
-from runner.trainers.base import EVAL_FILE, TB_DIR, checked_eval
+from runner.trainers.base import EVAL_FILE, TB_DIR
 
 if TYPE_CHECKING:
     from runner.manifest import ResolvedRun
@@ -27,7 +29,7 @@ class Unit:
     seed: int
     state: str = "missing"
     error: str | None = None
-    eval: dict[str, Any] | None = None
+    eval: EvalRecord | None = None
     curve: Curve | None = None
     problems: list[str] = field(default_factory=list)
     resumes: list[int] = field(default_factory=list)  # checkpoint steps it was continued from
@@ -68,10 +70,13 @@ def _unit(run_dir: Path, variant: str, seed: int) -> Unit:
     udir = run_dir / "units" / variant / f"seed-{seed}"
     if not udir.is_dir():
         return unit
-    status = _read_json(udir / "status.json", unit.problems) or {}
-    unit.state = str(status.get("state", "unknown"))
-    unit.error = status.get("error")
-    unit.resumes = [int(r) for r in status.get("resumes") or []]
+    raw_status = _read_json(udir / STATUS_FILE, unit.problems)
+    status = recorded_status(udir) or UnitStatus(state="pending")
+    if raw_status is not None and recorded_status(udir) is None:
+        unit.problems.append(f"{udir / STATUS_FILE}: damaged (not a unit's status record)")
+    unit.state = status.state if raw_status is not None else "unknown"
+    unit.error = status.error
+    unit.resumes = list(status.resumes)
     raw = _read_json(udir / EVAL_FILE, unit.problems)
     unit.eval = checked_eval(raw)
     if raw is not None and unit.eval is None:

@@ -18,8 +18,8 @@ def eval_rows(run: Run) -> list[dict[str, Any]]:
     rows = []
     for variant in run.variants:
         done = {s: run.units[variant, s] for s in run.seeds if run.units[variant, s].eval}
-        per_seed = {s: float(u.eval["mean"]) for s, u in done.items()}  # type: ignore[index]
-        per_seed_std = {s: float(u.eval.get("std") or 0.0) for s, u in done.items()}  # type: ignore[union-attr]
+        per_seed = {s: u.eval.mean for s, u in done.items() if u.eval is not None}
+        per_seed_std = {s: u.eval.std for s, u in done.items() if u.eval is not None}
         mean, std = stats.mean_std(list(per_seed.values()))
         point, low, high = stats.iqm_ci(list(per_seed.values())) if per_seed else (np.nan,) * 3
         rows.append(

@@ -7,8 +7,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from runner.record.rundir import UnitRef, read_status, write_json_atomic
-from runner.trainers.base import EVAL_FILE, TB_DIR, read_eval
+from runner.record.eval import read_eval
+from runner.record.rundir import UnitRef, write_json_atomic
+from runner.record.status import UnitStatus, read_status
+from runner.trainers.base import EVAL_FILE, TB_DIR
 
 if TYPE_CHECKING:
     from runner.manifest import Manifest, ResolvedRun
@@ -35,10 +37,9 @@ def _time_to_reward(unit_dir: Path, levels: list[float], started: float | None) 
     return {str(level): (t[0] if (t := time_to_reach(curve, level)) else None) for level in levels}
 
 
-def train_origin(status: dict[str, Any]) -> float | None:
+def train_origin(status: UnitStatus) -> float | None:
     """When the unit's training started: the origin of every time-to-reach."""
-    started = status.get("train_started", status.get("started"))
-    return float(started) if isinstance(started, (int, float)) else None
+    return status.train_started if status.train_started is not None else status.started
 
 
 def metric_values(variant: dict[str, Any]) -> dict[str, float | None]:
@@ -105,19 +106,19 @@ def summarize_variant(
         status = read_status(unit_dir)
         ev = read_eval(unit_dir / EVAL_FILE)  # its mean as its episodes give it
         units[str(seed)] = {
-            "state": status.get("state"),
-            "error": status.get("error"),
-            "eval_mean": ev["mean"] if ev else None,
-            "eval_std": ev["std"] if ev else None,
-            "wall_time_s": status.get("train_wall_time_s"),
-            "unit_wall_time_s": status.get("wall_time_s"),  # env start-up, eval: all segments
-            "train_steps_per_s": status.get("train_steps_per_s"),
+            "state": status.state,
+            "error": status.error,
+            "eval_mean": ev.mean if ev else None,
+            "eval_std": ev.std if ev else None,
+            "wall_time_s": status.train_wall_time_s,
+            "unit_wall_time_s": status.wall_time_s,  # env start-up, eval: all segments
+            "train_steps_per_s": status.train_steps_per_s,
         }
-        if status.get("state") == "done" and ev:
-            per_seed[str(seed)] = ev["mean"]
-        if status.get("train_wall_time_s") is not None:
-            walls.append(status["train_wall_time_s"])
-            rates.append(status["train_steps_per_s"])
+        if status.state == "done" and ev:
+            per_seed[str(seed)] = ev.mean
+        if status.train_wall_time_s is not None and status.train_steps_per_s is not None:
+            walls.append(status.train_wall_time_s)
+            rates.append(status.train_steps_per_s)
         if levels and (unit_dir / TB_DIR).exists():
             ttr[str(seed)] = _time_to_reward(unit_dir, levels, train_origin(status))
     means = list(per_seed.values())

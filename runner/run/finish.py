@@ -17,15 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from runner.manifest.resolved import ResolvedRun
-from runner.record.rundir import (
+from runner.record.eval import read_eval
+from runner.record.rundir import UnitRef
+from runner.record.status import (
     NO_SPACE,
-    UnitRef,
-    read_json,
+    STATUS_FILE,
+    UnitStatus,
     read_status,
+    recorded_status,
     write_status,
     write_status_anyway,
 )
-from runner.trainers.base import read_eval
 
 
 def describe(exc: BaseException) -> str:
@@ -66,14 +68,14 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
-def _wall(status: Any, until: float | None = None) -> float | None:
+def _wall(status: UnitStatus | None, until: float | None = None) -> float | None:
     """Earlier segments plus this one (from its start to `until`, default now)."""
     import time
 
-    if not isinstance(status, dict) or not isinstance(status.get("started"), (int, float)):
+    if status is None or status.started is None:
         return None
-    end = until if isinstance(until, (int, float)) else time.time()
-    return float(status.get("wall_time_s") or 0.0) + max(0.0, end - status["started"])
+    end = until if until is not None else time.time()
+    return (status.wall_time_s or 0.0) + max(0.0, end - status.started)
 
 
 def settle(
@@ -85,8 +87,8 @@ def settle(
 
     for unit in units:
         unit_dir = unit.dir(run_dir)
-        status = read_json(unit_dir / "status.json")
-        state = status.get("state") if isinstance(status, dict) else None
+        status = recorded_status(unit_dir)
+        state = status.state if status is not None else None
         if unit not in results and state != "running":
             continue  # never started
         remove_debris(unit_dir)
@@ -111,13 +113,13 @@ def recover_stale(run_dir: Path, units: list[UnitRef]) -> list[str]:
     stale = []
     for unit in units:
         unit_dir = unit.dir(run_dir)
-        status = read_json(unit_dir / "status.json")
-        if isinstance(status, dict) and status.get("state") == "running":
+        status = recorded_status(unit_dir)
+        if status is not None and status.state == "running":
             write_status(
                 unit_dir,
                 "interrupted",
                 error="the runner stopped without recording it",
-                wall_time_s=_wall(status, status.get("updated")),
+                wall_time_s=_wall(status, status.updated),
             )
             stale.append(unit.key)
         remove_debris(unit_dir)
@@ -129,8 +131,8 @@ def unreadable_status(run_dir: Path, units: list[UnitRef]) -> list[Path]:
     """status.json files that exist but cannot be read (the unit then runs again)."""
     bad = []
     for unit in units:
-        path = unit.dir(run_dir) / "status.json"
-        if path.exists() and not isinstance(read_json(path), dict):
+        path = unit.dir(run_dir) / STATUS_FILE
+        if path.exists() and recorded_status(unit.dir(run_dir)) is None:
             bad.append(path)
     return bad
 
@@ -147,8 +149,8 @@ def damaged_results(
     bad = []
     for unit in units:
         unit_dir = unit.dir(run_dir)
-        status = read_json(unit_dir / "status.json")
-        if not isinstance(status, dict) or status.get("state") != "done":
+        status = recorded_status(unit_dir)
+        if status is None or status.state != "done":
             continue
         wanted = [unit_dir / "model.zip"] if "train" in jobs else []
         wanted += [unit_dir / "eval.json"] if "eval" in jobs else []
@@ -183,7 +185,7 @@ def recover_done(
     out = []
     for unit in units:
         d = unit.dir(run_dir)
-        if isinstance(read_json(d / "status.json"), dict) or not d.is_dir():
+        if recorded_status(d) is not None or not d.is_dir():
             continue
         record = finished_training(d, budgets[unit.variant])
         if record is None:
@@ -193,7 +195,7 @@ def recover_done(
             ev = read_eval(d / "eval.json")
             if ev is None or (d / "eval.json").stat().st_mtime < (d / "model.zip").stat().st_mtime:
                 continue
-            fields.update(eval_mean=ev["mean"], eval_std=ev["std"])
+            fields.update(eval_mean=ev.mean, eval_std=ev.std)
         write_status(
             d,
             "done",
@@ -214,7 +216,7 @@ def anything_started(run_dir: Path, res: ResolvedRun) -> bool:
     ran; what an executor took beyond that it says itself (`started_any`)."""
     for u in res.units():
         d = u.dir(run_dir)
-        if read_status(d).get("state", "pending") != "pending" or (d / "unit.log").exists():
+        if read_status(d).state != "pending" or (d / "unit.log").exists():
             return True
     return (run_dir / "bench.json").exists()
 

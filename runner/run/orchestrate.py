@@ -30,11 +30,10 @@ from runner.record.rundir import (
     UnitRef,
     new_run_dir,
     read_json,
-    read_status,
     write_json_atomic,
-    write_status,
     write_text_atomic,
 )
+from runner.record.status import read_status, write_status
 from runner.run.finish import (
     NO_SPACE,
     anything_started,
@@ -161,9 +160,9 @@ def _finish_provenance(run_dir: Path, units: list[UnitRef]) -> None:
     prov["finished"] = time.time()
     prov["units"] = {
         u.key: {
-            "state": (s := read_status(u.dir(run_dir))).get("state"),
-            "seeds": s.get("seeds"),
-            "python": s.get("python"),
+            "state": (s := read_status(u.dir(run_dir))).state,
+            "seeds": s.seeds,
+            "python": s.python,
         }
         for u in units
     }
@@ -192,7 +191,7 @@ def run_units(
         console.print(
             f"[yellow]{escape(str(path))}: {escape(why)}; that unit runs again[/]", soft_wrap=True
         )
-    todo = [u for u in units if read_status(u.dir(run_dir)).get("state") != "done"]
+    todo = [u for u in units if read_status(u.dir(run_dir)).state != "done"]
     for u in todo:
         if not (u.dir(run_dir) / "status.json").exists():
             write_status(u.dir(run_dir), "pending", variant=u.variant, seed=u.seed)

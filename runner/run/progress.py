@@ -11,7 +11,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from runner.record.rundir import UnitRef, read_progress, read_status
+from runner.record.rundir import UnitRef, read_progress
+from runner.record.status import read_status
 from runner.report.summary import claims_met
 
 
@@ -35,7 +36,7 @@ class ProgressView:
         done_steps = 0
         rows = []
         for u in self.units:
-            st = read_status(u.dir(self.run_dir)).get("state", "pending")
+            st = read_status(u.dir(self.run_dir)).state
             states[st] = states.get(st, 0) + 1
             prog = read_progress(u.dir(self.run_dir))  # damaged: shown as no progress yet
             steps = self.total_steps[u] if st == "done" else (prog.steps if prog else 0)

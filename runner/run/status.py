@@ -12,7 +12,8 @@ from pathlib import Path
 
 from runner.errors import UserInputError
 from runner.manifest import read_resolved
-from runner.record.rundir import UnitRef, read_progress, read_status
+from runner.record.rundir import UnitRef, read_progress
+from runner.record.status import read_status
 
 TERMINAL = ("done", "failed")
 
@@ -55,10 +56,10 @@ def collect(run_dir: Path) -> RunState:
     terminal = TERMINAL if held.requeues else (*TERMINAL, "interrupted")
     for u in units:
         st = read_status(u.dir(run_dir), strict=True)
-        state = str(st.get("state", "pending"))
+        state = st.state
         prog = read_progress(u.dir(run_dir), strict=True)
         steps = f"{prog.steps:,}/{prog.total:,}" if prog else "-"
-        error = str(st.get("error") or "")
+        error = st.error or ""
         hold = held.units.get(u.key)
         ended = state in terminal
         if hold is not None and hold.ended and not ended:  # the executor runs it no more

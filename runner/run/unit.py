@@ -15,8 +15,9 @@ from typing import Any
 
 from runner.manifest.resolved import read_resolved
 from runner.manifest.schema import Manifest
-from runner.record.rundir import UnitRef, read_status, write_status
+from runner.record.rundir import UnitRef
 from runner.record.seeding import derive, seed_everything
+from runner.record.status import read_status, write_status
 from runner.run.finish import record_failure, remove_debris
 from runner.trainers import trainer_of, uses_torch
 from runner.trainers.base import STOP
@@ -46,7 +47,7 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
     unit_dir.mkdir(parents=True, exist_ok=True)
     seeds = derive(seed)
     started = time.time()
-    before = float(read_status(unit_dir).get("wall_time_s") or 0.0)  # earlier segments
+    before = read_status(unit_dir).wall_time_s or 0.0  # earlier segments
 
     def wall() -> float:
         return before + time.time() - started
@@ -98,7 +99,7 @@ def main(argv: list[str]) -> int:
     plain_output()
     signal.signal(signal.SIGTERM, _sigterm)
     run_dir, variant, seed, jobs = Path(argv[0]), argv[1], int(argv[2]), argv[3].split(",")
-    if read_status(UnitRef(variant, seed).dir(run_dir)).get("state") == "done" and "train" in jobs:
+    if read_status(UnitRef(variant, seed).dir(run_dir)).state == "done" and "train" in jobs:
         return 0
     return run_unit(run_dir, variant, seed, jobs)
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runner.record.rundir import UnitRef, read_json, read_status
+from runner.record.rundir import UnitRef
+from runner.record.status import read_status
 
 Point = tuple[int, float, float]  # (step, wall time in seconds, value)
 
@@ -63,20 +64,23 @@ def scalars(tb_dir: Path) -> dict[str, list[Point]]:
 
 
 def _eval(path: Path) -> dict[str, float]:
-    ev = read_json(path)
-    if not isinstance(ev, dict) or "mean" not in ev:
+    from runner.record.eval import read_eval
+
+    ev = read_eval(path)
+    if ev is None:
         return {}
-    lengths = [e.get("length", 0) for e in ev.get("episodes", []) if isinstance(e, dict)]
-    out = {"eval/mean_reward": float(ev["mean"]), "eval/std_reward": float(ev.get("std", 0.0))}
-    if lengths:
-        out["eval/mean_ep_length"] = float(sum(lengths) / len(lengths))
-    return out
+    lengths = ev.lengths()
+    return {
+        "eval/mean_reward": ev.mean,
+        "eval/std_reward": ev.std,
+        "eval/mean_ep_length": float(sum(lengths) / len(lengths)),
+    }
 
 
 def unit_data(run_dir: Path, res: ResolvedRun, unit: UnitRef) -> UnitData | None:
     """The unit's data, or None for a unit that never started (nothing to track yet)."""
     d = unit.dir(run_dir)
-    state = read_status(d).get("state", "pending")
+    state = read_status(d).state
     if state == "pending" and not (d / "tb").is_dir():
         return None
     variant = res.variants[unit.variant]

@@ -22,12 +22,14 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from runner.record.eval import EVAL_FILE as EVAL_FILE  # every trainer leaves one
+
 if TYPE_CHECKING:
     from runner.errors import FieldProblem
     from runner.manifest.schema import Manifest
 
 MODEL_FILE = "model.zip"
-EVAL_FILE = "eval.json"
+
 TB_DIR = "tb"
 REWARD_TAG = "rollout/ep_rew_mean"
 TRAIN_FIELDS = (
@@ -122,23 +124,14 @@ class Trainer(Protocol):
 def write_eval(
     unit_dir: Path, cfg: Manifest, eval_seed: int, returns: Any, lengths: Any
 ) -> dict[str, Any]:
-    """Write the unit's eval.json (every trainer's, the same shape); its status fields."""
-    import numpy as np
+    """Write the unit's eval.json (every trainer's, the same shape: `record.eval`); its status
+    fields."""
+    from runner.record.eval import write_eval_record
 
-    from runner.record.rundir import write_json_atomic
-
-    result = {
-        "episodes": [
-            {"return": float(r), "length": int(n)} for r, n in zip(returns, lengths, strict=True)
-        ],
-        "mean": float(np.mean(returns)),
-        "std": float(np.std(returns)),
-        "deterministic": cfg.eval.deterministic,
-        "n_episodes": len(returns),
-        "seed": eval_seed,
-    }
-    write_json_atomic(unit_dir / EVAL_FILE, result)
-    return {"eval_mean": result["mean"], "eval_std": result["std"]}
+    record = write_eval_record(
+        unit_dir, returns, lengths, deterministic=cfg.eval.deterministic, seed=eval_seed
+    )
+    return {"eval_mean": record.mean, "eval_std": record.std}
 
 
 def spread(values: list[float]) -> dict[str, Any]:
@@ -151,45 +144,6 @@ def spread(values: list[float]) -> dict[str, Any]:
         "max": float(max(values)),
         "runs": [float(v) for v in values],
     }
-
-
-def _same(a: Any, b: float) -> bool:
-    import math
-
-    return isinstance(a, (int, float)) and (
-        math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9) or (math.isnan(a) and math.isnan(b))
-    )
-
-
-def checked_eval(ev: Any) -> dict[str, Any] | None:
-    """An eval.json's content if it is whole: episodes with a numeric return and length, and
-    the mean and std they give. None when damaged, including a recorded mean, std or count that
-    disagrees with the episodes: a mean is never believed over the episodes it summarises."""
-    import numpy as np
-
-    eps = ev.get("episodes") if isinstance(ev, dict) else None
-    if not isinstance(eps, list) or not eps:
-        return None
-    returns = []
-    for e in eps:
-        r = e.get("return") if isinstance(e, dict) else None
-        n = e.get("length") if isinstance(e, dict) else None
-        if not isinstance(r, (int, float)) or isinstance(r, bool) or not isinstance(n, int):
-            return None
-        returns.append(float(r))
-    mean, std = float(np.mean(returns)), float(np.std(returns))
-    if not (_same(ev.get("mean"), mean) and _same(ev.get("std"), std)):
-        return None
-    if ev.get("n_episodes", len(eps)) != len(eps):
-        return None
-    return {**ev, "mean": mean, "std": std}
-
-
-def read_eval(path: Path) -> dict[str, Any] | None:
-    """A unit's eval.json, checked (`checked_eval`); None when missing or damaged."""
-    from runner.record.rundir import read_json
-
-    return checked_eval(read_json(path))
 
 
 def digest(x: Any) -> str:

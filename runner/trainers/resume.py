@@ -184,18 +184,19 @@ def _rebuilt(unit_dir: Path, steps: int) -> dict[str, Any]:
     prog: dict[str, Any] = last if isinstance(last, dict) else {}
     if not (prog.get("finished") and prog.get("steps") == steps):
         prog = {}  # not this model's last word
-    old = read_json(unit_dir / "status.json")
-    status: dict[str, Any] = old if isinstance(old, dict) else {}
+    from runner.record.status import recorded_status
+
+    status = recorded_status(unit_dir)
     rate = prog.get("steps_per_s")
     rate = float(rate) if isinstance(rate, (int, float)) and rate > 0 else None
-    resumes = status.get("resumes")
+    resumes = list(status.resumes) if status is not None else []
     return {
         "timesteps_done": steps,
         "train_wall_time_s": steps / rate if rate else None,
         "train_steps_per_s": rate,
-        "resumed_from": (resumes[-1] if isinstance(resumes, list) and resumes else None),
+        "resumed_from": resumes[-1] if resumes else None,
         "train_started": prog.get("started"),
-        "resumes": resumes if isinstance(resumes, list) else [],
+        "resumes": resumes,
         "recovered": f"{TRAIN_RECORD} was unreadable; rebuilt from model.zip and progress.json",
     }
 

@@ -28,7 +28,8 @@ from typing import Any
 from runner.backends.base import ISAACLAB_ENV
 from runner.errors import FieldError, FieldProblem
 from runner.manifest.schema import Manifest
-from runner.record.rundir import read_status, write_json_atomic
+from runner.record.rundir import write_json_atomic
+from runner.record.status import read_status
 from runner.trainers.base import MODEL_FILE, REWARD_TAG, TB_DIR, write_eval
 from runner.trainers.resume import newest_readable, train_once
 
@@ -273,7 +274,7 @@ def _finish(cfg: Manifest, unit_dir: Path, runner: Any, hooks: _Hooks, before: i
     final = {"steps": steps, "total": cfg.train.timesteps, "finished": True,
              "steps_per_s": rate, "started": hooks.started}  # fmt: skip
     write_json_atomic(unit_dir / "progress.json", final)
-    resumes = read_status(unit_dir).get("resumes", []) + ([before] if before else [])
+    resumes = read_status(unit_dir).resumes + ([before] if before else [])
     return {
         "timesteps_done": steps,
         "train_wall_time_s": wall,

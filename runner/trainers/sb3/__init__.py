@@ -14,7 +14,8 @@ from typing import Any
 from runner.backends.base import SB3_VEC_ENV
 from runner.errors import FieldProblem
 from runner.manifest.schema import Manifest, ParallelSpec
-from runner.record.rundir import read_status, write_json_atomic
+from runner.record.rundir import write_json_atomic
+from runner.record.status import read_status
 from runner.trainers.base import MODEL_FILE, STOP, TB_DIR, write_eval
 from runner.trainers.resume import (
     Start,
@@ -160,7 +161,7 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
             {**final, "steps_per_s": fields["train_steps_per_s"], "started": started},
         )
         # every checkpoint step this unit was continued from, oldest first
-        resumes = read_status(unit_dir).get("resumes", [])
+        resumes = read_status(unit_dir).resumes
         resumes += [start.steps_done] if start.steps_done else []
         return {**fields, "train_started": started, "resumes": resumes}
     finally:

@@ -27,7 +27,8 @@ from runner.backends import get_backend
 from runner.backends.base import GYMNASIUM_ENV
 from runner.errors import FieldError, FieldProblem
 from runner.manifest.schema import Manifest
-from runner.record.rundir import read_status, replace_via, write_json_atomic
+from runner.record.rundir import replace_via, write_json_atomic
+from runner.record.status import read_status
 from runner.trainers.base import MODEL_FILE, REWARD_TAG, STOP, TB_DIR, digest, spread, write_eval
 from runner.trainers.resume import Start, newest_readable, pins, totals, train_once
 

@@ -1,0 +1,97 @@
+"""A unit's eval.json: the evaluation's episodes and what they add up to, one typed model,
+written here alone and read through `read_eval` / `checked_eval` everywhere.
+
+A record is whole only when its mean, std and count agree with its own episodes: a mean is
+never believed over the episodes it summarises (an altered archive, a damaged file).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from runner.record.rundir import read_json, write_json_atomic
+
+EVAL_FILE = "eval.json"
+
+
+class Episode(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, strict=True, allow_inf_nan=True)
+
+    ret: float = Field(alias="return", description="The episode's return (summed rewards).")
+    length: int = Field(ge=0, description="Its length in agent steps.")
+
+
+class EvalRecord(BaseModel):
+    """eval.json."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    episodes: list[Episode] = Field(min_length=1)
+    mean: float
+    std: float
+    deterministic: bool | None = None
+    n_episodes: int | None = None
+    seed: int | None = Field(None, description="The eval env's seed.")
+
+    @model_validator(mode="after")
+    def _agrees_with_its_episodes(self) -> EvalRecord:
+        mean, std = _mean_std(self.returns())
+        if not (_same(self.mean, mean) and _same(self.std, std)):
+            raise ValueError("its mean or std disagrees with its episodes")
+        if self.n_episodes is not None and self.n_episodes != len(self.episodes):
+            raise ValueError("its episode count disagrees with its episodes")
+        return self
+
+    def returns(self) -> list[float]:
+        return [e.ret for e in self.episodes]
+
+    def lengths(self) -> list[int]:
+        return [e.length for e in self.episodes]
+
+
+def _mean_std(values: list[float]) -> tuple[float, float]:
+    import numpy as np
+
+    return float(np.mean(values)), float(np.std(values))
+
+
+def _same(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9) or (math.isnan(a) and math.isnan(b))
+
+
+def checked_eval(data: Any) -> EvalRecord | None:
+    """An eval.json's content as a record if it is whole (numeric episodes whose mean, std and
+    count are the ones recorded); None when it is not."""
+    if not isinstance(data, dict):
+        return None
+    try:
+        return EvalRecord.model_validate(data)
+    except (ValidationError, ValueError):
+        return None
+
+
+def read_eval(path: Path) -> EvalRecord | None:
+    """A unit's eval.json, checked (`checked_eval`); None when missing or damaged."""
+    return checked_eval(read_json(path))
+
+
+def write_eval_record(
+    unit_dir: Path, returns: Any, lengths: Any, *, deterministic: bool, seed: int
+) -> EvalRecord:
+    """Write the unit's eval.json (atomically) from its episodes."""
+    episodes = [Episode(ret=float(r), length=int(n)) for r, n in zip(returns, lengths, strict=True)]
+    mean, std = _mean_std([e.ret for e in episodes])
+    record = EvalRecord(
+        episodes=episodes,
+        mean=mean,
+        std=std,
+        deterministic=deterministic,
+        n_episodes=len(episodes),
+        seed=seed,
+    )
+    write_json_atomic(unit_dir / EVAL_FILE, record.model_dump(mode="json", by_alias=True))
+    return record
