@@ -37,14 +37,14 @@ OWN: dict[str, dict[str, str]] = {
         "brax": "runner.backends.brax:Brax",
     },
     "trainer": {
-        "sb3": "runner.trainers.sb3",
-        "brax_ppo": "runner.trainers.brax_ppo",
-        "rsl_rl_ppo": "runner.trainers.rsl_rl_ppo",
+        "sb3": "runner.trainers.sb3:SB3",
+        "brax_ppo": "runner.trainers.brax_ppo:BraxPPO",
+        "rsl_rl_ppo": "runner.trainers.rsl_rl_ppo:RslRlPPO",
     },
     "executor": {
-        "local": "runner.executors.local",
-        "ray": "runner.executors.ray",
-        "slurm": "runner.executors.slurm",
+        "local": "runner.executors.local:Local",
+        "ray": "runner.executors.ray:Ray",
+        "slurm": "runner.executors.slurm:Slurm",
     },
 }
 RLCRATE = "rlcrate"  # the distribution that declares OWN

@@ -94,6 +94,9 @@ def test_commands_that_only_look_import_no_torch_numpy_or_matplotlib(toy_run, tm
         "RLCRATE_TEST_MODULES": str(log),
     }
     quickstart = str(ROOT / "manifests" / "quickstart.yaml")
+    # EnvPool's id catalogue is read once per EnvPool version (importing envpool), then cached:
+    # the first validate after installing one pays that import, the next ones do not
+    assert rlcrate("envs", "envpool").returncode == 0
     for args in (["--help"], ["validate", quickstart], ["status", str(toy_run)]):
         res = rlcrate(*args, env_extra=env)
         assert res.returncode == 0, res.stdout + res.stderr

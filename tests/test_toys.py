@@ -18,7 +18,7 @@ from runner.record.seeding import derive
 
 @pytest.fixture(autouse=True)
 def toys():
-    trainers.register("toy_loop", "tests.toy_trainer")
+    trainers.register("toy_loop", "tests.toy_trainer:ToyLoop")
     yield
     del trainers._REGISTERED["toy_loop"]
     trainers.get_trainer.cache_clear()

@@ -1,5 +1,5 @@
-"""A toy trainer: one module to the `Trainer` contract, added with `runner.trainers.register`
-(a shipped trainer would be `runner/trainers/toy_loop.py` plus its name in TRAINERS).
+"""A toy trainer: one module with a class to the `Trainer` contract, added in one process with
+`runner.trainers.register` (an installed package's comes by its entry point).
 
 The algorithm `toy_loop` "learns" the share of right moves (`algo.params.right`, 0..1, checked
 against `parallel.envs` as a cross-field limit would be) and acts by it: enough to leave the
@@ -16,7 +16,7 @@ from typing import Any
 from runner.backends.base import SB3_VEC_ENV
 from runner.errors import FieldProblem
 from runner.manifest.schema import Manifest
-from runner.trainers.base import MODEL_FILE, digest, write_eval
+from runner.trainers.base import MODEL_FILE, Trainer, digest, write_eval
 
 ENV_INTERFACE = SB3_VEC_ENV
 
@@ -103,3 +103,39 @@ def determinism_attempt(cfg: Manifest, seeds: dict[str, int], steps: int) -> dic
 
 def bench(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
     return {"env_only": None, "train": None, "envs": 1, "vec_env": "DummyVecEnv"}
+
+
+class ToyLoop(Trainer):
+    """The toy loop (see the module)."""
+
+    name = "toy_loop"
+    ENV_INTERFACE = ENV_INTERFACE
+
+    def check_params(self, cfg: Manifest, action_kind: str | None) -> list[FieldProblem]:
+        return check_params(cfg, action_kind)
+
+    def check_limits(self, cfg: Manifest) -> list[FieldProblem]:
+        return check_limits(cfg)
+
+    def dry_construct(self, cfg: Manifest) -> None:
+        dry_construct(cfg)
+
+    def deep_only(self, cfg: Manifest) -> list[str]:
+        return deep_only(cfg)
+
+    def train(self, cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+        return train(cfg, unit_dir, seeds)
+
+    def evaluate(self, cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+        return evaluate(cfg, unit_dir, seeds)
+
+    def start_files(self, cfg: Manifest) -> list[str] | None:
+        return start_files(cfg)
+
+    def determinism_attempt(
+        self, cfg: Manifest, seeds: dict[str, int], steps: int
+    ) -> dict[str, Any]:
+        return determinism_attempt(cfg, seeds, steps)
+
+    def bench(self, cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
+        return bench(cfg, seeds)

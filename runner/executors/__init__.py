@@ -1,13 +1,13 @@
-"""Executor registry: name -> module, found by entry point and imported only when asked for.
+"""Executor registry: name -> an `Executor`, found by entry point and made when asked for.
 
-Each executor module implements the `Executor` protocol (`base.py`): its own `Settings` (from
-which its command-line options and profile file are made), `launch`, `check_reachable`,
-`status`, `cancel` and `started_any`. The name is looked up once, where the command line is read
-(`choose`); after that the runner asks the entry and never compares its name. The name is
-recorded in the run's provenance.json, so `rlcrate status` asks the executor that ran it. All
-of them start `python -m runner.run.unit` per unit (`unit_command`), so a unit runs the same
-code wherever it lands; `python` is the interpreter its backend names (recorded in
-resolved.yaml), the runner's own when none.
+Each executor is a class derived from `Executor` (`base.py`): its own `Settings` (from which its
+command-line options and profile file are made), `launch`, and `check_reachable`, `status`,
+`cancel` and `started_any` where it has more to say than the defaults. The name is looked up
+once, where the command line is read (`choose`); after that the runner asks the entry and never
+compares its name. The name is recorded in the run's provenance.json, so `rlcrate status` asks
+the executor that ran it. All of them start `python -m runner.run.unit` per unit
+(`unit_command`), so a unit runs the same code wherever it lands; `python` is the interpreter its
+backend names (recorded in resolved.yaml), the runner's own when none.
 
 rlcrate's own executors and those installed packages add are found the same way: entry points in
 the group `rlcrate.executors` (`runner.plugins`).
@@ -51,10 +51,24 @@ def registered() -> list[str]:
 
 @cache
 def get_executor(name: str) -> Executor[Any]:
+    from runner.executors.base import Executor
+
     plugin = plugins.find("executor", name)
     if plugin is None:
         raise UserInputError(f"--executor {name!r}: {plugins.unknown('executor', name)}")
-    return cast("Executor[Any]", plugins.load("executor", plugin))
+    cls = plugins.load("executor", plugin)
+    if not (isinstance(cls, type) and issubclass(cls, Executor)):
+        raise UserInputError(
+            f"the executor {name!r} of the package {plugin.package} ({plugin.target}) is not a "
+            "subclass of runner.executors.base.Executor"
+        )
+    try:
+        return cast("Executor[Any]", cls())
+    except TypeError as exc:  # `launch` left out
+        raise UserInputError(
+            f"the executor {name!r} of the package {plugin.package} ({plugin.target}) is "
+            f"incomplete: {exc}"
+        ) from None
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,7 @@
 """The executor contract: what runs a run's units somewhere (here, on Ray, on Slurm).
 
-An executor is a module, found by name through the entry-point group `rlcrate.executors`
-(`runner.plugins`; rlcrate's own are declared there too), whose members match the `Executor`
-protocol below; mypy checks rlcrate's own against it. Its `Settings`
+An executor is a class derived from `Executor` below, found by name through the entry-point group
+`rlcrate.executors` (`runner.plugins`; rlcrate's own are declared there too). Its `Settings`
 (a pydantic model) is where everything it can be told lives: each field marked with `option()`
 becomes a command-line option of `run`, `train`, `eval` and `reproduce`, and, when the model
 names a `profile_option`, the fields not marked `cli_only` can come from a YAML profile file.
@@ -11,10 +10,11 @@ names a `profile_option`, the fields not marked `cli_only` can come from a YAML 
 from __future__ import annotations
 
 import difflib
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -146,46 +146,40 @@ class Plan:
 S = TypeVar("S", bound=ExecutorSettings)
 
 
-class Executor(Protocol[S]):
-    """Every member is required; an executor with nothing to say returns the documented
-    default."""
+class Executor(ABC, Generic[S]):
+    """An executor: its `Settings` and `runs_here` as class attributes, `launch` and the rest as
+    methods; every method but `launch` has a working default (an executor whose units never
+    outlive the runner keeps nothing to report or cancel)."""
 
-    @property
-    def Settings(self) -> type[S]:  # noqa: N802 (a class, named as one)
-        """Everything the executor can be told (see `ExecutorSettings`)."""
-        ...
+    Settings: ClassVar[type[ExecutorSettings]]  # everything it can be told (`ExecutorSettings`)
+    # True when units run on this machine (their devices are checked before they start)
+    runs_here: ClassVar[bool] = False
 
-    @property
-    def runs_here(self) -> bool:
-        """True when units run on this machine (its devices are checked before they start)."""
-        ...
-
+    @abstractmethod
     def launch(self, plan: Plan, settings: S, on_tick: Tick) -> dict[UnitRef, int]:
         """Run the plan's units; {unit: exit status} of those that ended (none when detached).
         Calls `on_tick` about once a second. On KeyboardInterrupt: running units are asked to
         checkpoint and stop, then the interrupt propagates."""
-        ...
 
     def check_reachable(self, settings: S) -> None:
         """Before a run directory is made: the executor's tools are installed and its cluster
-        answers (UserInputError, BackendUnavailable, one line each); nothing to check here for
-        an executor that runs units on this machine."""
-        ...
+        answers (UserInputError, BackendUnavailable, one line each). Default: nothing to check
+        (units run here)."""
 
     def status(self, run_dir: Path, units: list[UnitRef]) -> Holdings:
         """What the executor holds for each of these units (Slurm: its job id and state), for
-        `rlcrate status`; `Holdings()` when it keeps no record beyond the runner. Only looks."""
-        ...
+        `rlcrate status`. Only looks. Default: `Holdings()`, no record beyond the runner's."""
+        return Holdings()
 
     def cancel(self, run_dir: Path, units: list[UnitRef]) -> None:
-        """Stop whatever the executor still holds for these units (Slurm: scancel their jobs);
-        nothing when units never outlive the runner."""
-        ...
+        """Stop whatever the executor still holds for these units (Slurm: scancel their jobs).
+        Default: nothing, units never outlive the runner."""
 
     def started_any(self, run_dir: Path) -> bool:
         """Whether the executor took any unit of this run (Slurm: a job submitted), so that a
-        run refused before its units leaves no directory behind only when nothing started."""
-        ...
+        run refused before its units leaves no directory behind only when nothing started.
+        Default False: what it started has a state or a unit.log, which the runner reads."""
+        return False
 
 
 @dataclass(frozen=True)

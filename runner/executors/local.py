@@ -16,18 +16,16 @@ import subprocess
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from runner.executors import unit_command
-from runner.executors.base import ExecutorSettings, Holdings, Plan, Tick
+from runner.executors.base import Executor, ExecutorSettings, Plan, Tick
 from runner.record.rundir import UnitRef
 from runner.record.status import read_status, write_status
 
 GRACE_S = 60.0
-runs_here = True
 
 
-class Settings(ExecutorSettings):
+class LocalSettings(ExecutorSettings):
     """None: how many units run at once is the manifest's `parallel.units` (0: as many as the
     CPUs allow)."""
 
@@ -112,7 +110,7 @@ def stop_all(procs: dict[UnitRef, subprocess.Popen[bytes]], grace: float = GRACE
         p.wait()
 
 
-def launch(plan: Plan, settings: Settings, on_tick: Tick) -> dict[UnitRef, int]:
+def launch(plan: Plan, settings: LocalSettings, on_tick: Tick) -> dict[UnitRef, int]:
     run_dir, jobs, pythons, max_parallel = plan.run_dir, plan.jobs, plan.pythons, plan.max_parallel
     pending = list(plan.units)
     running: dict[UnitRef, subprocess.Popen[bytes]] = {}
@@ -149,25 +147,11 @@ def launch(plan: Plan, settings: Settings, on_tick: Tick) -> dict[UnitRef, int]:
     return results
 
 
-def check_reachable(settings: Settings) -> None:
-    """Nothing to reach: units run here."""
+class Local(Executor[LocalSettings]):
+    """A child process per unit, here, as many at once as the plan allows."""
 
+    Settings = LocalSettings
+    runs_here = True
 
-def status(run_dir: Path, units: list[UnitRef]) -> Holdings:
-    """Nothing: a local unit is a child of the runner and never outlives it."""
-    return Holdings()
-
-
-def cancel(run_dir: Path, units: list[UnitRef]) -> None:
-    """Nothing to cancel: units end with the runner (`launch` stops them on Ctrl-C)."""
-
-
-def started_any(run_dir: Path) -> bool:
-    return False  # a unit it started has a state or a unit.log, which the runner reads itself
-
-
-if TYPE_CHECKING:  # mypy checks this module against the protocol
-    from runner.executors import local as _self
-    from runner.executors.base import Executor
-
-    _CONFORMS: Executor[Settings] = _self
+    def launch(self, plan: Plan, settings: LocalSettings, on_tick: Tick) -> dict[UnitRef, int]:
+        return launch(plan, settings, on_tick)

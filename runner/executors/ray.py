@@ -17,12 +17,12 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import field_validator
 
 from runner.errors import BackendUnavailable, UserInputError
-from runner.executors.base import ExecutorSettings, Holdings, Plan, Tick, option
+from runner.executors.base import Executor, ExecutorSettings, Plan, Tick, option
 from runner.executors.needs import Needs
 from runner.executors.shipping import pack, unpack
 from runner.record.rundir import UnitRef, write_text_atomic
@@ -31,7 +31,6 @@ from runner.record.status import recorded_status, write_status
 RETRIES = int(os.environ.get("RLCRATE_RAY_RETRIES", "3"))
 CONNECT_TIMEOUT_S = 3.0  # a cluster answers in ms; the clusters guide promises 10 s in all
 STOP_GRACE_S = 90.0
-runs_here = False
 
 
 def _host_port(address: str) -> tuple[str, int] | None:
@@ -51,7 +50,7 @@ def _host_port(address: str) -> tuple[str, int] | None:
     return host, int(port)
 
 
-class Settings(ExecutorSettings):
+class RaySettings(ExecutorSettings):
     address: str | None = option(
         "--ray-address", "Ray cluster address (default: RAY_ADDRESS, else a local cluster)."
     )
@@ -276,7 +275,7 @@ def _wait(run_dir: Path, refs: dict, board: Any, on_tick: Tick, deadline: float 
     return results
 
 
-def launch(plan: Plan, settings: Settings, on_tick: Tick) -> dict[UnitRef, int]:
+def launch(plan: Plan, settings: RaySettings, on_tick: Tick) -> dict[UnitRef, int]:
     import ray
 
     run_dir = plan.run_dir
@@ -298,27 +297,15 @@ def launch(plan: Plan, settings: Settings, on_tick: Tick) -> dict[UnitRef, int]:
             ray.shutdown()
 
 
-def check_reachable(settings: Settings) -> None:
-    """The address is well formed and a cluster answers there (`check_address`)."""
-    check_address(settings.address)
+class Ray(Executor[RaySettings]):
+    """A Ray task per unit, on any node of the cluster; no shared disk needed."""
 
+    Settings = RaySettings
+    runs_here = False
 
-def status(run_dir: Path, units: list[UnitRef]) -> Holdings:
-    """Nothing: a Ray task's files come back to the run directory, and tasks end with the
-    runner (the driver)."""
-    return Holdings()
+    def launch(self, plan: Plan, settings: RaySettings, on_tick: Tick) -> dict[UnitRef, int]:
+        return launch(plan, settings, on_tick)
 
-
-def cancel(run_dir: Path, units: list[UnitRef]) -> None:
-    """Nothing to cancel: tasks end with the driver (`launch` cancels them on Ctrl-C)."""
-
-
-def started_any(run_dir: Path) -> bool:
-    return False  # a task's unit files come back to the run directory, which the runner reads
-
-
-if TYPE_CHECKING:  # mypy checks this module against the protocol
-    from runner.executors import ray as _self
-    from runner.executors.base import Executor
-
-    _CONFORMS: Executor[Settings] = _self
+    def check_reachable(self, settings: RaySettings) -> None:
+        """The address is well formed and a cluster answers there (`check_address`)."""
+        check_address(settings.address)

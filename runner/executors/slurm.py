@@ -17,17 +17,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from runner.errors import BackendUnavailable, RunFileError, UserInputError
-from runner.executors.base import Held, Holdings, Plan, Tick
+from runner.executors.base import Executor, Held, Holdings, Plan, Tick
 from runner.executors.needs import Needs
 from runner.executors.slurm_profile import SlurmSettings
 from runner.record.rundir import UnitRef, read_json, write_json_atomic
 from runner.record.status import read_status, write_status
 
-Settings = SlurmSettings
-runs_here = False
 TERMINAL = ("done", "failed")
 POLL_S = 2.0
 ACTIVE = {
@@ -210,14 +208,9 @@ def launch(plan: Plan, settings: SlurmSettings, on_tick: Tick) -> dict[UnitRef, 
             on_tick()
             time.sleep(POLL_S)
     except KeyboardInterrupt:
-        cancel(run_dir, [u for u in units if u not in results])  # they checkpoint on SIGTERM
+        _cancel(run_dir, [u for u in units if u not in results])  # they checkpoint on SIGTERM
         raise
     return results
-
-
-def check_reachable(settings: SlurmSettings) -> None:
-    """Slurm's commands are on PATH (its controller is asked when jobs are submitted)."""
-    require_slurm()
 
 
 def _answers() -> str | None:
@@ -233,7 +226,7 @@ def _answers() -> str | None:
     return None
 
 
-def status(run_dir: Path, units: list[UnitRef]) -> Holdings:
+def _status(run_dir: Path, units: list[UnitRef]) -> Holdings:
     """Each unit's job id and state, of a run submitted to Slurm (nothing for any other run):
     a job Slurm no longer runs has ended, failing a unit it did not finish. Only looks: that
     unit is recorded as failed by the runner (reconcile) on its next `--resume`, not here."""
@@ -255,20 +248,36 @@ def status(run_dir: Path, units: list[UnitRef]) -> Holdings:
     return Holdings(held, requeues=True)
 
 
-def cancel(run_dir: Path, units: list[UnitRef]) -> None:
+def _cancel(run_dir: Path, units: list[UnitRef]) -> None:
     """scancel the jobs of these units (each checkpoints on the SIGTERM Slurm sends first)."""
     ids = read_jobs(run_dir)
     scancel([ids[u.key] for u in units if u.key in ids])
 
 
-def started_any(run_dir: Path) -> bool:
+def _started_any(run_dir: Path) -> bool:
     """A job was submitted (slurm/ alone holds only submitit's folder for a job sbatch
     refused)."""
     return jobs_file(run_dir).exists()
 
 
-if TYPE_CHECKING:  # mypy checks this module against the protocol
-    from runner.executors import slurm as _self
-    from runner.executors.base import Executor
+class Slurm(Executor[SlurmSettings]):
+    """A batch job per unit (submitit); detached runs are followed with `rlcrate status`."""
 
-    _CONFORMS: Executor[Settings] = _self
+    Settings = SlurmSettings
+    runs_here = False
+
+    def launch(self, plan: Plan, settings: SlurmSettings, on_tick: Tick) -> dict[UnitRef, int]:
+        return launch(plan, settings, on_tick)
+
+    def check_reachable(self, settings: SlurmSettings) -> None:
+        """Slurm's commands are on PATH (its controller is asked when jobs are submitted)."""
+        require_slurm()
+
+    def status(self, run_dir: Path, units: list[UnitRef]) -> Holdings:
+        return _status(run_dir, units)
+
+    def cancel(self, run_dir: Path, units: list[UnitRef]) -> None:
+        _cancel(run_dir, units)
+
+    def started_any(self, run_dir: Path) -> bool:
+        return _started_any(run_dir)

@@ -40,11 +40,11 @@ def attempt(config: dict[str, Any], seed: int, steps: int) -> dict[str, Any]:
     """One attempt, in this process, through the unit's trainer."""
     from runner.manifest.schema import Manifest
     from runner.record.seeding import derive, seed_everything
-    from runner.trainers import trainer_of, uses_torch
+    from runner.trainers import trainer_of
 
     cfg = Manifest.model_validate(config)
     seeds, trainer = derive(seed), trainer_of(cfg)
-    seed_everything(seeds, torch_threads=cfg.algo.torch_threads, with_torch=uses_torch(trainer))
+    seed_everything(seeds, torch_threads=cfg.algo.torch_threads, with_torch=trainer.USES_TORCH)
     return trainer.determinism_attempt(cfg, seeds, steps)
 
 

@@ -19,7 +19,7 @@ from runner.record.rundir import UnitRef
 from runner.record.seeding import derive, seed_everything
 from runner.record.status import read_status, write_status
 from runner.run.finish import record_failure, remove_debris
-from runner.trainers import trainer_of, uses_torch
+from runner.trainers import trainer_of
 from runner.trainers.base import STOP
 from runner.trainers.resume import check_final
 
@@ -68,7 +68,7 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
     try:
         cfg = unit_config(run_dir, variant, seed, training="train" in jobs)
         trainer = trainer_of(cfg)
-        seed_everything(seeds, torch_threads=cfg.algo.torch_threads, with_torch=uses_torch(trainer))
+        seed_everything(seeds, torch_threads=cfg.algo.torch_threads, with_torch=trainer.USES_TORCH)
         if "train" in jobs:
             fields.update(trainer.train(cfg, unit_dir, seeds))  # keeps a finished training
             write_status(unit_dir, "running", **fields)

@@ -10,12 +10,11 @@ group `rlcrate.trainers` (`runner.plugins`: rlcrate's own are declared there too
 
 from __future__ import annotations
 
-import importlib
 from functools import cache
-from typing import TYPE_CHECKING, Final, cast
+from typing import TYPE_CHECKING, Final
 
 from runner import plugins
-from runner.errors import BackendUnavailable
+from runner.errors import BackendUnavailable, UserInputError
 
 if TYPE_CHECKING:
     from runner.manifest.schema import Manifest
@@ -60,30 +59,34 @@ def names() -> list[str]:
     return [*_REGISTERED, *(n for n in plugins.names("trainer") if n not in _REGISTERED)]
 
 
-def register(name: str, module: str) -> None:
-    """Add a trainer at run time, in this process only (an installed package adds one to every
-    process through the `rlcrate.trainers` entry point)."""
-    _REGISTERED[name] = module
+def register(name: str, target: str) -> None:
+    """Add a trainer (`module:Class`) at run time, in this process only (an installed package
+    adds one to every process through the `rlcrate.trainers` entry point)."""
+    _REGISTERED[name] = target
     get_trainer.cache_clear()
-
-
-def uses_torch(trainer: Trainer) -> bool:
-    """Whether the trainer's loop runs on torch (then the unit seeds torch's generator and
-    limits its threads); a trainer says otherwise with `USES_TORCH = False`."""
-    return bool(getattr(trainer, "USES_TORCH", True))
 
 
 @cache
 def get_trainer(name: str) -> Trainer:
+    from runner.trainers.base import Trainer
+
     if name in _REGISTERED:
-        return cast("Trainer", importlib.import_module(_REGISTERED[name]))
-    plugin = plugins.find("trainer", name)
-    if plugin is None:
-        raise BackendUnavailable(plugins.unknown("trainer", name))
-    return cast("Trainer", plugins.load("trainer", plugin))
-
-
-if TYPE_CHECKING:  # mypy checks rlcrate's own trainers against the contract
-    from runner.trainers import brax_ppo, rsl_rl_ppo, sb3
-
-    _CONFORMING: tuple[Trainer, ...] = (sb3, brax_ppo, rsl_rl_ppo)
+        plugin = plugins.Plugin(name, _REGISTERED[name], "this process")
+    else:
+        found = plugins.find("trainer", name)
+        if found is None:
+            raise BackendUnavailable(plugins.unknown("trainer", name))
+        plugin = found
+    cls = plugins.load("trainer", plugin)
+    if not (isinstance(cls, type) and issubclass(cls, Trainer)):
+        raise UserInputError(
+            f"the trainer {name!r} of the package {plugin.package} ({plugin.target}) is not a "
+            "subclass of runner.trainers.base.Trainer"
+        )
+    try:
+        return cls()
+    except TypeError as exc:  # an abstract hook left out
+        raise UserInputError(
+            f"the trainer {name!r} of the package {plugin.package} ({plugin.target}) is "
+            f"incomplete: {exc}"
+        ) from None

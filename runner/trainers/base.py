@@ -1,8 +1,8 @@
 """The trainer contract: the files a unit's training loop leaves in its unit directory.
 
-A trainer is a module with `train` and `evaluate` (the `Trainer` protocol below). Summary,
-report, progress, archive and reproduce read only these files, so any training loop that leaves
-them plugs in (a new loop is a new module, registered in `runner.trainers`):
+A trainer is a class derived from `Trainer` below, with `train` and `evaluate` among its hooks.
+Summary, report, progress, archive and reproduce read only these files, so any training loop that
+leaves them plugs in (a new loop is a new module and its entry point, `runner.trainers`):
 
     model.zip                   MODEL_FILE: the final model, written atomically when train ends
     checkpoints/step-<N>.zip    optional: what `--resume` continues from after an interruption
@@ -19,8 +19,10 @@ EVAL_FIELDS); the unit writes its state, times and errors itself.
 from __future__ import annotations
 
 import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from runner.record.eval import EVAL_FILE as EVAL_FILE  # every trainer leaves one
 
@@ -47,25 +49,35 @@ EVAL_FIELDS = ("eval_mean", "eval_std")
 STOP = threading.Event()
 
 
-class Trainer(Protocol):
+class Trainer(ABC):
+    """A training loop: `name` and `ENV_INTERFACE` as class attributes, the hooks as methods.
+    The abstract ones make a trainer; `deep_only`, `start_files` and `first_step` have working
+    defaults."""
+
+    name: ClassVar[str]
     # The env interface its loop steps (`runner.backends.base`: SB3_VEC_ENV, BRAX_ENV, ...):
     # `validate` refuses a backend that does not offer it, and the loop makes its env with the
     # backend's `make_env(..., interface=ENV_INTERFACE)`.
-    ENV_INTERFACE: str
+    ENV_INTERFACE: ClassVar[str]
+    # The loop runs on torch: the unit seeds torch's generator and limits its threads.
+    USES_TORCH: ClassVar[bool] = True
+    # `first_step` can say when a fresh unit's first env step ends (the bench's cold start).
+    COLD_START: ClassVar[bool] = False
 
+    @abstractmethod
     def check_params(self, cfg: Manifest, action_kind: str | None) -> list[FieldProblem]:
         """Every problem with the algorithm's name and params, each at its field from the
         manifest's top (e.g. ("algo", "params", "n_steps")). Cheap: names are read from the
         installed sources, never imported (`validate` answers in well under a second); only
         called where the backend's packages are installed."""
-        ...
 
+    @abstractmethod
     def check_limits(self, cfg: Manifest) -> list[FieldProblem]:
         """Every cross-field limit the training loop would hit only once it runs (e.g.
         ("parallel", "envs")). Needs no package: called by every `validate`, before any unit
         starts."""
-        ...
 
+    @abstractmethod
     def dry_construct(self, cfg: Manifest) -> None:
         """The dry construction (`validate --deep`, and every run before any unit, in the
         units' Python: `runner.checks.construct`): build what a unit builds first (its env, as
@@ -73,30 +85,30 @@ class Trainer(Protocol):
         a FieldError at the field a problem comes from (the device, the env, a config key).
         It reads no training budget or cadence (train.timesteps, checkpoint_every,
         log_interval): a pass is remembered without them (`checks.dry_cache`)."""
-        ...
 
     def deep_only(self, cfg: Manifest) -> list[str]:
         """What `check_params` could not check of this config without building it (shown by
-        `validate`, which says these need `--deep`); [] when it checked everything."""
-        ...
+        `validate`, which says these need `--deep`). Default: [] (it checked everything)."""
+        return []
 
+    @abstractmethod
     def train(self, cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
         """Train `cfg.train.timesteps` env steps (continuing from the newest checkpoint, if any);
         leave MODEL_FILE and TB_DIR; return TRAIN_FIELDS. On KeyboardInterrupt (Ctrl-C,
         SIGTERM) save a checkpoint, then re-raise."""
-        ...
 
+    @abstractmethod
     def evaluate(self, cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
         """Run `cfg.eval.episodes` episodes of the saved model on a fresh single env seeded
         with `seeds["eval_env"]`; leave EVAL_FILE; return EVAL_FIELDS."""
-        ...
 
     def start_files(self, cfg: Manifest) -> list[str] | None:
         """The files of a unit trained with `cfg` that a warm start (`train.init_from`) reads,
-        model first; None when this loop cannot start from another run's model. Needs no
-        package: `validate` checks that the parent has them."""
-        ...
+        model first; None (the default) when this loop cannot start from another run's model.
+        Needs no package: `validate` checks that the parent has them."""
+        return None
 
+    @abstractmethod
     def determinism_attempt(
         self, cfg: Manifest, seeds: dict[str, int], steps: int
     ) -> dict[str, Any]:
@@ -105,8 +117,8 @@ class Trainer(Protocol):
         "steps" (per vector step, digests [observations, actions, rewards]; empty when the loop
         cannot be watched step by step), "params" (digest of the final parameters),
         "env_steps" (env steps actually trained) and "compares" (those words, for the user)."""
-        ...
 
+    @abstractmethod
     def bench(self, cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
         """The bench job's measurements of one point (`cfg` is the point's config), each
         `{"steps_per_s": {median, min, max, runs}, "steps": N, ...}`: "env_only" (the env as this
@@ -115,10 +127,12 @@ class Trainer(Protocol):
         (env + policy inference: the policy choosing every action, no update; None or absent
         when `bench.inference` is off or the trainer cannot separate it), "envs", "vec_env"
         (what stepped them), and "profile" when `bench.profile` asks and the trainer can split
-        a step. A trainer that can also say when a fresh unit's first env step ends has
-        `first_step(cfg, seeds, mark)`: build the env as its units do, step it once, call
-        `mark()` right after that step, close it (the bench's cold start)."""
-        ...
+        a step."""
+
+    def first_step(self, cfg: Manifest, seeds: dict[str, int], mark: Callable[[], Any]) -> None:
+        """For the bench's cold start (a trainer with `COLD_START = True`): build the env as its
+        units do, step it once, call `mark()` right after that step, close it."""
+        raise NotImplementedError(f"the {self.name} trainer does not measure its cold start")
 
 
 def write_eval(

@@ -20,17 +20,16 @@ def main(argv: list[str]) -> int:
     from runner.manifest.schema import Manifest
     from runner.record.rundir import write_json_atomic
     from runner.record.seeding import derive, seed_everything
-    from runner.trainers import trainer_of, uses_torch
+    from runner.trainers import trainer_of
 
     src, dst = Path(argv[0]), Path(argv[1])
     cfg = Manifest.model_validate(json.loads(src.read_text()))
     seeds, trainer = derive(cfg.seeds[0]), trainer_of(cfg)
     at: dict[str, float] = {}
     try:
-        seed_everything(seeds, torch_threads=cfg.algo.torch_threads, with_torch=uses_torch(trainer))
-        first_step = getattr(trainer, "first_step", None)
-        if first_step is not None:
-            first_step(cfg, seeds, lambda: at.setdefault("t", time.time()))
+        seed_everything(seeds, torch_threads=cfg.algo.torch_threads, with_torch=trainer.USES_TORCH)
+        if trainer.COLD_START:
+            trainer.first_step(cfg, seeds, lambda: at.setdefault("t", time.time()))
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # noqa: BLE001 - reported to the bench job as one line

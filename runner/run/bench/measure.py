@@ -31,10 +31,10 @@ def host_info() -> dict[str, Any]:
 def measure_here(cfg: Manifest) -> dict[str, Any]:
     """Measure a point in this interpreter, with the trainer that trains its algorithm."""
     from runner.record.seeding import derive, seed_everything
-    from runner.trainers import trainer_of, uses_torch
+    from runner.trainers import trainer_of
 
     seeds, trainer = derive(cfg.seeds[0]), trainer_of(cfg)
-    seed_everything(seeds, torch_threads=cfg.algo.torch_threads, with_torch=uses_torch(trainer))
+    seed_everything(seeds, torch_threads=cfg.algo.torch_threads, with_torch=trainer.USES_TORCH)
     return trainer.bench(cfg, seeds)
 
 
@@ -68,7 +68,7 @@ def run_point(point: Point) -> dict[str, Any]:
         else:
             out.update(measure_elsewhere(python, cfg))
         out.setdefault("inference", None)
-        timed = cfg.bench.cold_start and hasattr(trainer_of(cfg), "first_step")
+        timed = cfg.bench.cold_start and trainer_of(cfg).COLD_START
         out["cold_start"] = cold_start(python, cfg) if timed else None
     except Exception as exc:  # noqa: BLE001 - one broken point must not lose the others
         out["error"] = f"{type(exc).__name__}: {exc}"

@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from runner.backends.base import BRAX_ENV, JaxEnv
+from runner.errors import FieldProblem
 from runner.manifest.schema import Manifest
 from runner.record.rundir import write_json_atomic
-from runner.trainers.base import MODEL_FILE, REWARD_TAG, TB_DIR, write_eval
+from runner.trainers.base import MODEL_FILE, REWARD_TAG, TB_DIR, Trainer, write_eval
 from runner.trainers.brax_ppo.params import check_limits, check_params
 from runner.trainers.resume import newest_readable, step_in_name
 
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
+    "BraxPPO",
     "ENV_INTERFACE",
     "bench",
     "check_limits",
@@ -392,3 +394,39 @@ def determinism_attempt(cfg: Manifest, seeds: dict[str, int], steps: int) -> dic
         "compares": f"the final parameters after {trained[0]} env steps",
         "seconds": time.perf_counter() - t0,
     }
+
+
+class BraxPPO(Trainer):
+    """Brax's own PPO, jitted end to end on Brax's env."""
+
+    name = "brax_ppo"
+    ENV_INTERFACE = BRAX_ENV
+
+    def check_params(self, cfg: Manifest, action_kind: str | None) -> list[FieldProblem]:
+        return check_params(cfg, action_kind)
+
+    def check_limits(self, cfg: Manifest) -> list[FieldProblem]:
+        return check_limits(cfg)
+
+    def dry_construct(self, cfg: Manifest) -> None:
+        dry_construct(cfg)
+
+    def deep_only(self, cfg: Manifest) -> list[str]:
+        return deep_only(cfg)
+
+    def train(self, cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+        return train(cfg, unit_dir, seeds)
+
+    def evaluate(self, cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+        return evaluate(cfg, unit_dir, seeds)
+
+    def start_files(self, cfg: Manifest) -> list[str] | None:
+        return start_files(cfg)
+
+    def determinism_attempt(
+        self, cfg: Manifest, seeds: dict[str, int], steps: int
+    ) -> dict[str, Any]:
+        return determinism_attempt(cfg, seeds, steps)
+
+    def bench(self, cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
+        return bench(cfg, seeds)

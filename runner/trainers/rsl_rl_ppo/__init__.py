@@ -30,7 +30,7 @@ from runner.errors import FieldError, FieldProblem
 from runner.manifest.schema import Manifest
 from runner.record.rundir import write_json_atomic
 from runner.record.status import read_status
-from runner.trainers.base import MODEL_FILE, REWARD_TAG, TB_DIR, write_eval
+from runner.trainers.base import MODEL_FILE, REWARD_TAG, TB_DIR, Trainer, write_eval
 from runner.trainers.resume import newest_readable, train_once
 
 ENV_INTERFACE = ISAACLAB_ENV  # Isaac Lab's task env, which RSL-RL's wrapper takes as it is
@@ -408,3 +408,39 @@ def determinism_attempt(cfg: Manifest, seeds: dict[str, int], steps: int) -> dic
         "compares": f"the final parameters after {iters * batch} env steps",
         "seconds": time.perf_counter() - t0,
     }
+
+
+class RslRlPPO(Trainer):
+    """RSL-RL's PPO on an Isaac Lab task, as Isaac Lab's own training script runs it."""
+
+    name = "rsl_rl_ppo"
+    ENV_INTERFACE = ISAACLAB_ENV
+
+    def check_params(self, cfg: Manifest, action_kind: str | None) -> list[FieldProblem]:
+        return check_params(cfg, action_kind)
+
+    def check_limits(self, cfg: Manifest) -> list[FieldProblem]:
+        return check_limits(cfg)
+
+    def dry_construct(self, cfg: Manifest) -> None:
+        dry_construct(cfg)
+
+    def deep_only(self, cfg: Manifest) -> list[str]:
+        return deep_only(cfg)
+
+    def train(self, cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+        return train(cfg, unit_dir, seeds)
+
+    def evaluate(self, cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+        return evaluate(cfg, unit_dir, seeds)
+
+    def start_files(self, cfg: Manifest) -> list[str] | None:
+        return start_files(cfg)
+
+    def determinism_attempt(
+        self, cfg: Manifest, seeds: dict[str, int], steps: int
+    ) -> dict[str, Any]:
+        return determinism_attempt(cfg, seeds, steps)
+
+    def bench(self, cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
+        return bench(cfg, seeds)

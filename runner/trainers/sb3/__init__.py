@@ -16,7 +16,7 @@ from runner.errors import FieldProblem
 from runner.manifest.schema import Manifest, ParallelSpec
 from runner.record.rundir import write_json_atomic
 from runner.record.status import read_status
-from runner.trainers.base import MODEL_FILE, STOP, TB_DIR, write_eval
+from runner.trainers.base import MODEL_FILE, STOP, TB_DIR, Trainer, write_eval
 from runner.trainers.resume import (
     Start,
     newest_readable,
@@ -255,3 +255,43 @@ def deep_only(cfg: Manifest) -> list[str]:
     from runner.trainers.sb3.checks import deep_only as unchecked
 
     return unchecked(cfg.algo.name, cfg.algo.policy, cfg.algo.params)
+
+
+class SB3(Trainer):
+    """Every Stable-Baselines3 and sb3-contrib algorithm, on the backend's VecEnv."""
+
+    name = "sb3"
+    ENV_INTERFACE = SB3_VEC_ENV
+    COLD_START = True
+
+    def check_params(self, cfg: Manifest, action_kind: str | None) -> list[FieldProblem]:
+        return check_params(cfg, action_kind)
+
+    def check_limits(self, cfg: Manifest) -> list[FieldProblem]:
+        return check_limits(cfg)
+
+    def dry_construct(self, cfg: Manifest) -> None:
+        dry_construct(cfg)
+
+    def deep_only(self, cfg: Manifest) -> list[str]:
+        return deep_only(cfg)
+
+    def train(self, cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+        return train(cfg, unit_dir, seeds)
+
+    def evaluate(self, cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+        return evaluate(cfg, unit_dir, seeds)
+
+    def start_files(self, cfg: Manifest) -> list[str] | None:
+        return start_files(cfg)
+
+    def determinism_attempt(
+        self, cfg: Manifest, seeds: dict[str, int], steps: int
+    ) -> dict[str, Any]:
+        return determinism_attempt(cfg, seeds, steps)
+
+    def bench(self, cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
+        return bench(cfg, seeds)
+
+    def first_step(self, cfg: Manifest, seeds: dict[str, int], mark: Any) -> None:
+        first_step(cfg, seeds, mark)

@@ -29,10 +29,18 @@ from runner.errors import FieldError, FieldProblem
 from runner.manifest.schema import Manifest
 from runner.record.rundir import replace_via, write_json_atomic
 from runner.record.status import read_status
-from runner.trainers.base import MODEL_FILE, REWARD_TAG, STOP, TB_DIR, digest, spread, write_eval
+from runner.trainers.base import (
+    MODEL_FILE,
+    REWARD_TAG,
+    STOP,
+    TB_DIR,
+    Trainer,
+    digest,
+    spread,
+    write_eval,
+)
 from runner.trainers.resume import Start, newest_readable, pins, totals, train_once
 
-USES_TORCH = False
 ALGO = "climb"
 PARAMS = {"noise": 0.1, "step_ms": 0.0}
 STATE = "state.json"  # the one member of model.zip and of a checkpoint
@@ -248,7 +256,7 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
     _write(state, unit_dir / MODEL_FILE)
     fields = totals(state.steps, start.steps_done, start.wall_before_s, time.perf_counter() - t0)
     _progress(unit_dir, cfg, state.steps, fields["train_steps_per_s"], started, finished=True)
-    resumes = read_status(unit_dir).get("resumes", [])
+    resumes = list(read_status(unit_dir).resumes)
     resumes += [start.steps_done] if start.steps_done else []
     return {**fields, "train_started": started, "resumes": resumes}
 
@@ -332,3 +340,44 @@ def first_step(cfg: Manifest, seeds: dict[str, int], mark: Any) -> None:
         mark()
     finally:
         env.close()
+
+
+class Climb(Trainer):
+    """Hill climbing on a linear policy, without torch (see the module)."""
+
+    name = "toy_climb"
+    ENV_INTERFACE = ENV_INTERFACE
+    USES_TORCH = False
+    COLD_START = True
+
+    def check_params(self, cfg: Manifest, action_kind: str | None) -> list[FieldProblem]:
+        return check_params(cfg, action_kind)
+
+    def check_limits(self, cfg: Manifest) -> list[FieldProblem]:
+        return check_limits(cfg)
+
+    def dry_construct(self, cfg: Manifest) -> None:
+        dry_construct(cfg)
+
+    def deep_only(self, cfg: Manifest) -> list[str]:
+        return deep_only(cfg)
+
+    def train(self, cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+        return train(cfg, unit_dir, seeds)
+
+    def evaluate(self, cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+        return evaluate(cfg, unit_dir, seeds)
+
+    def start_files(self, cfg: Manifest) -> list[str] | None:
+        return start_files(cfg)
+
+    def determinism_attempt(
+        self, cfg: Manifest, seeds: dict[str, int], steps: int
+    ) -> dict[str, Any]:
+        return determinism_attempt(cfg, seeds, steps)
+
+    def bench(self, cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
+        return bench(cfg, seeds)
+
+    def first_step(self, cfg: Manifest, seeds: dict[str, int], mark: Any) -> None:
+        first_step(cfg, seeds, mark)

@@ -8,43 +8,30 @@ It runs the units one after another, here, and leaves its `--toy-note` beside ea
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 from runner.executors import unit_command
-from runner.executors.base import ExecutorSettings, Holdings, Plan, Tick, option
+from runner.executors.base import Executor, ExecutorSettings, Plan, Tick, option
 from runner.record.rundir import UnitRef
 
-runs_here = True
 
-
-class Settings(ExecutorSettings):
+class ToySettings(ExecutorSettings):
     note: str = option("--toy-note", "Written to toy.txt beside each unit the toy ran.", "")
 
 
-def launch(plan: Plan, settings: Settings, on_tick: Tick) -> dict[UnitRef, int]:
-    results = {}
-    for unit in plan.units:
-        unit_dir = unit.dir(plan.run_dir)
-        unit_dir.mkdir(parents=True, exist_ok=True)
-        (unit_dir / "toy.txt").write_text(settings.note)
-        with open(unit_dir / "unit.log", "ab") as log:
-            cmd = unit_command(plan.run_dir, unit, plan.jobs, plan.pythons)
-            results[unit] = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
-        on_tick()
-    return results
+class Toy(Executor[ToySettings]):
+    """Units in turn, here; nothing to check, report or cancel (the defaults)."""
 
+    Settings = ToySettings
+    runs_here = True
 
-def check_reachable(settings: Settings) -> None:
-    return None
-
-
-def status(run_dir: Path, units: list[UnitRef]) -> Holdings:
-    return Holdings()
-
-
-def cancel(run_dir: Path, units: list[UnitRef]) -> None:
-    return None
-
-
-def started_any(run_dir: Path) -> bool:
-    return False
+    def launch(self, plan: Plan, settings: ToySettings, on_tick: Tick) -> dict[UnitRef, int]:
+        results = {}
+        for unit in plan.units:
+            unit_dir = unit.dir(plan.run_dir)
+            unit_dir.mkdir(parents=True, exist_ok=True)
+            (unit_dir / "toy.txt").write_text(settings.note)
+            with open(unit_dir / "unit.log", "ab") as log:
+                cmd = unit_command(plan.run_dir, unit, plan.jobs, plan.pythons)
+                results[unit] = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode
+            on_tick()
+        return results
