@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import pytest
 
+from runner.record.summary import RunSummary
 from runner.run.expect import EXIT_EXPECT, unmet
 from tests.helpers import rlcrate, toy_manifest
 
 
 def test_unmet_lines_one_per_claim():
     summary = {
+        "name": "claims",
+        "run_id": "r",
+        "seeds": [0],
+        "written": 0.0,
         "variants": {
             "a": {
                 "expect": [
@@ -37,7 +42,7 @@ def test_unmet_lines_one_per_claim():
             },
         }
     }
-    assert unmet(summary) == [
+    assert unmet(RunSummary.model_validate(summary)) == [
         "expect not met: a: eval.mean_reward >= 150 (got 92.5)",
         "expect not met: b: train.steps_per_s >= 10000 (got no value)",
     ]

@@ -206,6 +206,7 @@ def test_relative_game_path_is_relative_to_the_manifest(tmp_path, monkeypatch):
 
 
 def test_expect_names_are_the_metrics_the_summary_computes():
+    from runner.record.summary import VariantSummary
     from runner.report.summary import EXPECT_METRICS, metric_values
 
     variant = {
@@ -213,4 +214,5 @@ def test_expect_names_are_the_metrics_the_summary_computes():
         "train_steps_per_s": {"mean": 2.0},
         "wall_time_s": {"mean": 3.0},
     }
-    assert list(metric_values(variant)) == list(EXPECT_METRICS)
+    values = metric_values(VariantSummary.model_validate(variant))
+    assert list(values) == list(EXPECT_METRICS)

@@ -191,6 +191,35 @@ def test_scancel_is_reported_as_failed(slurm, write_manifest, tmp_path):
     assert json.loads((run / "slurm/jobs.json").read_text())["default/seed-0"] != jid
 
 
+@pytest.mark.slow
+@pytest.mark.slurm
+def test_ctrl_c_on_the_runner_cancels_its_jobs(slurm, write_manifest, tmp_path):
+    """The runner stopped while its jobs run: it asks the executor to cancel what it still
+    holds (Slurm: scancel), so no job outlives it; the unit checkpointed on Slurm's SIGTERM."""
+    import signal
+
+    m = toy_manifest(name="tiny", algo__params__step_ms=1, train__timesteps=40000)
+    cmd = [str(Path(sys.executable).with_name("rlcrate")), "run", str(write_manifest(m)), "--out",
+           str(tmp_path / "runs"), "-x", "slurm", "--time", "30"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    progress = tmp_path / "runs"
+    _wait(lambda: list(progress.glob("tiny/*/units/default/seed-0/progress.json")), 300, "training")
+    run = run_dir_of(tmp_path / "runs", "tiny")
+    jid = json.loads((run / "slurm/jobs.json").read_text())["default/seed-0"]
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+
+    def gone() -> bool:
+        queue = subprocess.run(["squeue", "-h", "-j", jid, "-o", "%T"], capture_output=True,
+                               text=True, env=slurm)  # fmt: skip
+        return queue.stdout.strip() in ("", "COMPLETED", "CANCELLED")
+
+    _wait(gone, 60, f"job {jid} to be cancelled")
+    _wait(lambda: _status(run)["state"] == "interrupted", 60, "the unit to record its stop")
+    assert list((run / "units/default/seed-0/checkpoints").glob("*.zip"))
+
+
 @pytest.mark.slurm
 def test_sbatch_rejection_is_one_line_exit_2(slurm, write_manifest, tmp_path):
     out = rlcrate(

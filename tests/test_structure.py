@@ -191,7 +191,12 @@ def test_no_module_outside_a_plugins_home_compares_its_name(kind):
 
 
 # The run directory's records and the one module that writes each (atomically)
-RECORD_WRITERS = {"status.json": "runner/record/status.py", "eval.json": "runner/record/eval.py"}
+RECORD_WRITERS = {
+    "status.json": "runner/record/status.py",
+    "eval.json": "runner/record/eval.py",
+    "summary.json": "runner/record/summary.py",
+    "provenance.json": "runner/record/provenance.py",
+}
 
 
 def test_run_records_are_written_by_record_alone():

@@ -29,7 +29,8 @@ from runner.archive.layout import (
 from runner.archive.parents import parent_files
 from runner.errors import UserInputError
 from runner.manifest.resolved import ResolvedRun, read_resolved
-from runner.record.rundir import file_sha256, read_json
+from runner.record.provenance import Provenance, read_provenance
+from runner.record.rundir import file_sha256
 from runner.record.status import read_status
 
 
@@ -124,12 +125,12 @@ def game_hashes(res: ResolvedRun) -> dict[str, Any]:
     return out
 
 
-def extra_files(prov: dict[str, Any]) -> dict[str, bytes]:
+def extra_files(prov: Provenance) -> dict[str, bytes]:
     """Environment files made for the archive: installed packages, and the image's lock."""
-    pkgs = prov.get("packages") or {}
+    pkgs = prov.packages
     out = {"environment/packages.txt": "".join(f"{n}=={v}\n" for n, v in pkgs.items()).encode()}
     lock = Path("/opt/rlcrate/requirements.lock")  # where the images keep their lock
-    if (prov.get("image") or {}).get("tag") and lock.is_file():
+    if prov.image.get("tag") and lock.is_file():
         out["environment/requirements.lock"] = lock.read_bytes()
     return out
 
@@ -153,7 +154,7 @@ def _stream(tar: tarfile.TarFile, name: str, data: bytes | Path) -> None:
 def _index(
     run_dir: Path,
     res: ResolvedRun,
-    prov: dict[str, Any],
+    prov: Provenance,
     states: dict[str, str],
     sizes: dict[str, int],
     opts: ArchiveOptions,
@@ -178,10 +179,10 @@ def _index(
             "bytes": sum(sizes.values()),
         },
         "ran_with": {
-            "rlcrate": prov.get("rlcrate"),
-            "image": prov.get("image"),
-            "python": (prov.get("python") or {}).get("version"),
-            "determinism": prov.get("determinism"),
+            "rlcrate": prov.rlcrate,
+            "image": prov.image or None,
+            "python": prov.python.get("version"),
+            "determinism": prov.determinism or None,
         },
         "lock": "environment/requirements.lock"
         if "environment/requirements.lock" in sizes
@@ -209,8 +210,7 @@ def archive(run_dir: Path, output: Path, opts: ArchiveOptions) -> dict[str, Any]
     """Write the archive atomically; returns its index. Refuses a run that is not finished."""
     res = read_resolved(run_dir)
     check_output(run_dir, output)
-    prov = read_json(run_dir / "provenance.json")
-    prov = prov if isinstance(prov, dict) else {}  # damaged: the archive records less
+    prov = read_provenance(run_dir) or Provenance()  # damaged: the archive records less
     states = unit_states(run_dir, res)
     check_finished(run_dir, states, opts)
     entries: dict[str, bytes | Path] = {rel: run_dir / rel for rel in run_files(run_dir, opts)}

@@ -45,6 +45,7 @@ from runner.manifest.resolved import ResolvedRun, parse_resolved
 from runner.provenance import envdiff
 from runner.record.eval import read_eval
 from runner.record.rundir import read_json, write_json_atomic
+from runner.record.summary import read_summary
 
 
 @dataclass
@@ -262,7 +263,7 @@ def expect_lines(run_dir: Path) -> list[str]:
     """One line per `expect:` claim of the rerun that does not hold."""
     from runner.run.expect import unmet
 
-    return unmet(read_json(run_dir / "summary.json") or {})
+    return unmet(read_summary(run_dir))
 
 
 def _verdict_line(
@@ -354,7 +355,7 @@ def reproduce(archive_file: Path, opts: ReproduceOptions, console: Console) -> b
     n_units = sum(len(r.units) for r in results)
     from runner.run.expect import n_claims
 
-    claims = n_claims(read_json(run_dir / "summary.json") or {})
+    claims = n_claims(read_summary(run_dir))
     line, ok = _verdict_line(results, lines, n_units, opts.alpha, claims)
     write_json_atomic(
         run_dir / "reproduce.json",

@@ -19,6 +19,7 @@ from runner.manifest.resolved import ResolvedRun
 from runner.record.eval import EvalRecord, checked_eval
 from runner.record.rundir import UnitRef
 from runner.record.status import read_status
+from runner.record.summary import checked_summary
 
 
 class RerunFailed(RunnerError):
@@ -46,35 +47,33 @@ def archived_eval(v: Any, key: str) -> EvalRecord | None:
     return ev
 
 
-def _summary_disagrees(summary: Any, res: ResolvedRun, means: dict[str, float]) -> str | None:
+def _summary_disagrees(raw: Any, res: ResolvedRun, means: dict[str, float]) -> str | None:
     """Where summary.json's eval figures differ from the eval files' (`means`: key -> mean)."""
-    variants = summary.get("variants") if isinstance(summary, dict) else None
-    if not isinstance(variants, dict):
-        return "summary.json has no variants"
+    summary = checked_summary(raw)
+    if summary is None:
+        return "summary.json is not a run's summary"
     for name in res.variants:
-        var = variants.get(name)
-        ev = var.get("eval") if isinstance(var, dict) else None
-        if not isinstance(var, dict) or not isinstance(ev, dict):
+        var = summary.variants.get(name)
+        if var is None:
             return f"summary.json has no eval figures for variant {name}"
-        per_seed = ev.get("per_seed_mean") or {}
-        units = var.get("units") or {}
-        if not isinstance(per_seed, dict) or not isinstance(units, dict):
-            return f"summary.json's variant {name} is malformed"
+        per_seed = var.eval.per_seed_mean
         for seed, got in per_seed.items():
             want = means.get(f"{name}/seed-{seed}")
             if want is None or not _close(got, want):
                 return f"{name}/seed-{seed}: summary {got}, its eval.json episodes give {want}"
-        for seed, unit in units.items():
-            got = unit.get("eval_mean") if isinstance(unit, dict) else None
+        for seed, unit in var.units.items():
             want = means.get(f"{name}/seed-{seed}")
-            if got is not None and (want is None or not _close(got, want)):
-                return f"{name}/seed-{seed}: summary {got}, its eval.json episodes give {want}"
+            if unit.eval_mean is not None and (want is None or not _close(unit.eval_mean, want)):
+                return (
+                    f"{name}/seed-{seed}: summary {unit.eval_mean}, its eval.json episodes give "
+                    f"{want}"
+                )
         if per_seed:
             from runner.report import stats
 
             want = stats.mean_std([means[f"{name}/seed-{s}"] for s in per_seed])[0]
-            if not _close(ev.get("mean"), want):
-                return f"{name}: summary mean {ev.get('mean')}, its seeds' episodes give {want}"
+            if not _close(var.eval.mean, want):
+                return f"{name}: summary mean {var.eval.mean}, its seeds' episodes give {want}"
     return None
 
 

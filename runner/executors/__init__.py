@@ -89,6 +89,10 @@ class Chosen:
         """Before a run directory is made (UserInputError, BackendUnavailable)."""
         self.executor.check_reachable(self.settings)
 
+    def cancel(self, run_dir: Path, units: list[UnitRef]) -> None:
+        """Stop what the executor still holds for `units` (a stopped run: Ctrl-C, SIGTERM)."""
+        self.executor.cancel(run_dir, units)
+
     def record(self) -> dict[str, Any]:
         """What provenance.json records of it: which executor ran the run, told what."""
         return {"name": self.name, "settings": self.settings.model_dump(mode="json")}
@@ -102,12 +106,10 @@ def choose(name: str = DEFAULT, settings: ExecutorSettings | None = None) -> Cho
 
 def _recorded(run_dir: Path) -> str | None:
     """The name of the executor provenance.json says ran this run (None: not recorded)."""
-    from runner.record.rundir import read_json
+    from runner.record.provenance import read_provenance
 
-    prov = read_json(run_dir / "provenance.json")
-    entry = prov.get("executor") if isinstance(prov, dict) else None
-    name = entry.get("name") if isinstance(entry, dict) else None
-    return name if isinstance(name, str) else None
+    prov = read_provenance(run_dir)
+    return prov.executor.name if prov is not None and prov.executor is not None else None
 
 
 def holdings(run_dir: Path, units: list[UnitRef]) -> Holdings:

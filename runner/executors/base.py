@@ -158,8 +158,9 @@ class Executor(ABC, Generic[S]):
     @abstractmethod
     def launch(self, plan: Plan, settings: S, on_tick: Tick) -> dict[UnitRef, int]:
         """Run the plan's units; {unit: exit status} of those that ended (none when detached).
-        Calls `on_tick` about once a second. On KeyboardInterrupt: running units are asked to
-        checkpoint and stop, then the interrupt propagates."""
+        Calls `on_tick` about once a second. On KeyboardInterrupt: running units it started
+        here are asked to checkpoint and stop, then the interrupt propagates (the runner then
+        calls `cancel` for what is left)."""
 
     def check_reachable(self, settings: S) -> None:
         """Before a run directory is made: the executor's tools are installed and its cluster

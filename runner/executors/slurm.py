@@ -201,15 +201,13 @@ def launch(plan: Plan, settings: SlurmSettings, on_tick: Tick) -> dict[UnitRef, 
         return {}
     keyed = {u.key: u for u in units}
     results: dict[UnitRef, int] = {}
-    try:
-        while len(results) < len(units):
-            left = {k: v for k, v in ids.items() if keyed[k] not in results}
-            results.update(reconcile(run_dir, left, keyed))
-            on_tick()
-            time.sleep(POLL_S)
-    except KeyboardInterrupt:
-        _cancel(run_dir, [u for u in units if u not in results])  # they checkpoint on SIGTERM
-        raise
+    # Ctrl-C: the runner cancels the unfinished units' jobs (`cancel`; they checkpoint on the
+    # SIGTERM Slurm sends first)
+    while len(results) < len(units):
+        left = {k: v for k, v in ids.items() if keyed[k] not in results}
+        results.update(reconcile(run_dir, left, keyed))
+        on_tick()
+        time.sleep(POLL_S)
     return results
 
 

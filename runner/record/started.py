@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from runner.errors import RunFileError
-from runner.record.rundir import file_sha256, read_json
+from runner.record.rundir import file_sha256
 
 KEY = "started_with"  # provenance.json: {file name: SHA-256}
 FILES = ("manifest.yaml", "resolved.yaml")
@@ -27,10 +27,12 @@ def check(run_dir: Path) -> str | None:
     """RunFileError, one line naming the file, when the run's files are not those it started
     with. A run with no record (made by an older rlcrate, or its provenance.json damaged, which
     a resume survives) cannot be checked: the warning to print is returned instead."""
-    prov_path = run_dir / "provenance.json"
-    prov = read_json(prov_path)
-    recorded = prov.get(KEY) if isinstance(prov, dict) else None
-    if not isinstance(recorded, dict) or set(recorded) != set(FILES):
+    from runner.record.provenance import PROVENANCE_FILE, read_provenance
+
+    prov_path = run_dir / PROVENANCE_FILE
+    prov = read_provenance(run_dir)
+    recorded = prov.started_with if prov is not None else None
+    if recorded is None or set(recorded) != set(FILES):
         return (
             f"{prov_path} has no record of the files the run started with ({KEY}: an older "
             "rlcrate's run, or a damaged provenance.json); manifest.yaml and resolved.yaml are "

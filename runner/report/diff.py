@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +38,13 @@ def _cell(value: Any) -> str:
 
 def where_ran(run_dir: Path) -> str:
     """'in image TAG' or 'outside any image', from provenance.json."""
-    try:
-        image = json.loads((run_dir / "provenance.json").read_text()).get("image") or {}
-    except (OSError, ValueError, AttributeError):
+    from runner.record.provenance import read_provenance
+
+    prov = read_provenance(run_dir)
+    if prov is None:
         return "somewhere unrecorded (no readable provenance.json)"
-    return f"in image `{image['tag']}`" if image.get("tag") else "outside any image"
+    tag = prov.image.get("tag")
+    return f"in image `{tag}`" if tag else "outside any image"
 
 
 def diff_section(a: dict[str, Any], b: dict[str, Any], a_path: Path, b_path: Path) -> list[str]:

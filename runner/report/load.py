@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from runner.errors import UserInputError
 from runner.record.eval import EvalRecord, checked_eval
 from runner.record.status import STATUS_FILE, UnitStatus, recorded_status
+from runner.record.summary import SUMMARY_FILE, RunSummary, checked_summary
 from runner.report import plots
 from runner.report.summary import train_origin
 from runner.report.tb import Curve, read_curve
@@ -49,7 +50,7 @@ class Run:
     variants: dict[str, dict[str, Any]]  # name -> overrides, in matrix order
     units: dict[tuple[str, int], Unit]
     manifest: dict[str, Any]
-    summary: dict[str, Any]
+    summary: RunSummary | None
     bench: dict[str, Any] | None
     labels: dict[str, str] = field(default_factory=dict)  # variant -> short display label
 
@@ -96,11 +97,14 @@ def load_run(run_dir: Path) -> Run:
             f"{run_dir} is not a run directory (expected summary.json, resolved.yaml or units/)."
         )
     problems: list[str] = []
-    summary = _read_json(run_dir / "summary.json", problems) or {}
+    raw = _read_json(run_dir / SUMMARY_FILE, problems)
+    summary = checked_summary(raw)
+    if raw is not None and summary is None:
+        problems.append(f"{run_dir / SUMMARY_FILE}: damaged (not a run's summary)")
     res = _read_resolved(run_dir)
     manifest = res.dump() if res else _read_manifest(run_dir)
-    listed = summary.get("variants") or {}
-    variants = {k: dict(v.get("overrides") or {}) for k, v in listed.items()}
+    listed = summary.variants if summary else {}
+    variants = {k: dict(v.overrides) for k, v in listed.items()}
     if not variants and res:
         variants = {k: dict(v.overrides) for k, v in res.variants.items()}
     units_dir = run_dir / "units"
@@ -108,12 +112,12 @@ def load_run(run_dir: Path) -> Run:
         if d.is_dir():
             variants.setdefault(d.name, {})
     found = {int(p.name[5:]) for p in units_dir.glob("*/seed-*") if p.name[5:].isdigit()}
-    seeds = [int(s) for s in summary.get("seeds") or manifest.get("seeds") or sorted(found)]
+    seeds = [int(s) for s in (summary.seeds if summary else manifest.get("seeds")) or sorted(found)]
     units = {(v, s): _unit(run_dir, v, s) for v in variants for s in seeds}
     return Run(
         path=run_dir,
-        name=str(summary.get("name") or manifest.get("name") or run_dir.parent.name),
-        run_id=str(summary.get("run_id") or run_dir.name),
+        name=str(summary.name if summary else manifest.get("name") or run_dir.parent.name),
+        run_id=summary.run_id if summary else run_dir.name,
         seeds=seeds,
         variants=variants,
         units=units,

@@ -107,20 +107,20 @@ def expect_section(run: Run) -> list[str]:
     body = [
         [
             run.labels.get(v, v),
-            e.get("metric"),
-            e.get("op"),
-            fmt(e.get("value")),
-            fmt(e.get("actual")),
-            {True: "✅ met", False: "❌ not met"}.get(e.get("met"), "no result yet"),
+            e.metric,
+            e.op,
+            fmt(e.value),
+            fmt(e.actual),
+            "✅ met" if e.met is True else "❌ not met" if e.met is False else "no result yet",
         ]
-        for v, data in run.summary.get("variants", {}).items()
-        for e in data.get("expect", [])
+        for v, data in (run.summary.variants if run.summary else {}).items()
+        for e in data.expect
     ]
-    if not body:
+    if not body or run.summary is None:
         return []
-    met = run.summary.get("expectations_met")
-    met = "yes" if met is True else "no" if met is False else "no results yet"
-    return ["## Expectations", "", f"All met: **{met}**", ""] + md_table(
+    met = run.summary.expectations_met
+    said = "yes" if met is True else "no" if met is False else "no results yet"
+    return ["## Expectations", "", f"All met: **{said}**", ""] + md_table(
         ["variant", "metric", "op", "value", "actual", "result"], body
     )
 

@@ -8,8 +8,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runner.record.eval import read_eval
-from runner.record.rundir import UnitRef, write_json_atomic
-from runner.record.status import UnitStatus, read_status
+from runner.record.rundir import UnitRef
+from runner.record.status import STATUS_FILE, UnitStatus, read_status
+from runner.record.summary import (
+    SUMMARY_FILE,
+    Claim,
+    EvalSummary,
+    MeanStd,
+    Reach,
+    RunSummary,
+    UnitSummary,
+    VariantSummary,
+    claims_met,
+    read_summary,
+    write_summary_record,
+)
 from runner.trainers.base import EVAL_FILE, TB_DIR
 
 if TYPE_CHECKING:
@@ -42,25 +55,21 @@ def train_origin(status: UnitStatus) -> float | None:
     return status.train_started if status.train_started is not None else status.started
 
 
-def metric_values(variant: dict[str, Any]) -> dict[str, float | None]:
+def metric_values(variant: VariantSummary) -> dict[str, float | None]:
     """Each of EXPECT_METRICS for one variant of summary.json."""
-    ev = variant["eval"]
+    ev = variant.eval
     return {
-        "eval.mean_reward": ev.get("mean"),
-        "eval.std_reward": ev.get("std"),
-        "eval.iqm": ev.get("iqm"),
-        "eval.iqm_ci_low": (ev.get("iqm_ci95") or [None])[0],
-        "eval.min_seed_reward": min(ev["per_seed_mean"].values())
-        if ev.get("per_seed_mean")
-        else None,
-        "train.steps_per_s": variant["train_steps_per_s"].get("mean"),
-        "train.wall_time_s": variant["wall_time_s"].get("mean"),
+        "eval.mean_reward": ev.mean,
+        "eval.std_reward": ev.std,
+        "eval.iqm": ev.iqm,
+        "eval.iqm_ci_low": (ev.iqm_ci95 or [None])[0],
+        "eval.min_seed_reward": min(ev.per_seed_mean.values()) if ev.per_seed_mean else None,
+        "train.steps_per_s": variant.train_steps_per_s.mean,
+        "train.wall_time_s": variant.wall_time_s.mean,
     }
 
 
-def check_expectations(
-    variant: dict[str, Any], expect: dict[str, dict[str, float]]
-) -> list[dict[str, Any]]:
+def check_expectations(variant: VariantSummary, expect: dict[str, dict[str, float]]) -> list[Claim]:
     values = metric_values(variant)
     results = []
     for metric, claims in expect.items():
@@ -68,25 +77,17 @@ def check_expectations(
             actual = values.get(metric)
             # None: no result yet (no unit evaluated), which is not a claim that failed
             met = None if actual is None else bool(OPS[op](actual, target))
-            results.append(
-                {"metric": metric, "op": op, "value": target, "actual": actual, "met": met}
-            )
+            results.append(Claim(metric=metric, op=op, value=target, actual=actual, met=met))
     return results
 
 
-def claims_met(claims: list[dict[str, Any]]) -> bool | None:
-    """False if a claim fails; None if none fails but some have no result yet; else True."""
-    met = [c.get("met") for c in claims]
-    return False if False in met else (None if None in met else True)
-
-
-def _mean_std(values: list[float]) -> dict[str, float | None]:
+def _mean_std(values: list[float]) -> MeanStd:
     if not values:
-        return {"mean": None, "std": None}
+        return MeanStd()
     from runner.report import stats  # NumPy/SciPy: not needed by `validate` (EXPECT_METRICS)
 
     m, s = stats.mean_std(values)
-    return {"mean": m, "std": s}
+    return MeanStd(mean=m, std=s)
 
 
 def summarize_variant(
@@ -96,8 +97,8 @@ def summarize_variant(
     seeds: list[int],
     config: Manifest,
     expect: dict[str, Any],
-) -> dict[str, Any]:
-    units: dict[str, Any] = {}
+) -> VariantSummary:
+    units: dict[str, UnitSummary] = {}
     per_seed: dict[str, float] = {}
     walls, rates, ttr = [], [], {}
     levels = config.eval.reward_levels
@@ -105,15 +106,15 @@ def summarize_variant(
         unit_dir = UnitRef(name, seed).dir(run_dir)
         status = read_status(unit_dir)
         ev = read_eval(unit_dir / EVAL_FILE)  # its mean as its episodes give it
-        units[str(seed)] = {
-            "state": status.state,
-            "error": status.error,
-            "eval_mean": ev.mean if ev else None,
-            "eval_std": ev.std if ev else None,
-            "wall_time_s": status.train_wall_time_s,
-            "unit_wall_time_s": status.wall_time_s,  # env start-up, eval: all segments
-            "train_steps_per_s": status.train_steps_per_s,
-        }
+        units[str(seed)] = UnitSummary(
+            state=status.state,
+            error=status.error,
+            eval_mean=ev.mean if ev else None,
+            eval_std=ev.std if ev else None,
+            wall_time_s=status.train_wall_time_s,
+            unit_wall_time_s=status.wall_time_s,  # env start-up, eval: all segments
+            train_steps_per_s=status.train_steps_per_s,
+        )
         if status.state == "done" and ev:
             per_seed[str(seed)] = ev.mean
         if status.train_wall_time_s is not None and status.train_steps_per_s is not None:
@@ -126,98 +127,89 @@ def summarize_variant(
 
     m, s = stats.mean_std(means) if means else (None, None)
     iqm, lo, hi = stats.iqm_ci(means) if means else (None, None, None)
-    variant = {
-        "overrides": overrides,
-        "units": units,
-        "eval": {
-            "per_seed_mean": per_seed,
-            "mean": m,
-            "std": s,
-            "iqm": iqm,
-            "iqm_ci95": [lo, hi] if means else None,
-            "n_seeds": len(means),
-        },
-        "wall_time_s": _mean_std(walls),
-        "train_steps_per_s": _mean_std(rates),
-        "time_to_reward": _time_to_reward_summary(ttr, levels),
-        "missing": [s for s in seeds if str(s) not in per_seed],
-    }
-    variant["expect"] = check_expectations(variant, expect) if expect else []
+    variant = VariantSummary(
+        overrides=overrides,
+        units=units,
+        eval=EvalSummary(
+            per_seed_mean=per_seed,
+            mean=m,
+            std=s,
+            iqm=iqm,
+            iqm_ci95=[lo, hi] if means else None,
+            n_seeds=len(means),
+        ),
+        wall_time_s=_mean_std(walls),
+        train_steps_per_s=_mean_std(rates),
+        time_to_reward=_time_to_reward_summary(ttr, levels),
+        missing=[s for s in seeds if str(s) not in per_seed],
+    )
+    variant.expect = check_expectations(variant, expect) if expect else []
     return variant
 
 
-def _time_to_reward_summary(ttr: dict[str, Any], levels: list[float]) -> dict[str, Any]:
+def _time_to_reward_summary(ttr: dict[str, Any], levels: list[float]) -> dict[str, Reach]:
     out = {}
     for level in levels:
         per_seed = {s: v.get(str(level)) for s, v in ttr.items() if "error" not in v}
         reached = [t for t in per_seed.values() if t is not None]
-        out[str(level)] = {
-            "per_seed": per_seed,
-            "mean_s": sum(reached) / len(reached) if reached else None,
-            "reached": len(reached),
-        }
+        out[str(level)] = Reach(
+            per_seed=per_seed,
+            mean_s=sum(reached) / len(reached) if reached else None,
+            reached=len(reached),
+        )
     return out
 
 
-def write_summary(run_dir: Path, resolved: ResolvedRun) -> dict[str, Any]:
+def write_summary(run_dir: Path, resolved: ResolvedRun) -> RunSummary:
     summary = summarize(run_dir, resolved)
-    write_json_atomic(run_dir / "summary.json", summary)
+    write_summary_record(run_dir, summary)
     return summary
 
 
-def recorded_summary(run_dir: Path, resolved: ResolvedRun) -> dict[str, Any] | None:
+def recorded_summary(run_dir: Path, resolved: ResolvedRun) -> RunSummary | None:
     """summary.json as the runner wrote it, when nothing it summarises has changed since: it is
     at least as new as resolved.yaml and every unit's status.json and eval.json (a resumed or
-    re-evaluated unit rewrites them), and it names this run and exactly its variants and seeds.
-    None otherwise (the caller summarises again). The file is data: only its shape is read."""
-    from runner.record.rundir import read_json
-
-    path = run_dir / "summary.json"
+    re-evaluated unit rewrites them), it is whole (`record.summary`), and it names this run and
+    exactly its variants and seeds. None otherwise (the caller summarises again)."""
+    path = run_dir / SUMMARY_FILE
     sources = [run_dir / "resolved.yaml"]
     for unit in resolved.units():
-        sources += [unit.dir(run_dir) / "status.json", unit.dir(run_dir) / EVAL_FILE]
+        sources += [unit.dir(run_dir) / STATUS_FILE, unit.dir(run_dir) / EVAL_FILE]
     try:
         written = path.stat().st_mtime_ns
         if any(p.exists() and p.stat().st_mtime_ns > written for p in sources):
             return None
     except OSError:
         return None
-    data = read_json(path)
+    data = read_summary(run_dir)
     seeds = sorted(str(s) for s in resolved.seeds)
     if not (
-        isinstance(data, dict)
-        and data.get("name") == resolved.name
-        and data.get("run_id") == run_dir.name
-        and isinstance(data.get("variants"), dict)
-        and sorted(data["variants"]) == sorted(resolved.variants)
+        data is not None
+        and data.name == resolved.name
+        and data.run_id == run_dir.name
+        and sorted(data.variants) == sorted(resolved.variants)
         and all(
-            isinstance(v, dict) and isinstance(v.get("units"), dict) and sorted(v["units"]) == seeds
-            for v in data["variants"].values()
-        )
-        and all(
-            isinstance(u, dict) and isinstance(u.get("state"), str)
-            for v in data["variants"].values()
-            for u in v["units"].values()
-        )
+            sorted(v.units) == seeds and all(u.state for u in v.units.values())
+            for v in data.variants.values()
+        )  # fmt: skip
     ):
         return None
     return data
 
 
-def summarize(run_dir: Path, resolved: ResolvedRun) -> dict[str, Any]:
+def summarize(run_dir: Path, resolved: ResolvedRun) -> RunSummary:
     """summary.json's content, from the unit files; writes nothing."""
     expect = {metric: dict(claims) for metric, claims in resolved.expect.items()}
     variants = {
         name: summarize_variant(run_dir, name, v.overrides, resolved.seeds, v.config, expect)
         for name, v in resolved.variants.items()
     }
-    summary = {
-        "name": resolved.name,
-        "run_id": run_dir.name,
-        "seeds": resolved.seeds,
-        "written": time.time(),
-        "variants": variants,
-        "expectations_met": claims_met([c for v in variants.values() for c in v["expect"]]),
-        "complete": not any(v["missing"] for v in variants.values()),
-    }
-    return summary
+    return RunSummary(
+        name=resolved.name,
+        run_id=run_dir.name,
+        seeds=resolved.seeds,
+        written=time.time(),
+        variants=variants,
+        expectations_met=claims_met([c for v in variants.values() for c in v.expect]),
+        complete=not any(v.missing for v in variants.values()),
+    )

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.errors import RunnerError
+from runner.record.summary import RunSummary, read_summary
 
 EXIT_EXPECT = 3
 
@@ -28,28 +29,26 @@ def _num(x: Any) -> str:
     return f"{x:.6g}" if isinstance(x, float) else str(x)
 
 
-def unmet(summary: dict[str, Any]) -> list[str]:
+def unmet(summary: RunSummary | None) -> list[str]:
     """`variant: metric op value (got actual)` for every claim that does not hold."""
     return [
-        f"expect not met: {name}: {c['metric']} {c['op']} {_num(c['value'])} "
-        f"(got {_num(c['actual'])})"
-        for name, v in (summary.get("variants") or {}).items()
-        for c in v.get("expect") or []
-        if c.get("met") is False  # None: no result yet, which is no unmet claim
+        f"expect not met: {name}: {c.metric} {c.op} {_num(c.value)} (got {_num(c.actual)})"
+        for name, v in (summary.variants if summary else {}).items()
+        for c in v.expect
+        if c.met is False  # None: no result yet, which is no unmet claim
     ]
 
 
-def n_claims(summary: dict[str, Any]) -> int:
-    return sum(len(v.get("expect") or []) for v in (summary.get("variants") or {}).values())
+def n_claims(summary: RunSummary | None) -> int:
+    return sum(len(v.expect) for v in summary.variants.values()) if summary else 0
 
 
 def gate(run_dir: Path) -> None:
     """Raise ExpectationsNotMet, listing every unmet claim, if any claim of the run fails."""
-    from runner.record.rundir import read_json
-
-    lines = unmet(read_json(run_dir / "summary.json") or {})
+    summary = read_summary(run_dir)
+    lines = unmet(summary)
     if lines:
-        total = n_claims(read_json(run_dir / "summary.json") or {})
+        total = n_claims(summary)
         raise ExpectationsNotMet(
             f"{len(lines)} of {total} expect: claim(s) not met (exit status {EXIT_EXPECT}; "
             "--no-expect reports without failing)\n" + "\n".join(lines)

@@ -26,11 +26,10 @@ from runner.manifest import Manifest, ResolvedRun, read_resolved, resolved
 from runner.manifest.resolved import RESOLVED
 from runner.record import started
 from runner.record.lock import locked
+from runner.record.provenance import Provenance, update_provenance, write_provenance
 from runner.record.rundir import (
     UnitRef,
     new_run_dir,
-    read_json,
-    write_json_atomic,
     write_text_atomic,
 )
 from runner.record.status import read_status, write_status
@@ -115,7 +114,7 @@ def prepare_run_dir(
         prov["executor"] = opts.executor.record()
         prov["lineage"] = {n: v.parent.model_dump() for n, v in res.variants.items() if v.parent}
         prov[started.KEY] = started.fingerprint(run_dir)  # checked by every --resume
-        write_json_atomic(run_dir / "provenance.json", prov)
+        write_provenance(run_dir, Provenance.model_validate(prov))
     except BaseException:  # a full disk, a signal: no half-made run directory stays behind
         shutil.rmtree(run_dir, ignore_errors=True)
         raise
@@ -154,11 +153,7 @@ def parallelism(manifest: Manifest, res: ResolvedRun) -> tuple[int, int]:
 def _finish_provenance(run_dir: Path, units: list[UnitRef]) -> None:
     import time
 
-    prov = read_json(run_dir / "provenance.json")
-    if not isinstance(prov, dict):  # damaged: keep what is there rather than replace it
-        return
-    prov["finished"] = time.time()
-    prov["units"] = {
+    units_ran = {
         u.key: {
             "state": (s := read_status(u.dir(run_dir))).state,
             "seeds": s.seeds,
@@ -166,7 +161,7 @@ def _finish_provenance(run_dir: Path, units: list[UnitRef]) -> None:
         }
         for u in units
     }
-    write_json_atomic(run_dir / "provenance.json", prov)
+    update_provenance(run_dir, finished=time.time(), units=units_ran)  # damaged: kept as it is
 
 
 def run_units(
@@ -212,6 +207,11 @@ def run_units(
             results = opts.executor.launch(plan, live.refresh)
             stopping = False
             return results
+        except KeyboardInterrupt:  # what the executor still holds of the unfinished units stops
+            opts.executor.cancel(
+                run_dir, [u for u in todo if not read_status(u.dir(run_dir)).ended]
+            )
+            raise
         finally:
             settle(run_dir, todo, results, stopping)
             _finish_provenance(run_dir, units)

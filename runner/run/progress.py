@@ -13,7 +13,7 @@ from rich.text import Text
 
 from runner.record.rundir import UnitRef, read_progress
 from runner.record.status import read_status
-from runner.report.summary import claims_met
+from runner.record.summary import RunSummary, claims_met
 
 
 def _eta(seconds: float | None) -> str:
@@ -74,8 +74,8 @@ def _fmt(x: Any, digits: int = 2) -> str:
     return "-" if x is None or x != x else f"{x:,.{digits}f}"
 
 
-def _caption(summary: dict[str, Any]) -> str | None:
-    counts = {v["eval"]["n_seeds"] for v in summary["variants"].values()}
+def _caption(summary: RunSummary) -> str | None:
+    counts = {v.eval.n_seeds for v in summary.variants.values()}
     if counts == {1}:
         return "one seed: no spread across seeds and no confidence interval to show"
     from runner.report.stats import iqm_note
@@ -83,8 +83,8 @@ def _caption(summary: dict[str, Any]) -> str | None:
     return iqm_note(counts)
 
 
-def summary_table(summary: dict[str, Any]) -> Table:
-    table = Table(title=f"{summary['name']} · {summary['run_id']}", caption=_caption(summary))
+def summary_table(summary: RunSummary) -> Table:
+    table = Table(title=f"{summary.name} · {summary.run_id}", caption=_caption(summary))
     for col in (
         "variant",
         "seeds",
@@ -95,10 +95,10 @@ def summary_table(summary: dict[str, Any]) -> Table:
         "expect",
     ):
         table.add_column(col, justify="left" if col in ("variant", "expect") else "right")
-    for name, v in summary["variants"].items():
-        ev = v["eval"]
-        ci = ev.get("iqm_ci95") or [None, None]
-        expects = v.get("expect") or []
+    for name, v in summary.variants.items():
+        ev = v.eval
+        ci = ev.iqm_ci95 or [None, None]
+        expects = v.expect
         exp = (
             {True: "[green]met[/]", False: "[red]not met[/]", None: "no results yet"}[
                 claims_met(expects)
@@ -106,24 +106,24 @@ def summary_table(summary: dict[str, Any]) -> Table:
             if expects
             else "-"
         )
-        n = ev["n_seeds"]
-        seeds = f"{n}/{len(v['units'])}"
-        one = n == 1 or ev["mean"] is None
+        n = ev.n_seeds
+        seeds = f"{n}/{len(v.units)}"
+        one = n == 1 or ev.mean is None
         table.add_row(
             escape(name),
             seeds,
-            _fmt(ev["mean"]) if one else f"{_fmt(ev['mean'])} ± {_fmt(ev['std'])}",
-            _fmt(ev["iqm"]) if one else f"{_fmt(ev['iqm'])} [{_fmt(ci[0])}, {_fmt(ci[1])}]",
-            _fmt(v["train_steps_per_s"]["mean"], 0),
-            _fmt(v["wall_time_s"]["mean"], 1),
+            _fmt(ev.mean) if one else f"{_fmt(ev.mean)} ± {_fmt(ev.std)}",
+            _fmt(ev.iqm) if one else f"{_fmt(ev.iqm)} [{_fmt(ci[0])}, {_fmt(ci[1])}]",
+            _fmt(v.train_steps_per_s.mean, 0),
+            _fmt(v.wall_time_s.mean, 1),
             exp,
         )
     return table
 
 
-def print_failures(console: Console, summary: dict[str, Any]) -> None:
-    for name, v in summary["variants"].items():
-        for seed, u in v["units"].items():
-            if u["state"] in ("failed", "interrupted"):
-                error = escape(str(u.get("error")))
-                console.print(f"[red]{escape(name)}/seed-{seed} {u['state']}[/]: {error}")
+def print_failures(console: Console, summary: RunSummary) -> None:
+    for name, v in summary.variants.items():
+        for seed, u in v.units.items():
+            if u.state in ("failed", "interrupted"):
+                error = escape(str(u.error))
+                console.print(f"[red]{escape(name)}/seed-{seed} {u.state}[/]: {error}")

@@ -45,15 +45,17 @@ def where_tracked(unit_dir: Path) -> dict[str, Any]:
 
 
 def record_in_provenance(run_dir: Path, units: list[UnitRef]) -> None:
-    prov = read_json(run_dir / "provenance.json")
-    if not isinstance(prov, dict):
+    from runner.record.provenance import read_provenance, update_provenance
+
+    prov = read_provenance(run_dir)
+    if prov is None:  # damaged: kept as it is
         return
-    prov_units = prov.setdefault("units", {})
+    recorded = {k: dict(v) for k, v in prov.units.items()}
     for u in units:
         tracked = where_tracked(u.dir(run_dir))
         if tracked:
-            prov_units.setdefault(u.key, {})["track"] = tracked
-    write_json_atomic(run_dir / "provenance.json", prov)
+            recorded.setdefault(u.key, {})["track"] = tracked
+    update_provenance(run_dir, units=recorded)
 
 
 def sweep(run_dir: Path, units: list[UnitRef]) -> None:

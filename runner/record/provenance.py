@@ -1,0 +1,82 @@
+"""A run's provenance.json: what ran, where and with what; one model, read and written here.
+
+The runner writes it when the run directory is made (`runner.provenance.collect` gathers the
+facts), adds each unit's state when the units end, and the tracking upload adds where each unit
+is tracked. Fields this model does not name are the backends' external programs, by their own
+names (`programs` lists them), and are kept as written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from runner.record.rundir import read_json, write_json_atomic
+
+PROVENANCE_FILE = "provenance.json"
+
+
+class ExecutorRecord(BaseModel):
+    name: str
+    settings: dict[str, Any] = Field(default_factory=dict)
+
+
+class Provenance(BaseModel):
+    model_config = ConfigDict(extra="allow")  # the backends' programs (listed in `programs`)
+
+    rlcrate: str | None = None
+    argv: list[str] = Field(default_factory=list)
+    cwd: str | None = None
+    manifest: str | None = None
+    git: dict[str, Any] | None = None
+    rlcrate_source_git: dict[str, Any] | None = None
+    python: dict[str, Any] = Field(default_factory=dict)
+    unit_interpreters: dict[str, str | None] = Field(default_factory=dict)
+    platform: dict[str, Any] = Field(default_factory=dict)
+    host: str | None = None
+    cpu: dict[str, Any] = Field(default_factory=dict)
+    gpu: dict[str, Any] = Field(default_factory=dict)
+    torch: str | None = None
+    cuda: str | None = None
+    programs: list[str] = Field(default_factory=list)
+    image: dict[str, str | None] = Field(default_factory=dict)
+    packages: dict[str, str] = Field(default_factory=dict)
+    determinism: dict[str, Any] = Field(default_factory=dict)
+    started: float | None = None
+    started_iso: str | None = None
+    finished: float | None = None
+    units: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    command_line: dict[str, Any] | None = None
+    executor: ExecutorRecord | None = None
+    lineage: dict[str, Any] = Field(default_factory=dict)
+    started_with: dict[str, str] | None = None
+
+
+def checked_provenance(data: Any) -> Provenance | None:
+    if not isinstance(data, dict):
+        return None
+    try:
+        return Provenance.model_validate(data)
+    except ValidationError:
+        return None
+
+
+def read_provenance(run_dir: Path) -> Provenance | None:
+    """The run's provenance.json, or None when it is missing or damaged."""
+    return checked_provenance(read_json(run_dir / PROVENANCE_FILE))
+
+
+def write_provenance(run_dir: Path, prov: Provenance) -> None:
+    write_json_atomic(run_dir / PROVENANCE_FILE, prov.model_dump(mode="json"))
+
+
+def update_provenance(run_dir: Path, **fields: Any) -> bool:
+    """Set `fields` in the run's provenance.json; False (nothing written) when it is missing or
+    damaged: what is there is kept rather than replaced."""
+    prov = read_provenance(run_dir)
+    if prov is None:
+        return False
+    write_provenance(run_dir, prov.model_copy(update=fields))
+    return True
