@@ -40,7 +40,7 @@ def test_unmet_lines_one_per_claim():
                     },
                 ]
             },
-        }
+        },
     }
     assert unmet(RunSummary.model_validate(summary)) == [
         "expect not met: a: eval.mean_reward >= 150 (got 92.5)",
