@@ -13,7 +13,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from runner.cli import app
+from runner.cli import COMMANDS, app
+from runner.cli.lazy import first_paragraph, load
 from tests.helpers import PLUGINS, ROOT, rlcrate, run_dir_of, tiny_manifest, toy_manifest
 
 runner = CliRunner()
@@ -54,9 +55,14 @@ LOOKS_SITE = """
 import atexit, os, sys
 def _log():
     with open(os.environ["RLCRATE_TEST_MODULES"], "w") as f:
-        f.write(" ".join(m for m in ("torch", "numpy", "matplotlib", "scipy") if m in sys.modules))
+        f.write(" ".join(m for m in os.environ["RLCRATE_TEST_WATCH"].split() if m in sys.modules))
 atexit.register(_log)
 """
+NUMERICAL = "torch numpy matplotlib scipy"
+# what only the commands need: `--help` lists them without importing their modules
+COMMAND_MODULES = "pydantic runner.executors runner.manifest " + " ".join(
+    {entry.module for entry in COMMANDS.values()}
+)
 
 
 @pytest.fixture(scope="module")
@@ -97,11 +103,26 @@ def test_commands_that_only_look_import_no_torch_numpy_or_matplotlib(toy_run, tm
     # EnvPool's id catalogue is read once per EnvPool version (importing envpool), then cached:
     # the first validate after installing one pays that import, the next ones do not
     assert rlcrate("envs", "envpool").returncode == 0
-    for args in (["--help"], ["validate", quickstart], ["status", str(toy_run)]):
-        res = rlcrate(*args, env_extra=env)
+    for args, watch in (
+        (["--help"], f"{NUMERICAL} {COMMAND_MODULES}"),
+        (["validate", quickstart], NUMERICAL),
+        (["status", str(toy_run)], NUMERICAL),
+    ):
+        res = rlcrate(*args, env_extra={**env, "RLCRATE_TEST_WATCH": watch})
         assert res.returncode == 0, res.stdout + res.stderr
         assert log.read_text() == "", f"rlcrate {args[0]} imported {log.read_text()}"
         log.unlink()
+
+
+def test_help_shows_each_commands_own_first_line():
+    """`rlcrate --help` lists the commands from runner.cli.COMMANDS without loading them; each
+    line there is the first paragraph of the loaded command's own help, in the same order."""
+    wide = {"COLUMNS": "400", "TERMINAL_WIDTH": "400"}  # one line per command
+    shown = runner.invoke(app, ["--help"], env=wide).output
+    rows = [m.groups() for m in re.finditer(r"^│ (\S+) +(.+?) *│$", shown, re.M)][2:]
+    assert [name for name, _ in rows] == list(COMMANDS)  # after the two options, in order
+    for name, line in rows:
+        assert line == COMMANDS[name].help == first_paragraph(load(name, COMMANDS[name]).help)
 
 
 def test_status_shows_the_written_summary_while_it_is_current(toy_run, tmp_path):

@@ -25,6 +25,7 @@ def _checkout_first() -> None:
     if sys.path[:1] != [CHECKOUT]:
         sys.path.insert(0, CHECKOUT)
 
+
 PAGES = ("reference/cli.md", "reference/manifest-fields.md", "reference/exit-status.md")
 
 
@@ -41,10 +42,15 @@ def _click_root() -> Any:
 
 
 def _walk(cmd: Any, path: tuple[str, ...]) -> list[tuple[tuple[str, ...], Any]]:
+    """Every command under `cmd`, each as the command line loads it (the root loads its
+    commands on first use), sorted by name."""
     out = [(path, cmd)]
-    for name, sub in sorted(getattr(cmd, "commands", {}).items()):
-        if not getattr(sub, "hidden", False):
-            out += _walk(sub, (*path, name))
+    if hasattr(cmd, "list_commands"):
+        ctx = cmd.context_class(cmd)
+        for name in sorted(cmd.list_commands(ctx)):
+            sub = cmd.get_command(ctx, name)
+            if not getattr(sub, "hidden", False):
+                out += _walk(sub, (*path, name))
     return out
 
 

@@ -6,7 +6,9 @@ from typing import Annotated
 
 import typer
 
-app = typer.Typer(no_args_is_help=True)
+app = typer.Typer(
+    name="plugin", help="Check a backend, trainer or executor plugin.", no_args_is_help=True
+)
 
 
 @app.command("check")

@@ -1,14 +1,19 @@
-"""The reproducibility commands: `archive`, `reproduce`, `check-determinism`.
+"""The reproducibility commands: `archive`, `reproduce`, `check-determinism` (loaded when one
+is called)."""
 
-Registered on the root app by `runner.cli`; kept here so the root module stays small.
-"""
+from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from runner.cli.executor import executor_options
+from runner.cli.run import ImageOpt, ManifestArg, OutOpt, RunDirArg, console
 from runner.errors import UserInputError
+from runner.executors import Chosen
+
+app = typer.Typer()
 
 MAX_CHECK_STEPS = 10_000_000  # check-determinism compares a short slice; more is a typo
 
@@ -25,111 +30,96 @@ def _seed_list(seeds: str | None, num_seeds: str | None) -> list[int] | None:
     return parse_num_seeds(num_seeds) if num_seeds is not None else None
 
 
-def register(app: typer.Typer) -> None:
-    # annotations are evaluated here, at definition (no `from __future__ import annotations`),
-    # so the option aliases imported from runner.cli.run below resolve
-    from runner.cli.run import (
-        ImageOpt,
-        ManifestArg,
-        OutOpt,
-        RunDirArg,
-        console,
-        executor_options,
-    )
-    from runner.executors import Chosen
+@app.command("archive")
+def archive_cmd(
+    run_dir: RunDirArg,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="The .tar.gz to write.", dir_okay=False)
+    ],
+    models: Annotated[bool, typer.Option(help="Include model.zip and checkpoints.")] = True,
+    tensorboard: Annotated[bool, typer.Option(help="Include the TensorBoard files.")] = True,
+    incomplete: Annotated[
+        bool,
+        typer.Option(help="Archive a run with failed or interrupted units, marked incomplete."),
+    ] = False,
+) -> None:
+    """Bundle a finished run for a paper: a deterministic tar.gz with SHA-256 checksums."""
+    from runner.archive import ArchiveOptions, archive
+    from runner.record.rundir import file_sha256
 
-    @app.command("archive")
-    def archive_cmd(
-        run_dir: RunDirArg,
-        output: Annotated[
-            Path, typer.Option("--output", "-o", help="The .tar.gz to write.", dir_okay=False)
-        ],
-        models: Annotated[bool, typer.Option(help="Include model.zip and checkpoints.")] = True,
-        tensorboard: Annotated[bool, typer.Option(help="Include the TensorBoard files.")] = True,
-        incomplete: Annotated[
-            bool,
-            typer.Option(help="Archive a run with failed or interrupted units, marked incomplete."),
-        ] = False,
-    ) -> None:
-        """Bundle a finished run for a paper: a deterministic tar.gz with SHA-256 checksums."""
-        from runner.archive import ArchiveOptions, archive
-        from runner.record.rundir import file_sha256
+    index = archive(run_dir, output, ArchiveOptions(models, tensorboard, incomplete))
+    n, size = index["contains"]["files"], output.stat().st_size
+    mark = "" if index["run"]["complete"] else ", marked incomplete"
+    typer.echo(f"archive: {output} ({n} files, {size / 1e6:.2f} MB{mark})")
+    typer.echo(f"sha256: {file_sha256(output)}")
 
-        index = archive(run_dir, output, ArchiveOptions(models, tensorboard, incomplete))
-        n, size = index["contains"]["files"], output.stat().st_size
-        mark = "" if index["run"]["complete"] else ", marked incomplete"
-        typer.echo(f"archive: {output} ({n} files, {size / 1e6:.2f} MB{mark})")
-        typer.echo(f"sha256: {file_sha256(output)}")
 
-    @app.command("reproduce")
-    @executor_options
-    def reproduce_cmd(
-        archive_file: Annotated[
-            Path,
-            typer.Argument(
-                help="An archive made by `rlcrate archive`.", exists=True, dir_okay=False
-            ),
-        ],
-        units: Annotated[
-            int | None,
-            typer.Option("--units", help="Rerun a sample: the first seeds covering N units."),
-        ] = None,
-        seeds: Annotated[
-            str | None,
-            typer.Option(
-                "--seeds",
-                metavar="SEEDS",
-                help="Rerun only these seeds of the archive: 2 (seed 2), 0,2, 0-4.",
-            ),
-        ] = None,
-        num_seeds: Annotated[
-            str | None,
-            typer.Option(
-                "--num-seeds", metavar="N", help="Rerun only the archive's seeds 0 to N-1."
-            ),
-        ] = None,
-        image: ImageOpt = None,
-        out: OutOpt = Path("runs"),
-        alpha: Annotated[
-            float, typer.Option("--alpha", help="Significance level, in (0, 0.5].")
-        ] = 0.05,
-        *,
-        executor: Chosen,
-    ) -> None:
-        """Verify an archive, rerun it (or a sample), compare with the original: one verdict line.
+@app.command("reproduce")
+@executor_options
+def reproduce_cmd(
+    archive_file: Annotated[
+        Path,
+        typer.Argument(help="An archive made by `rlcrate archive`.", exists=True, dir_okay=False),
+    ],
+    units: Annotated[
+        int | None,
+        typer.Option("--units", help="Rerun a sample: the first seeds covering N units."),
+    ] = None,
+    seeds: Annotated[
+        str | None,
+        typer.Option(
+            "--seeds",
+            metavar="SEEDS",
+            help="Rerun only these seeds of the archive: 2 (seed 2), 0,2, 0-4.",
+        ),
+    ] = None,
+    num_seeds: Annotated[
+        str | None,
+        typer.Option("--num-seeds", metavar="N", help="Rerun only the archive's seeds 0 to N-1."),
+    ] = None,
+    image: ImageOpt = None,
+    out: OutOpt = Path("runs"),
+    alpha: Annotated[
+        float, typer.Option("--alpha", help="Significance level, in (0, 0.5].")
+    ] = 0.05,
+    *,
+    executor: Chosen,
+) -> None:
+    """Verify an archive, rerun it (or a sample), compare with the original: one verdict line.
 
-        Exit 0 when the verdict holds (identical, or within tolerance, and expect: met), else 1."""
-        from runner.archive import ReproduceOptions, reproduce
+    Exit 0 when the verdict holds (identical, or within tolerance, and expect: met), else 1."""
+    from runner.archive import ReproduceOptions, reproduce
 
-        chosen = _seed_list(seeds, num_seeds)
-        if units is not None and chosen is not None:
-            which = "--seeds" if seeds is not None else "--num-seeds"
-            raise UserInputError(f"--units and {which}: give one of them, not both")
-        if units is not None and units < 1:
-            raise UserInputError(f"--units: expected a positive number of units, got {units}")
-        if not 0 < alpha <= 0.5:
-            raise UserInputError(f"--alpha: expected a significance level in (0, 0.5], got {alpha}")
-        opts = ReproduceOptions(out, executor, units, chosen, image, alpha)
-        raise typer.Exit(0 if reproduce(archive_file, opts, console()) else 1)
+    chosen = _seed_list(seeds, num_seeds)
+    if units is not None and chosen is not None:
+        which = "--seeds" if seeds is not None else "--num-seeds"
+        raise UserInputError(f"--units and {which}: give one of them, not both")
+    if units is not None and units < 1:
+        raise UserInputError(f"--units: expected a positive number of units, got {units}")
+    if not 0 < alpha <= 0.5:
+        raise UserInputError(f"--alpha: expected a significance level in (0, 0.5], got {alpha}")
+    opts = ReproduceOptions(out, executor, units, chosen, image, alpha)
+    raise typer.Exit(0 if reproduce(archive_file, opts, console()) else 1)
 
-    @app.command("check-determinism")
-    def check_determinism_cmd(
-        manifest: ManifestArg,
-        steps: Annotated[
-            int | None,
-            typer.Option("--steps", help="Env steps per attempt (default: 2 rollouts)."),
-        ] = None,
-        seed: Annotated[int, typer.Option("--seed", help="The master seed both attempts use.")] = 0,
-    ) -> None:
-        """Train a short slice of the first unit twice with the same seed; compare hashes of
-        observations, actions, rewards and final parameters: `bitwise`, or the first divergence."""
-        from runner.run.check_determinism import check
 
-        if steps is not None and not 1 <= steps <= MAX_CHECK_STEPS:
-            raise UserInputError(
-                f"--steps: expected 1 to {MAX_CHECK_STEPS:,} steps (a short slice), got {steps:,}"
-            )
-        if seed < 0:  # NumPy's SeedSequence, which derives every seed, takes none below 0
-            raise UserInputError(f"--seed: expected a master seed of 0 or more, got {seed}")
+@app.command("check-determinism")
+def check_determinism_cmd(
+    manifest: ManifestArg,
+    steps: Annotated[
+        int | None,
+        typer.Option("--steps", help="Env steps per attempt (default: 2 rollouts)."),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="The master seed both attempts use.")] = 0,
+) -> None:
+    """Train a short slice of the first unit twice with the same seed; compare hashes of
+    observations, actions, rewards and final parameters: `bitwise`, or the first divergence."""
+    from runner.run.check_determinism import check
 
-        raise typer.Exit(check(manifest, steps, seed, console()))
+    if steps is not None and not 1 <= steps <= MAX_CHECK_STEPS:
+        raise UserInputError(
+            f"--steps: expected 1 to {MAX_CHECK_STEPS:,} steps (a short slice), got {steps:,}"
+        )
+    if seed < 0:  # NumPy's SeedSequence, which derives every seed, takes none below 0
+        raise UserInputError(f"--seed: expected a master seed of 0 or more, got {seed}")
+
+    raise typer.Exit(check(manifest, steps, seed, console()))

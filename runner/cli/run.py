@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from runner.cli.executor import executor_options as executor_options
 from runner.errors import RunnerError, UserInputError
 
 # Exit statuses of `docker/podman run` itself (not of the command inside): the container never ran.

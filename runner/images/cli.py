@@ -10,7 +10,13 @@ import typer
 
 from runner.errors import UserInputError
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+app = typer.Typer(
+    name="image",
+    help="Build, export and list the versioned images.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
 
 EngineOpt = Annotated[
     str | None,
