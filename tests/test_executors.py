@@ -121,3 +121,25 @@ def test_no_module_indexes_the_resolved_run_as_a_dict():
             if path != reader and re.search(r"\bres(olved)?\[|read_yaml\([^)]*resolved", line):
                 bad.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert not bad, "\n".join(bad)
+
+
+def test_the_local_runner_wakes_when_a_unit_ends_not_at_its_tick():
+    """The local executor waits for its units' processes to end (a process descriptor each),
+    so the summary follows the last unit at once, not after its next half-second sleep: here a
+    wait of up to 60 s returns as soon as the first of two children ends."""
+    import subprocess
+    import sys
+    import time
+
+    from runner.executors.local import wait_for_an_exit
+
+    quick = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"])
+    slow = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        t = time.monotonic()
+        wait_for_an_exit([slow, quick], 60)
+        assert time.monotonic() - t < 30  # woken by the exit (the timeout alone would be 60)
+        assert quick.wait(timeout=1) == 0 and slow.poll() is None
+    finally:
+        slow.kill()
+        slow.wait()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from tests.helpers import (
     children_of,
@@ -70,7 +71,11 @@ def test_gymnasium_run_directory(write_manifest, tmp_path):
                 "step-256.zip",
             ]
             assert json.loads((unit / "train.json").read_text())["timesteps_done"] == 512
-            assert list((unit / "tb").glob("events.out.tfevents.*"))
+            # the TensorBoard file is whole: its last scalars are the last rollout's (the unit's
+            # process ends without Python's finalization, so nothing is flushed there)
+            (events,) = (unit / "tb").glob("events.out.tfevents.*")
+            acc = EventAccumulator(str(events)).Reload()
+            assert max(e.step for tag in acc.Tags()["scalars"] for e in acc.Scalars(tag)) == 512
             ev = json.loads((unit / "eval.json").read_text())
             assert len(ev["episodes"]) == 3 and all(e["length"] > 0 for e in ev["episodes"])
     summary = json.loads((run / "summary.json").read_text())

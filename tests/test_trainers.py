@@ -131,3 +131,33 @@ def test_a_stop_request_ends_sb3_training_at_the_next_step(tmp_path):
     (checkpoint,) = (tmp_path / "checkpoints").glob("step-*.zip")
     assert int(checkpoint.stem.split("-")[1]) < 100_000
     assert not (tmp_path / "model.zip").exists()
+
+
+QUICK = """
+import atexit, sys
+from runner.trainers import quick_exit
+atexit.register(lambda: open(sys.argv[1], "w").write("atexit ran"))
+print("buffered", end="")  # not a whole line: only a flush writes it to the pipe
+for vote in sys.argv[2:]:
+    quick_exit.allow(vote == "yes")
+quick_exit.end(3)
+"""
+
+
+@pytest.mark.parametrize("votes", [["yes"], ["yes", "no"], []])
+def test_quick_exit_keeps_the_exit_status_the_output_and_atexit(votes, tmp_path):
+    """`quick_exit.end` (a unit's process when its trainer allows it): the same exit status,
+    standard output and atexit handlers as a normal exit, whether or not every trainer allowed
+    skipping Python's finalization."""
+    import subprocess
+    import sys
+
+    from tests.helpers import checkout_env
+
+    mark = tmp_path / "mark"
+    res = subprocess.run(
+        [sys.executable, "-c", QUICK, str(mark), *votes],
+        capture_output=True, text=True, env=checkout_env(), timeout=60,
+    )  # fmt: skip
+    assert (res.returncode, res.stdout, res.stderr) == (3, "buffered", "")
+    assert mark.read_text() == "atexit ran"

@@ -18,6 +18,7 @@ from typing import Any
 
 from runner.errors import FieldError, first_line
 from runner.manifest.schema import Manifest
+from runner.trainers import quick_exit
 
 
 def build_once(cfg: Manifest, *, check_device: bool = True) -> tuple[tuple[str, ...], str] | None:
@@ -29,6 +30,7 @@ def build_once(cfg: Manifest, *, check_device: bool = True) -> tuple[tuple[str, 
     if not check_device:
         cfg = cfg.model_copy(update={"algo": cfg.algo.model_copy(update={"device": "cpu"})})
     trainer = trainer_of(cfg)
+    quick_exit.allow(trainer.QUICK_EXIT)
     return _failed(cfg, lambda: trainer.dry_construct(cfg))
 
 
@@ -108,4 +110,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    quick_exit.end(main(sys.argv[1:]))

@@ -19,7 +19,7 @@ from runner.record.rundir import UnitRef
 from runner.record.seeding import derive, seed_everything
 from runner.record.status import read_status, write_status
 from runner.run.finish import record_failure, remove_debris
-from runner.trainers import trainer_of
+from runner.trainers import quick_exit, trainer_of
 from runner.trainers.base import STOP
 from runner.trainers.resume import check_final
 
@@ -68,6 +68,7 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
     try:
         cfg = unit_config(run_dir, variant, seed, training="train" in jobs)
         trainer = trainer_of(cfg)
+        quick_exit.allow(trainer.QUICK_EXIT)
         seed_everything(seeds, torch_threads=cfg.algo.torch_threads, with_torch=trainer.USES_TORCH)
         if "train" in jobs:
             fields.update(trainer.train(cfg, unit_dir, seeds))  # keeps a finished training
@@ -105,4 +106,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    quick_exit.end(main(sys.argv[1:]))

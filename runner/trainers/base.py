@@ -63,6 +63,10 @@ class Trainer(ABC):
     USES_TORCH: ClassVar[bool] = True
     # `first_step` can say when a fresh unit's first env step ends (the bench's cold start).
     COLD_START: ClassVar[bool] = False
+    # Its `train`, `evaluate` and `dry_construct` close every file they write (loggers, envs),
+    # so the process may end without Python's finalization once they return
+    # (runner/trainers/quick_exit.py: torch's teardown, 0.5-1 s per unit, skipped).
+    QUICK_EXIT: ClassVar[bool] = False
 
     @abstractmethod
     def check_params(self, cfg: Manifest, action_kind: str | None) -> list[FieldProblem]:

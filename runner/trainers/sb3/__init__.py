@@ -118,6 +118,13 @@ def _resume_from(cfg: Manifest, path: Path, venv: Any, seed: int) -> Any:
     return model
 
 
+def _close_logger(model: Any) -> None:
+    """Close the model's logger (its TensorBoard writer flushes and closes its file)."""
+    logger = getattr(model, "_logger", None)  # none until `learn` sets it up
+    if logger is not None:
+        logger.close()
+
+
 def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
     venv = make_env(cfg, seed=seeds["env"], log_dir=unit_dir)
     try:
@@ -151,6 +158,8 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
         except KeyboardInterrupt:
             save_checkpoint(model, unit_dir, callback.train_wall_s())
             raise
+        finally:
+            _close_logger(model)  # the TensorBoard file whole, whatever ended the training
         segment = time.perf_counter() - callback.t0
         save_stats(model, unit_dir / STATS_FILE)  # first: a model on disk has its statistics
         save_atomic(model, unit_dir / MODEL_FILE)
@@ -263,6 +272,7 @@ class SB3(Trainer):
     name = "sb3"
     ENV_INTERFACE = SB3_VEC_ENV
     COLD_START = True
+    QUICK_EXIT = True  # _train closes the TensorBoard logger; every env is closed
 
     def check_params(self, cfg: Manifest, action_kind: str | None) -> list[FieldProblem]:
         return check_params(cfg, action_kind)
