@@ -124,6 +124,10 @@ def test_rsl_rl_trains_resumes_and_evaluates(write_manifest, tmp_path):
     assert all(e["length"] > 0 for e in ev["episodes"])
     assert (unit / "model.zip").is_file() and (unit / "checkpoints" / "step-128.zip").is_file()
     assert [s for s, _ in rewards(unit)][-1] == 256  # against env steps, not iterations
+    # RSL-RL's own TensorBoard file holds both iterations (256 steps of 16 x 8 envs), though the
+    # unit's process ends without Python's finalization (its runner leaves the writer open)
+    own = EventAccumulator(str(unit / "rsl_rl")).Reload()
+    assert {e.step for tag in own.Tags()["scalars"] for e in own.Scalars(tag)} == {0, 1}
     res_yaml = resolved_sources(run)
     config = res_yaml["variants"]["default"]["config"]
     assert config["algo"]["params"]["algorithm"]["learning_rate"] == 1.0e-3  # the task's

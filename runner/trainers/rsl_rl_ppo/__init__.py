@@ -260,10 +260,18 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
             raise
         finally:
             hooks.writer.close()
+            _close_own_writer(runner)
         return _finish(cfg, unit_dir, runner, hooks, before[0] * batch)
     finally:
         env.close()
         end()
+
+
+def _close_own_writer(runner: Any) -> None:
+    """Close RSL-RL's own TensorBoard writer (its runner leaves it open, flushing every 10 s)."""
+    writer = getattr(getattr(runner, "logger", None), "writer", None)
+    if writer is not None and hasattr(writer, "close"):
+        writer.close()
 
 
 def _finish(cfg: Manifest, unit_dir: Path, runner: Any, hooks: _Hooks, before: int) -> dict:
@@ -415,6 +423,7 @@ class RslRlPPO(Trainer):
 
     name = "rsl_rl_ppo"
     ENV_INTERFACE = ISAACLAB_ENV
+    QUICK_EXIT = True  # _train closes both TensorBoard writers; every env is closed and ended
 
     def check_params(self, cfg: Manifest, action_kind: str | None) -> list[FieldProblem]:
         return check_params(cfg, action_kind)
