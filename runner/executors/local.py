@@ -121,7 +121,10 @@ def wait_for_an_exit(procs: list[subprocess.Popen[bytes]], timeout: float) -> No
             for p in procs:
                 fds.append(os.pidfd_open(p.pid))
         if len(fds) == len(procs):
-            select.select(fds, [], [], timeout)
+            poller = select.poll()  # not select.select: no limit on the descriptors' numbers
+            for fd in fds:
+                poller.register(fd, select.POLLIN)
+            poller.poll(timeout * 1000)
         else:
             time.sleep(timeout)
     finally:
