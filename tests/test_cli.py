@@ -14,7 +14,7 @@ import yaml
 from typer.testing import CliRunner
 
 from runner.cli import COMMANDS, app
-from runner.cli.lazy import first_paragraph, load
+from runner.cli.lazy import load
 from tests.helpers import PLUGINS, ROOT, rlcrate, run_dir_of, tiny_manifest, toy_manifest
 
 runner = CliRunner()
@@ -112,6 +112,13 @@ def test_commands_that_only_look_import_no_torch_numpy_or_matplotlib(toy_run, tm
         assert res.returncode == 0, res.stdout + res.stderr
         assert log.read_text() == "", f"rlcrate {args[0]} imported {log.read_text()}"
         log.unlink()
+
+
+def first_paragraph(help: str | None) -> str:
+    """The line Typer's help listing shows for a command with this help text."""
+    import inspect
+
+    return " ".join(inspect.cleandoc(help or "").split("\n\n")[0].split())
 
 
 def test_help_shows_each_commands_own_first_line():

@@ -10,7 +10,6 @@ its command's own help, so the listing cannot drift from the commands.
 from __future__ import annotations
 
 import importlib
-import inspect
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
@@ -29,11 +28,6 @@ class Lazy:
     module: str  # a module with a Typer `app`: the command by this name, or the group itself
     help: str  # what `rlcrate --help` shows for it: the first paragraph of its help
     group: bool = False  # the whole app is the command (`image build`, `plugin check`, ...)
-
-
-def first_paragraph(help: str | None) -> str:
-    """The line Typer's help listing shows for a command with this help text."""
-    return " ".join(inspect.cleandoc(help or "").split("\n\n")[0].split())
 
 
 @cache

@@ -11,9 +11,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from runner.record.rundir import read_json, write_json_atomic
+from runner.record.rundir import checked, read_json, write_json_atomic
 
 EVAL_FILE = "eval.json"
 
@@ -66,12 +66,7 @@ def _same(a: float, b: float) -> bool:
 def checked_eval(data: Any) -> EvalRecord | None:
     """An eval.json's content as a record if it is whole (numeric episodes whose mean, std and
     count are the ones recorded); None when it is not."""
-    if not isinstance(data, dict):
-        return None
-    try:
-        return EvalRecord.model_validate(data)
-    except (ValidationError, ValueError):
-        return None
+    return checked(EvalRecord, data)
 
 
 def read_eval(path: Path) -> EvalRecord | None:

@@ -11,9 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from runner.record.rundir import read_json, write_json_atomic
+from runner.record.rundir import checked, read_json, write_json_atomic
 
 PROVENANCE_FILE = "provenance.json"
 
@@ -55,12 +55,8 @@ class Provenance(BaseModel):
 
 
 def checked_provenance(data: Any) -> Provenance | None:
-    if not isinstance(data, dict):
-        return None
-    try:
-        return Provenance.model_validate(data)
-    except ValidationError:
-        return None
+    """provenance.json's content as the model, or None when it does not fit it."""
+    return checked(Provenance, data)
 
 
 def read_provenance(run_dir: Path) -> Provenance | None:

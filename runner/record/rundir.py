@@ -17,11 +17,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runner.errors import RunFileError
+
+M = TypeVar("M", bound=BaseModel)
 
 
 @functools.cache
@@ -89,6 +91,17 @@ def read_json(path: Path) -> Any | None:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
+        return None
+
+
+def checked(model: type[M], data: Any) -> M | None:
+    """`data` (a run file's JSON) as `model`, or None when it is not a JSON object that fits it
+    (a damaged record is never half-believed)."""
+    if not isinstance(data, dict):
+        return None
+    try:
+        return model.model_validate(data)
+    except ValueError:  # pydantic's ValidationError, or a model's own check of the whole
         return None
 
 

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runner.errors import RunFileError
-from runner.record.rundir import read_json, write_json_atomic
+from runner.record.rundir import checked, read_json, write_json_atomic
 
 STATES = ("pending", "running", "done", "failed", "interrupted")
 TERMINAL = ("done", "failed")  # a unit in these states ran to its end (interrupted did not)
@@ -90,13 +90,7 @@ def write_status_anyway(unit_dir: Path, state: str, **fields: Any) -> None:
 def recorded_status(unit_dir: Path) -> UnitStatus | None:
     """The unit's record, or None when it has none or it is damaged (not a JSON object of
     these fields)."""
-    data = read_json(unit_dir / STATUS_FILE)
-    if not isinstance(data, dict):
-        return None
-    try:
-        return UnitStatus.model_validate(data)
-    except ValidationError:
-        return None
+    return checked(UnitStatus, read_json(unit_dir / STATUS_FILE))
 
 
 def read_status(unit_dir: Path, *, strict: bool = False) -> UnitStatus:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from runner.record.rundir import read_json, write_json_atomic
+from runner.record.rundir import checked, read_json, write_json_atomic
 
 SUMMARY_FILE = "summary.json"
 
@@ -96,12 +96,7 @@ def write_summary_record(run_dir: Path, summary: RunSummary) -> None:
 
 def checked_summary(data: Any) -> RunSummary | None:
     """summary.json's content as the model, or None when it does not fit it."""
-    if not isinstance(data, dict):
-        return None
-    try:
-        return RunSummary.model_validate(data)
-    except ValidationError:
-        return None
+    return checked(RunSummary, data)
 
 
 def read_summary(run_dir: Path) -> RunSummary | None:
