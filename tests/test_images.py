@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import textwrap
 from pathlib import Path
 
@@ -85,18 +86,59 @@ def test_build_command(engine, tmp_path):
     assert cmd[cmd.index("-f") + 1] == str(tmp_path / "Dockerfile.cpu")
     assert "--build-arg" in cmd and "VERSION=1.2.3" in cmd
     if engine != "docker":
-        assert cmd[cmd.index("--timestamp") + 1] == "1700000000"
+        assert cmd[cmd.index("--timestamp") + 1] == str(image_build.FILES_EPOCH)
+        assert "--omit-history" in cmd
         assert cmd[cmd.index("--volume") + 1] == vols[0]
         assert "--layers" in cmd
     if engine == "buildah":
         assert cmd[cmd.index("--isolation") + 1] == "chroot"
 
 
-def test_docker_build_cannot_mount(tmp_path):
-    with pytest.raises(UserInputError, match="cannot mount"):
+def test_docker_build_volumes_become_build_inputs(tmp_path):
+    """docker mounts no host folders in a build: volumes under /run/rlcrate-build travel as an
+    image of their own (BUILD_INPUTS); anything else is refused in one line."""
+    (tmp_path / "wheels").mkdir()
+    (tmp_path / "ca.crt").write_text("x")
+    layout = image_build.inputs_layout(
+        [
+            f"{tmp_path / 'wheels'}:/run/rlcrate-build/wheels:ro",
+            f"{tmp_path / 'ca.crt'}:/run/rlcrate-build/ca.crt",
+        ]
+    )
+    assert layout == {"wheels": tmp_path / "wheels", "ca.crt": tmp_path / "ca.crt"}
+    for bad in (
+        f"{tmp_path}:/etc/pip",
+        f"{tmp_path}:/run/rlcrate-build/../x",
+        "/nowhere:/run/rlcrate-build/x",
+    ):
+        with pytest.raises(UserInputError, match="--volume"):
+            image_build.inputs_layout([bad])
+    with pytest.raises(UserInputError, match="BUILD_INPUTS"):
         image_build.build_command(
             "docker", "cpu", "t", root=tmp_path, build_args={}, volumes=["a:b"]
         )
+
+
+def test_docker_builder_needs_buildkit(fake_path):
+    """buildx where installed; else a client with BuildKit built in (before 23); a newer client
+    without buildx has only the legacy builder: one line saying what to install."""
+    for version, buildx, expected in (
+        ("28.2.2", True, ["docker", "buildx", "build", "--load"]),
+        ("20.10.24+dfsg1", False, ["docker", "build"]),
+        ("28.2.2", False, None),
+    ):
+        _fake_bin(
+            fake_path,
+            "docker",
+            f"""[ "$1" = buildx ] && {{ {"echo v0.20" if buildx else "exit 1"}; exit; }}
+            echo {version}
+            """,
+        )
+        if expected is None:
+            with pytest.raises(UserInputError, match="no buildx plugin"):
+                image_build.docker_builder()
+        else:
+            assert image_build.docker_builder() == expected
 
 
 def test_metadata_created_from_source_date_epoch(monkeypatch):
@@ -105,7 +147,33 @@ def test_metadata_created_from_source_date_epoch(monkeypatch):
     assert meta["CREATED"] == "2023-11-14T22:13:20Z" and meta["VERSION"] == __version__
 
 
-def test_run_command_docker_cuda(tmp_path):
+@pytest.fixture
+def toolkit(fake_path, tmp_path, monkeypatch):
+    """A host with the NVIDIA Container Toolkit: its `nvidia-ctk` and, where asked, a CDI spec
+    (fakes: a GPU host cannot be made here; the command lines are what is tested)."""
+    cdi = tmp_path / "cdi"
+    cdi.mkdir()
+    monkeypatch.setattr(image_run, "CDI_DIRS", (cdi,))
+    monkeypatch.setenv("PATH", str(fake_path))
+    return fake_path, cdi
+
+
+def test_gpu_options_follow_what_the_host_has(toolkit):
+    bin_dir, cdi = toolkit
+    with pytest.raises(UserInputError, match="lacks") as err:
+        image_run.gpu_options("docker")
+    assert "\n" not in str(err.value)
+    with pytest.raises(UserInputError, match="nvidia-ctk cdi generate"):
+        image_run.gpu_options("podman")
+    (cdi / "nvidia.yaml").write_text("cdiVersion: 0.5.0\n")
+    assert image_run.gpu_options("podman") == ["--device", "nvidia.com/gpu=all"]
+    assert image_run.gpu_options("docker") == ["--device", "nvidia.com/gpu=all"]
+    _fake_bin(bin_dir, "nvidia-ctk", "exit 0\n")
+    assert image_run.gpu_options("docker") == ["--gpus", "all"]
+
+
+def test_run_command_docker_cuda(tmp_path, toolkit):
+    _fake_bin(toolkit[0], "nvidia-ctk", "exit 0\n")
     manifest = tmp_path / "m.yaml"
     info = _info("cuda", **{image_engine.LABEL_MIN_DRIVER: "580.65.06"})
     cmd = image_run.run_command(
@@ -133,7 +201,8 @@ def test_run_command_docker_cuda(tmp_path):
     ]
 
 
-def test_run_command_podman_and_buildah(tmp_path, monkeypatch):
+def test_run_command_podman_and_buildah(tmp_path, monkeypatch, toolkit):
+    (toolkit[1] / "nvidia.yaml").write_text("cdiVersion: 0.5.0\n")
     manifest = tmp_path / "m.yaml"
     monkeypatch.setattr(os, "getuid", lambda: 1234)
     podman = image_run.run_command(
@@ -190,6 +259,7 @@ def test_run_in_image_refuses_old_driver_before_starting(fake_path, tmp_path, wr
         fake_path,
         "docker",
         f"""echo "$@" >> {log}
+        [ "$1" = version ] && echo 20.10.24 && exit 0  # the daemon answers
         [ "$1 $2" = "image inspect" ] && echo '{inspect}' && exit 0
         exit 99
         """,
@@ -288,6 +358,64 @@ def _in_image(ref: str, *argv: str) -> subprocess.CompletedProcess:
         subprocess.run(["buildah", "rm", ctr], capture_output=True)
 
 
+def _layers(ref: str, folder: Path) -> list[dict[str, tuple]]:
+    """Each layer of `ref` as {path: (content hash or link target, mode, uid, gid, mtime)}."""
+    subprocess.run(
+        ["buildah", "push", "--quiet", "--disable-compression", ref, f"oci:{folder}"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    blob = folder / "blobs" / "sha256"
+    index = json.loads((folder / "index.json").read_text())
+    manifest = json.loads((blob / index["manifests"][0]["digest"][7:]).read_text())
+    layers = []
+    for layer in manifest["layers"]:
+        with tarfile.open(blob / layer["digest"][7:]) as tar:
+            layers.append(
+                {m.name: (hashlib.sha256(tar.extractfile(m).read()).hexdigest()  # type: ignore[union-attr]
+                          if m.isfile() else m.linkname, m.mode, m.uid, m.gid, m.mtime)
+                 for m in tar}
+            )  # fmt: skip
+    return layers
+
+
+def _what_differs(a: str, b: str, tmp: Path) -> str:
+    first, second = _layers(a, tmp / "a"), _layers(b, tmp / "b")
+    lines = [f"{a} and {b} differ"]
+    for i, (x, y) in enumerate(zip(first, second, strict=False)):
+        paths = sorted(p for p in set(x) | set(y) if x.get(p) != y.get(p))
+        if paths:
+            lines.append(f"layer {i}: {len(paths)} paths differ, e.g. " + "; ".join(
+                f"{p}: {x.get(p)} vs {y.get(p)}" for p in paths[:5]))  # fmt: skip
+    if len(lines) == 1:
+        configs = [_config(ref) for ref in (a, b)]
+        keys = sorted(
+            k for k in set(configs[0]) | set(configs[1]) if configs[0].get(k) != configs[1].get(k)
+        )
+        lines.append(f"every layer is the same; the configs differ in {keys}: " + "; ".join(
+            f"{k}: {configs[0].get(k)} vs {configs[1].get(k)}" for k in keys)[:3000])  # fmt: skip
+    return "\n".join(lines)
+
+
+def _config(ref: str) -> dict:
+    """An image's OCI config, flattened to dotted keys."""
+    data = json.loads(
+        subprocess.run(
+            ["buildah", "inspect", "--type", "image", ref], capture_output=True, text=True
+        ).stdout
+    )["OCIv1"]
+    flat: dict = {}
+
+    def walk(node: object, path: str) -> None:
+        if isinstance(node, dict):
+            for key, value in node.items():
+                walk(value, f"{path}.{key}" if path else key)
+        else:
+            flat[path] = node
+
+    walk(data, "")
+    return flat
+
+
 @pytest.mark.image
 @pytest.mark.slow
 @pytest.mark.skipif(_can_build() is not None, reason=_can_build() or "")
@@ -322,6 +450,21 @@ class TestCpuImage:
         out = _in_image(cpu_image.ref, *image_engine.ENTRYPOINT, "doctor")
         assert out.returncode == 0, out.stderr
         assert "godot3-server" in out.stdout and "3.2.3" in out.stdout
+
+    def test_rebuilt_with_empty_caches_it_has_the_same_digest(self, cpu_image, tmp_path):
+        """The same commit built again with no layer cache: the same image, byte for byte (same
+        config digest, same layers); if not, the layers and files that differ are named."""
+        tag = "localhost/rlcrate-cpu:rebuilt"
+        out = _build("--no-cache", tag=tag)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+        try:
+            again = image_engine.inspect("buildah", tag)
+            assert again is not None
+            if again.id != cpu_image.id:
+                pytest.fail(_what_differs(cpu_image.ref, tag, tmp_path))
+            assert again.digest == cpu_image.digest
+        finally:
+            subprocess.run(["buildah", "rmi", tag], capture_output=True)
 
     def test_tampered_lock_hash_fails_the_build(self, cpu_image):
         out = _build("--build-arg", "LOCK_SHA256=" + "0" * 64, tag="localhost/rlcrate-cpu:tampered")

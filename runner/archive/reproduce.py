@@ -192,6 +192,23 @@ def _rerun(manifest: Path, name: str, opts: ReproduceOptions, console: Console) 
     return _newest(opts.out / name, before)
 
 
+def image_line(image: str, archived: dict) -> str:
+    """Whether the image a rerun goes into is the one the archived run ran in, by digest."""
+    from runner.images.engine import VARIANTS, detect_engine, inspect, resolve_target
+
+    ref = resolve_target(image)[1] if image in VARIANTS else image
+    info = inspect(engine := detect_engine(), ref)
+    if info is None:
+        raise UserInputError(f"--image {image}: {engine} has no image {ref}; build or pull it")
+    was = (archived.get("image") or {}).get("digest")
+    here = info.digest or info.id
+    if not was:
+        return f"image: {ref} ({here[:19]}); the archived run ran in no image, so none to compare"
+    if was in (info.digest, info.id):
+        return f"image: {ref} has the archived digest {was[:19]}"
+    return f"image: {ref} is {here[:19]}, not the archived {was[:19]}: a different build"
+
+
 def _newest(parent: Path, before: set[Path]) -> Path:
     new = sorted(p for p in parent.glob("*") if p not in before and p.is_dir())
     if not new:
@@ -324,6 +341,9 @@ def reproduce(archive_file: Path, opts: ReproduceOptions, console: Console) -> b
         f"verified: {archive_file} ({len(v.sums) + 1} files, SHA-256 all match; "
         f"{v.index.get('written_by')}, run {v.top})"
     )
+    if opts.image is not None:
+        line = image_line(opts.image, v.json("provenance.json") or {})
+        console.print(escape(line), soft_wrap=True)
     with tempfile.TemporaryDirectory(prefix="rlcrate-reproduce-") as tmp:
         _check_manifest(v, res, Path(tmp))
         try:

@@ -62,10 +62,14 @@ def build_cmd(
         typer.Option(
             "--volume",
             "-v",
-            help="SRC:DST[:ro] mounted during the build (podman, buildah), "
-            "e.g. a CA bundle or a wheel folder; never copied into the image.",
+            help="SRC:/run/rlcrate-build/NAME[:ro] mounted for the dependency step, e.g. a CA "
+            "bundle or a wheel folder; never copied into the image (docker: through an image of "
+            "its own, passed as BUILD_INPUTS).",
         ),
     ] = None,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Build every layer afresh (no layer cache).")
+    ] = False,
 ) -> None:
     """Build a versioned image from Dockerfile.<variant> and images/<variant>/."""
     from runner.images.build import build
@@ -76,6 +80,7 @@ def build_cmd(
         base=base,
         build_args=_pairs(build_arg or [], "--build-arg"),
         volumes=volume or [],
+        no_cache=no_cache,
     )
     typer.echo(tag)
 

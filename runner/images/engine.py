@@ -60,9 +60,10 @@ def detect_engine(engine: str | None = None) -> str:
             )
         if shutil.which(wanted) is None:
             raise UserInputError(f"container engine {wanted!r} is not installed on this machine")
-        from runner.checks.installed import container_problem
+        from runner.checks.installed import engine_problem
 
-        problem = container_problem(wanted, 60)  # answers, yet cannot start one (podman here)
+        # docker's daemon answers; podman answers, yet may not start a container (as here)
+        problem = engine_problem(wanted, 60)
         if problem:
             raise UserInputError(f"container engine {wanted}: {problem}")
         return wanted

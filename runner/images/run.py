@@ -4,6 +4,7 @@ it with SIGTERM (and Ctrl-C under buildah) forwarded to the runner inside."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import shutil
 import signal
@@ -90,10 +91,27 @@ def _buildah_children(pid: int) -> list[int]:
     return found
 
 
+def _die_with_parent() -> None:
+    """In the engine client (between fork and exec): SIGTERM when the runner that started it
+    dies, even by SIGKILL, so that the client stops its container (docker and podman pass the
+    signal on; `--rm` removes it) instead of leaving it running unattended."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
 def _call(cmd: list[str], *, buildah: bool = False) -> int:
-    """Run an engine command; SIGTERM (and SIGINT, for buildah) reach the runner inside, which
-    stops cleanly, instead of killing the engine client and orphaning the run."""
-    proc = subprocess.Popen(cmd, start_new_session=buildah)
+    """Run an engine command in a session of its own; SIGTERM and SIGINT (Ctrl-C reaches only
+    this process) are passed on once to the runner inside, which stops cleanly: through the
+    docker or podman client, which proxies signals to its container, or straight to the command
+    `buildah run` started. The client is told to stop if this process dies."""
+    proc = subprocess.Popen(
+        cmd,
+        start_new_session=True,
+        preexec_fn=None if buildah or sys.platform != "linux" else _die_with_parent,  # noqa: PLW1509
+    )
     if threading.current_thread() is not threading.main_thread():
         return proc.wait()
 
@@ -103,8 +121,7 @@ def _call(cmd: list[str], *, buildah: bool = False) -> int:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signum)
 
-    # Without buildah, Ctrl-C already reaches the engine client (same process group).
-    caught = (signal.SIGTERM, signal.SIGINT) if buildah else (signal.SIGTERM,)
+    caught = (signal.SIGTERM, signal.SIGINT)
     old = {sig: signal.signal(sig, forward) for sig in caught}
     try:
         return proc.wait()
@@ -169,8 +186,43 @@ def _run_options(engine: str, *, uid: int, gid: int, cuda: bool, tty: bool) -> l
     else:
         cmd += ["--user", f"{uid}:{gid}"]
     if cuda:
-        cmd += ["--gpus", "all"] if engine == "docker" else ["--device", "nvidia.com/gpu=all"]
+        cmd += gpu_options(engine)
     return cmd
+
+
+CDI_DIRS = (Path("/etc/cdi"), Path("/var/run/cdi"))  # where the toolkit writes its CDI spec
+TOOLKIT = ("nvidia-ctk", "nvidia-container-runtime-hook", "nvidia-container-toolkit")
+
+
+def _cdi_spec() -> Path | None:
+    for folder in CDI_DIRS:
+        for spec in sorted(folder.glob("nvidia*.yaml")) + sorted(folder.glob("nvidia*.json")):
+            return spec
+    return None
+
+
+def gpu_options(engine: str) -> list[str]:
+    """The NVIDIA Container Toolkit's documented GPU options for `engine`, chosen by what this host
+    has: a CDI spec (`nvidia-ctk cdi generate`) gives `--device nvidia.com/gpu=all` (podman's
+    way, and docker's from 25 on); docker with the toolkit's runtime hook gives `--gpus all`."""
+    spec = _cdi_spec()
+    if engine == "podman":
+        if spec is None:
+            raise UserInputError(
+                "podman gives a container GPUs through a CDI spec, and this host has none in "
+                f"{' or '.join(map(str, CDI_DIRS))}; install the NVIDIA Container Toolkit and run "
+                "`nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`, or use --image cpu"
+            )
+        return ["--device", "nvidia.com/gpu=all"]
+    if any(shutil.which(name) for name in TOOLKIT):
+        return ["--gpus", "all"]
+    if spec is not None:
+        return ["--device", "nvidia.com/gpu=all"]
+    raise UserInputError(
+        "the cuda image needs the NVIDIA Container Toolkit, which this host lacks (no "
+        f"{', '.join(TOOLKIT[:2])}, no CDI spec in {' or '.join(map(str, CDI_DIRS))}); install "
+        "it, or use --image cpu"
+    )
 
 
 def run_in_image(
