@@ -88,4 +88,5 @@ def test_reproduce_inside_the_image(image_tag, tmp_path, monkeypatch):
         "within tolerance",
     )
     assert res.stdout.strip().splitlines()[-1] == report["line"]
-    assert f"image: {image_tag} (" in res.stdout and "the archived run ran in no image" in res.stdout
+    assert f"image: {image_tag} (" in res.stdout
+    assert "the archived run ran in no image" in res.stdout
