@@ -50,6 +50,7 @@ LAYERS = (
     "images",
     "run",
     "archive",
+    "export",
     "cli",
     "__main__",
 )

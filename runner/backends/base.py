@@ -76,6 +76,9 @@ class Traits:
     program_hint: str = ""
     # A relative env.id may name a file (a game project): relative to the manifest's folder.
     ids_are_paths: bool = False
+    # The ONNX layout `rlcrate export` writes by default for its units' policies: `sb3` (obs ->
+    # action) or `godot-rl` (what godot-rl's Godot plugin loads, for a game's own inference).
+    export_layout: str = "sb3"
 
 
 # Env interfaces: what a backend's `make_env` makes, and what a trainer's loop steps

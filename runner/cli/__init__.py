@@ -72,6 +72,11 @@ COMMANDS: dict[str, Lazy] = {
         "observations, actions, rewards and final parameters: `bitwise`, or the first "
         "divergence.",
     ),
+    "export": Lazy(
+        REPRO,
+        "Write a trained unit's policy as ONNX (for a Godot game: the layout godot-rl's plugin "
+        "loads), kept only if onnxruntime gives the model's own actions.",
+    ),
     "image": Lazy("runner.images.cli", "Build, export and list the versioned images.", group=True),
     "plugin": Lazy("runner.cli.plugin", "Check a backend, trainer or executor plugin.", group=True),
 }

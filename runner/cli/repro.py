@@ -123,3 +123,48 @@ def check_determinism_cmd(
         raise UserInputError(f"--seed: expected a master seed of 0 or more, got {seed}")
 
     raise typer.Exit(check(manifest, steps, seed, console()))
+
+
+@app.command("export")
+def export_cmd(
+    run_dir: RunDirArg,
+    output: Annotated[
+        Path, typer.Option("--output", "-o", help="The .onnx file to write.", dir_okay=False)
+    ],
+    variant: Annotated[
+        str | None, typer.Option("--variant", help="The unit's variant (where there are several).")
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="The unit's seed (default: the run's first).")
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="onnx.")] = "onnx",
+    layout: Annotated[
+        str | None,
+        typer.Option(
+            "--layout",
+            help="godot-rl (inputs obs, state_ins; outputs output, state_outs: what godot-rl's "
+            "Godot plugin loads; the default for the godot backend) | sb3 (obs -> action, "
+            "as the model's predict(); the default otherwise).",
+        ),
+    ] = None,
+) -> None:
+    """Write a trained unit's policy as ONNX (for a Godot game: the layout godot-rl's plugin
+    loads), kept only if onnxruntime gives the model's own actions.
+
+    The model is rebuilt from the run directory (nothing in it is unpickled); a normalized
+    model has its frozen observation statistics folded in. OUTPUT.json records the unit, the
+    layout and the check (onnxruntime against torch, and the actions against predict())."""
+    if fmt != "onnx":
+        raise UserInputError(f"--format {fmt}: expected onnx")
+    from runner.export import export_unit
+
+    record = export_unit(run_dir, output, variant=variant, seed=seed, layout=layout)
+    check = record["check"]
+    unit = record["unit"]
+    console().print(
+        f"{output}: {record['layout']} layout, {unit['variant']}/seed-{unit['seed']}; checked on "
+        f"{check['observations']} observations (largest difference "
+        f"{check['largest_difference']:.1e}, actions agreeing {check['actions_agreeing']:.0%})"
+        + ("; observation normalization folded in" if record["normalization"] else ""),
+        soft_wrap=True,
+    )

@@ -67,6 +67,8 @@ class Trainer(ABC):
     # so the process may end without Python's finalization once they return
     # (runner/trainers/quick_exit.py: torch's teardown, 0.5-1 s per unit, skipped).
     QUICK_EXIT: ClassVar[bool] = False
+    # Its models are Stable-Baselines3 policies that `rlcrate export` can write as ONNX.
+    EXPORTS_SB3_POLICY: ClassVar[bool] = False
 
     @abstractmethod
     def check_params(self, cfg: Manifest, action_kind: str | None) -> list[FieldProblem]:

@@ -248,6 +248,7 @@ class Godot(Backend):
         extra="godot",
         program_hint="apt-get install godot3-server",
         ids_are_paths=True,  # a game project folder or an exported binary
+        export_layout="godot-rl",  # a policy trained in the game goes back into it
     )
 
     def available(self) -> str | None:

@@ -273,6 +273,7 @@ class SB3(Trainer):
     ENV_INTERFACE = SB3_VEC_ENV
     COLD_START = True
     QUICK_EXIT = True  # _train closes the TensorBoard logger; every env is closed
+    EXPORTS_SB3_POLICY = True
 
     # the hooks are this module's functions
     check_params = staticmethod(check_params)
