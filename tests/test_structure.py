@@ -49,6 +49,7 @@ LAYERS = (
     "executors",
     "images",
     "run",
+    "tune",
     "archive",
     "cli",
     "__main__",

@@ -9,7 +9,15 @@ from __future__ import annotations
 import builtins
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 MAX_TRIALS = 1000
@@ -67,6 +75,11 @@ class Dim(Strict):
         if kind == "log_uniform" and low <= 0:
             raise ValueError(f"log_uniform: both bounds must be > 0 (got low {low})")
         return self
+
+    @model_serializer(mode="wrap")
+    def _given_only(self, handler: Any) -> dict[str, Any]:
+        # resolved.yaml writes the dimension as it is written: its one kind (and step)
+        return {k: v for k, v in handler(self).items() if v is not None}
 
     @property
     def kind(self) -> str:
