@@ -14,6 +14,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_serializer,
     model_validator,
@@ -176,16 +177,17 @@ class TuneSpec(Strict):
             raise ValueError(f"expected none (got {pruner!r})")
         return pruner
 
-    @model_validator(mode="after")
-    def _grid_is_discrete(self) -> TuneSpec:
-        if self.sampler == "grid":
-            ranges = [p for p, d in self.space.items() if d.grid() is None]
-            if ranges:
-                raise ValueError(
-                    f"sampler grid takes choice and int values only; {', '.join(ranges)} "
-                    "is a continuous range (use another sampler, or a choice)"
-                )
-        return self
+    @field_validator("sampler")
+    @classmethod
+    def _grid_is_discrete(cls, sampler: str, info: ValidationInfo) -> str:
+        space = info.data.get("space") or {}
+        ranges = [p for p, d in space.items() if d.grid() is None]
+        if sampler == "grid" and ranges:
+            raise ValueError(
+                f"sampler grid takes choice and int values only; {', '.join(ranges)} "
+                "is a continuous range (use another sampler, or a choice)"
+            )
+        return sampler
 
     def grid_size(self) -> builtins.int:
         size = 1
