@@ -13,13 +13,11 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    ValidationError,
     ValidationInfo,
     field_validator,
     model_serializer,
     model_validator,
 )
-from pydantic_core import InitErrorDetails, PydanticCustomError
 
 MAX_TRIALS = 1000
 
@@ -115,8 +113,9 @@ class TuneSpec(Strict):
 
     space: dict[str, Dim] = Field(
         min_length=1,
-        description="Dotted manifest path (as in matrix:) -> {choice: [...]}, {int: [lo, hi], "
-        "step: n}, {uniform: [lo, hi]} or {log_uniform: [lo, hi]}.",
+        description="Dotted manifest path (as in matrix:; checked with the matrix's paths, "
+        "`runner.checks.manifest`) -> {choice: [...]}, {int: [lo, hi], step: n}, "
+        "{uniform: [lo, hi]} or {log_uniform: [lo, hi]}.",
     )
     sampler: Literal["tpe", "random", "grid", "qmc", "cmaes"] = Field(
         "tpe",
@@ -129,44 +128,6 @@ class TuneSpec(Strict):
     parallel: int = Field(
         1, ge=1, le=MAX_TRIALS, description="Trials whose units run at once (Optuna ask/tell)."
     )
-
-    @field_validator("space", mode="wrap")
-    @classmethod
-    def _paths(cls, space: Any, handler: Any) -> dict[str, Dim]:
-        """Every path and every value checked, all problems at once."""
-        from runner.manifest.matrix import conflict_problem, path_problem
-
-        paths = [str(p) for p in space] if isinstance(space, dict) else []
-        errors = []
-        for path in paths:
-            problem = path_problem(path)
-            if problem:
-                error = PydanticCustomError("rlcrate_tune_path", problem)
-                errors.append(InitErrorDetails(type=error, loc=(path,), input=path))
-        conflict = conflict_problem(paths)
-        if conflict and not errors:
-            error = PydanticCustomError("rlcrate_tune_path", conflict)
-            errors.append(InitErrorDetails(type=error, loc=(), input=""))
-        try:
-            checked: dict[str, Dim] = handler(space)
-        except ValidationError as exc:
-            errors += [
-                InitErrorDetails(
-                    type=e["type"], loc=e["loc"], input=e["input"], ctx=e.get("ctx", {})
-                )
-                if e["type"] not in ("value_error", "assertion_error")
-                else InitErrorDetails(
-                    type=PydanticCustomError(
-                        "rlcrate_value", e["msg"].removeprefix("Value error, ")
-                    ),
-                    loc=e["loc"],
-                    input="",
-                )
-                for e in exc.errors()
-            ]
-        if errors:
-            raise ValidationError.from_exception_data("TuneSpec", errors)
-        return checked
 
     @field_validator("pruner")
     @classmethod
