@@ -162,6 +162,9 @@ def test_a_study_judges_every_trial_on_the_same_seeds(tmp_path):
     assert checked.returncode == 0, checked.stderr
     for name in ("tune-history.png", "tune-importance.png", "tune-parallel.png"):
         assert (run / "plots" / name).read_bytes()[:4] == b"\x89PNG", name
+    report = (run / "report.md").read_text()
+    assert "## Study" in report and f"| {best['variant']} (best) |" in report
+    assert "![optimisation history](plots/tune-history.png)" in report
 
 
 @pytest.mark.slow(reason="trains 3 trials x 2 seeds of PPO, stopped with Ctrl-C and resumed")

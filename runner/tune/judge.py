@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any
 from runner.manifest.parse import read_yaml
 from runner.manifest.resolved import ResolvedVariant
 from runner.record.summary import UnitSummary
-from runner.tune import records
-from runner.tune.records import TrialRecord
+from runner.record.tune import TrialRecord
 
 if TYPE_CHECKING:
     from runner.tune.loop import Study
@@ -95,4 +94,6 @@ def write_best(s: Study, trial: TrialRecord) -> Path:
 
     data, _ = read_yaml(s.run_dir / "manifest.yaml")
     data = apply(data, s.run_opts.overrides)
-    return records.write_best(s.run_dir, data, trial, how(s))
+    from runner.tune.best import write_best
+
+    return write_best(s.run_dir, data, trial, how(s))

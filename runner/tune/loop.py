@@ -33,9 +33,11 @@ from runner.manifest.matrix import override_modes
 from runner.manifest.resolved import RESOLVED, read_resolved
 from runner.manifest.tune import TuneSpec
 from runner.record import started
+from runner.record import tune as records
 from runner.record.lock import locked
 from runner.record.provenance import update_provenance
 from runner.record.rundir import write_text_atomic
+from runner.record.tune import StudyRecord, TrialRecord, TuneRecord
 from runner.run.orchestrate import (
     RunOptions,
     _as_interrupt,
@@ -44,8 +46,6 @@ from runner.run.orchestrate import (
     prepare_run_dir,
     run_units,
 )
-from runner.tune import records
-from runner.tune.records import StudyRecord, TrialRecord, TuneRecord
 
 
 @dataclass
@@ -281,4 +281,7 @@ def _finish(s: Study, console: Console) -> Path:
         soft_wrap=True,
     )
     console.print(f"best: {escape(str(path))}", soft_wrap=True)
+    from runner.report import write_report
+
+    console.print(f"report: {write_report(s.run_dir)}", soft_wrap=True)
     return s.run_dir

@@ -20,7 +20,7 @@ from optuna.storages.journal import JournalFileBackend
 
 from runner.errors import UserInputError
 from runner.manifest.tune import Dim, TuneSpec
-from runner.tune.records import STUDY_FILE
+from runner.record.tune import STUDY_FILE
 
 SCALARS = (str, int, float, bool, type(None))
 

@@ -1,6 +1,6 @@
-"""What a study leaves in its run directory besides the units: `tune.json` (every trial, its
-params, per-seed values, objective and state; rewritten atomically after every trial, read back
-on `--resume`) and `best.yaml` (the manifest with the best trial's values set)."""
+"""A study's `tune.json` (`rlcrate tune`): every trial, its params, per-seed values, objective
+and state; rewritten atomically after every trial, read back on `--resume` and by the report.
+One typed model, written here alone and read through `read_tune`."""
 
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runner.errors import RunFileError
-from runner.record.rundir import read_json, write_json_atomic, write_text_atomic
+from runner.record.rundir import read_json, write_json_atomic
 
 TUNE_FILE = "tune.json"
-BEST_FILE = "best.yaml"
 STUDY_FILE = "study.journal"  # Optuna's JournalStorage, one line per change
 
 
@@ -76,27 +75,3 @@ def read_tune(run_dir: Path) -> TuneRecord | None:
     except (ValueError, ValidationError) as exc:
         first = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
         raise RunFileError(f"{path}: damaged ({first})") from None
-
-
-def write_best(run_dir: Path, data: dict[str, Any], best: TrialRecord, how: str) -> Path:
-    """best.yaml: `data` (the manifest as run, its tune: section left out) with the best trial's
-    values set at their paths, under a comment that says where they came from."""
-    import yaml
-
-    from runner.manifest.matrix import set_path
-
-    data = {k: v for k, v in data.items() if k != "tune"}
-    for path, value in best.params.items():
-        set_path(data, path, value)
-    lines = [
-        f"# The best trial of the study in {run_dir} (rlcrate tune): {best.variant},",
-        f"# {how} = {best.objective:.6g}, per seed: "
-        + ", ".join(f"{s}: {v:.6g}" for s, v in best.per_seed.items() if v is not None)
-        + ".",
-        "# Its values, set here at their paths:",
-        *[f"#   {path}: {value!r}" for path, value in best.params.items()],
-        "# The manifest's tune: section is left out: `rlcrate run` this file to run the winner.",
-    ]
-    text = "\n".join(lines) + "\n" + yaml.safe_dump(data, sort_keys=False)
-    write_text_atomic(run_dir / BEST_FILE, text)
-    return run_dir / BEST_FILE
