@@ -93,6 +93,11 @@ def tune(manifest_path: Path, opts: TuneOptions, console: Console) -> Path:
     run_opts = RunOptions(
         ["train", "eval"], opts.executor, opts.out, opts.resume, overrides=opts.overrides
     )
+    if opts.executor.settings.detached:
+        raise UserInputError(
+            f"--executor {opts.executor.name}: as set, it returns once the units are submitted; "
+            "a study waits on each trial's units to choose the next values"
+        )
     _check_installed(manifest)
     opts.executor.check_reachable()
     signal.signal(signal.SIGTERM, _as_interrupt)  # SIGTERM stops as cleanly as Ctrl-C
