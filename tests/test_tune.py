@@ -101,11 +101,25 @@ def test_tune_without_a_tune_section_is_refused(tmp_path):
     assert "has no tune: section" in res.stderr and "Traceback" not in res.stderr
 
 
-def test_a_good_tune_section_validates_and_resolves_as_written(tmp_path):
+def test_a_good_tune_section_validates_as_a_study(tmp_path):
     m = _study(sampler="random", objective={"stat": "min", "direction": "minimize"})
     m["tune"]["space"]["algo.params.n_steps"] = {"int": [32, 128], "step": 32}
-    res = rlcrate("validate", str(_write(tmp_path, m)))
+    path = _write(tmp_path, m)
+    res = rlcrate("validate", str(path), "--set", "tune.trials=7")
     assert res.returncode == 0, res.stderr
+    assert f"{path}: ok (a study of up to 7 trial(s) x 2 seed(s) = 14 units" in res.stdout
+
+
+@pytest.mark.gymnasium
+def test_a_study_with_no_complete_trial_exits_1(tmp_path):
+    m = _study(sampler="grid", trials=3)
+    m["tune"]["space"] = {"train.timesteps": {"choice": [-5]}}
+    res = rlcrate("tune", str(_write(tmp_path, m)), "--out", str(tmp_path / "runs"))
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "no trial of the study completed" in res.stderr
+    (trial,) = _trials(run_dir_of(tmp_path / "runs", "study"))  # the grid has one point
+    assert trial["state"] == "failed" and trial["objective"] is None
+    assert "its values make no valid manifest: train.timesteps:" in trial["error"]
 
 
 def _trials(run: Path) -> list[dict]:
@@ -165,6 +179,23 @@ def test_a_study_judges_every_trial_on_the_same_seeds(tmp_path):
     report = (run / "report.md").read_text()
     assert "## Study" in report and f"| {best['variant']} (best) |" in report
     assert "![optimisation history](plots/tune-history.png)" in report
+
+
+@pytest.mark.slow(reason="trains one trial x 2 seeds of PPO (the other fails before training)")
+@pytest.mark.gymnasium
+def test_a_failed_trial_is_recorded_and_the_study_goes_on(tmp_path):
+    m = _study(sampler="grid", trials=5, parallel=2)
+    m["tune"]["space"] = {"train.timesteps": {"choice": [256, -5]}}
+    res = rlcrate("tune", str(_write(tmp_path, m)), "--out", str(tmp_path / "runs"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    run = run_dir_of(tmp_path / "runs", "study")
+    by_value = {t["params"]["train.timesteps"]: t for t in _trials(run)}
+    assert sorted(by_value) == [-5, 256]  # trials capped at the grid's size
+    failed, done = by_value[-5], by_value[256]
+    assert failed["state"] == "failed" and "train.timesteps" in failed["error"]
+    assert not (run / "units" / failed["variant"]).exists(), "a refused trial ran units"
+    assert done["state"] == "complete" and list(done["per_seed"]) == ["0", "1"]
+    assert yaml.safe_load((run / "best.yaml").read_text())["train"]["timesteps"] == 256
 
 
 @pytest.mark.slow(reason="trains 3 trials x 2 seeds of PPO, stopped with Ctrl-C and resumed")

@@ -53,7 +53,7 @@ def judge(s: Study, trial: TrialRecord, variant: ResolvedVariant) -> None:
     trial.objective = objective(s.spec.objective.stat, values)
     trial.state = "complete"
     trial.error = None
-    s.study.tell(trial.number, trial.objective, skip_if_finished=True)
+    _tell(s, trial.number, trial.objective)
     s.record.best = b.number if (b := best(s)) else None
 
 
@@ -61,7 +61,18 @@ def fail(s: Study, trial: TrialRecord, error: str) -> None:
     import optuna
 
     trial.state, trial.error, trial.objective = "failed", error, None
-    s.study.tell(trial.number, state=optuna.trial.TrialState.FAIL, skip_if_finished=True)
+    _tell(s, trial.number, state=optuna.trial.TrialState.FAIL)
+
+
+def _tell(s: Study, number: int, value: float | None = None, **state: Any) -> None:
+    try:
+        s.study.tell(number, value, skip_if_finished=True, **state)
+    except RuntimeError as exc:
+        # Optuna's GridSampler asks the study to stop once its grid is covered, which Optuna
+        # allows only inside optimize(); the trial is stored before it asks, and the loop stops
+        # at the grid's size on its own
+        if "Study.stop" not in str(exc):
+            raise
 
 
 def best(s: Study) -> TrialRecord | None:
