@@ -13,7 +13,7 @@ from runner.record.summary import UnitSummary
 from runner.record.tune import TrialRecord
 
 if TYPE_CHECKING:
-    from runner.tune.loop import Study
+    from runner.tune.session import Study
 
 # The objective's metric -> the field of a unit in summary.json that holds it
 UNIT_FIELD = {

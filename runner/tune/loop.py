@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,16 +27,15 @@ from runner.backends import unit_interpreter
 from runner.checks.load import load_manifest
 from runner.errors import UnitFailed, UserInputError
 from runner.executors import Chosen
-from runner.manifest import Manifest, ResolvedRun, ResolvedVariant, apply_overrides, resolved
+from runner.manifest import ResolvedVariant, apply_overrides
 from runner.manifest.matrix import override_modes
-from runner.manifest.resolved import RESOLVED, read_resolved
-from runner.manifest.tune import TuneSpec
+from runner.manifest.resolved import RESOLVED
 from runner.record import started
 from runner.record import tune as records
 from runner.record.lock import locked
 from runner.record.provenance import update_provenance
 from runner.record.rundir import write_text_atomic
-from runner.record.tune import StudyRecord, TrialRecord, TuneRecord
+from runner.record.tune import TrialRecord
 from runner.run.orchestrate import (
     RunOptions,
     _as_interrupt,
@@ -46,6 +44,7 @@ from runner.run.orchestrate import (
     prepare_run_dir,
     run_units,
 )
+from runner.tune.session import Study, open_session, resumed_run
 
 
 @dataclass
@@ -54,19 +53,6 @@ class TuneOptions:
     out: Path = Path("runs")
     resume: Path | None = None
     overrides: list[Any] = field(default_factory=list)  # --set, --seeds (manifest.overrides)
-
-
-@dataclass
-class Study:
-    """What the loop carries: the run, its manifest and study, and tune.json's record."""
-
-    run_dir: Path
-    res: ResolvedRun
-    manifest: Manifest
-    spec: TuneSpec
-    study: Any  # optuna.Study
-    record: TuneRecord
-    run_opts: RunOptions
 
 
 def variant_name(number: int) -> str:
@@ -102,67 +88,13 @@ def tune(manifest_path: Path, opts: TuneOptions, console: Console) -> Path:
     opts.executor.check_reachable()
     signal.signal(signal.SIGTERM, _as_interrupt)  # SIGTERM stops as cleanly as Ctrl-C
     with locked(opts.resume) if opts.resume is not None else contextlib.nullcontext():
-        resumed = _resumed(opts.resume, manifest) if opts.resume is not None else None
+        resumed = resumed_run(opts.resume, manifest) if opts.resume is not None else None
         preflight(manifest_path, manifest, run_opts, console)  # the base manifest built once
         run_dir, res = resumed or prepare_run_dir(manifest_path, manifest, run_opts)
         with locked(run_dir):
-            state = _open(run_dir, res, manifest, spec, run_opts)
+            state = open_session(run_dir, res, manifest, spec, run_opts)
             console.print(f"run directory: [bold]{escape(str(run_dir))}[/]")
             return _run_study(state, console)
-
-
-def _resumed(run_dir: Path, manifest: Manifest) -> tuple[Path, ResolvedRun]:
-    """The run to continue, checked: a study's run, made from this manifest."""
-    if not (run_dir / records.STUDY_FILE).is_file():
-        raise UserInputError(f"--resume {run_dir}: not a study's run (no {records.STUDY_FILE})")
-    res = read_resolved(run_dir)
-    unchecked = started.check(run_dir)
-    if unchecked:
-        print(f"warning: {unchecked}", file=sys.stderr, flush=True)
-
-    def shape(r: ResolvedRun) -> ResolvedRun:
-        return r.without_interpreters().model_copy(update={"variants": {}, "sources": {}})
-
-    if shape(res) != shape(resolved(manifest)):
-        raise UserInputError(
-            f"--resume {run_dir}: the manifest resolves differently from the one that study was "
-            "started with; resume with the run's own manifest.yaml"
-        )
-    return run_dir, res
-
-
-def _open(
-    run_dir: Path, res: ResolvedRun, manifest: Manifest, spec: TuneSpec, run_opts: RunOptions
-) -> Study:
-    import optuna
-
-    from runner.tune import study as optuna_side
-
-    old = records.read_tune(run_dir)
-    told = len(old.trials) if old is not None else 0
-    # a resumed session seeds its sampler past the trials already drawn, so that it does not
-    # draw the first session's values again
-    seed = manifest.seeds[0] + told
-    study = optuna_side.open_study(run_dir, manifest.name, spec, seed)
-    trials = spec.trials if spec.sampler != "grid" else min(spec.trials, spec.grid_size())
-    record = old or TuneRecord(
-        name=manifest.name,
-        run_id=run_dir.name,
-        seeds=list(res.seeds),
-        study=StudyRecord(
-            metric=spec.objective.metric,
-            stat=spec.objective.stat,
-            direction=spec.objective.direction,
-            sampler=spec.sampler,
-            sampler_seed=seed,
-            optuna_version=optuna.__version__,
-            storage=records.STUDY_FILE,
-            trials=trials,
-            parallel=spec.parallel,
-        ),
-    )
-    record.study.sampler_seed = seed
-    return Study(run_dir, res, manifest, spec, study, record, run_opts)
 
 
 def _trial_variant(s: Study, params: dict[str, Any]) -> ResolvedVariant:
@@ -205,6 +137,7 @@ def _next_batch(s: Study, rerun: list[Any]) -> list[tuple[int, dict[str, Any]]]:
 def _run_study(s: Study, console: Console) -> Path:
     import optuna
 
+    _catch_up(s)
     rerun = s.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
     for t in rerun:
         console.print(f"{variant_name(t.number)}: cut mid-way before; it runs again")
@@ -216,6 +149,22 @@ def _run_study(s: Study, console: Console) -> Path:
             _stopped(s, console)
             raise
     return _finish(s, console)
+
+
+def _catch_up(s: Study) -> None:
+    """A trial told to the study whose tune.json entry was not rewritten (the runner stopped in
+    between) is judged again from its units' files; the study keeps what it was told."""
+    import optuna
+
+    from runner.tune import judge
+
+    ended = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)
+    told = {t.number for t in s.study.get_trials(deepcopy=False, states=ended)}
+    for trial in s.record.trials:
+        variant = s.res.variants.get(trial.variant)
+        if trial.state == "running" and trial.number in told and variant is not None:
+            judge.judge(s, trial, variant)
+    records.write_tune(s.run_dir, s.record)
 
 
 def _run_batch(s: Study, batch: list[tuple[int, dict[str, Any]]], console: Console) -> None:
