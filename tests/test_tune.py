@@ -218,9 +218,10 @@ def test_a_stopped_study_resumes_without_running_a_finished_trial(tmp_path):
     wait_for(second_trial_running, 120, "the second trial's units to start")
     run = run_dir_of(out, "study")
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    shown, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "Traceback" not in err
+    assert f"rlcrate tune {run / 'manifest.yaml'} --resume {run}" in shown
     stopped = _trials(run)
     assert [(t["number"], t["state"]) for t in stopped] == [(0, "complete"), (1, "running")]
     first = {s: _unit_status(run, "trial-000", s) for s in (0, 1)}
