@@ -122,6 +122,16 @@ def test_a_study_with_no_complete_trial_exits_1(tmp_path):
     assert "its values make no valid manifest: train.timesteps:" in trial["error"]
 
 
+def test_resume_of_a_folder_that_holds_no_study_is_refused(tmp_path):
+    path = _write(tmp_path, _study())
+    (tmp_path / "elsewhere").mkdir()
+    res = rlcrate("tune", str(path), "--resume", str(tmp_path / "elsewhere"))
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines() == [
+        f"error: --resume {tmp_path / 'elsewhere'}: not a study's run (no study.journal)"
+    ]
+
+
 def _trials(run: Path) -> list[dict]:
     return json.loads((run / "tune.json").read_text())["trials"]
 
@@ -136,11 +146,12 @@ def test_a_study_judges_every_trial_on_the_same_seeds(tmp_path):
     from scipy.stats import trim_mean
 
     path = _write(tmp_path, _study())
-    res = rlcrate("tune", str(path), "--out", str(tmp_path / "runs"))
+    # --seeds as `run` takes it: every trial on seeds 3 and 5, the sampler seeded with 3
+    res = rlcrate("tune", str(path), "--out", str(tmp_path / "runs"), "--seeds", "3,5")
     assert res.returncode == 0, res.stdout + res.stderr
     run = run_dir_of(tmp_path / "runs", "study")
     record = json.loads((run / "tune.json").read_text())
-    assert record["study"]["sampler"] == "tpe" and record["study"]["sampler_seed"] == 0
+    assert record["study"]["sampler"] == "tpe" and record["study"]["sampler_seed"] == 3
     trials = record["trials"]
     assert [t["number"] for t in trials] == [0, 1, 2]
     assert all(t["state"] == "complete" for t in trials)
@@ -150,8 +161,8 @@ def test_a_study_judges_every_trial_on_the_same_seeds(tmp_path):
         assert set(t["params"]) == set(SPACE)
         assert 0.0001 <= t["params"]["algo.params.learning_rate"] <= 0.01
         assert t["params"]["algo.params.gamma"] in (0.9, 0.99)
-        assert list(t["per_seed"]) == ["0", "1"]  # paired: every trial on the manifest's seeds
-        for seed in (0, 1):
+        assert list(t["per_seed"]) == ["3", "5"]  # paired: every trial on the same seeds
+        for seed in (3, 5):
             assert _unit_status(run, t["variant"], seed)["state"] == "done"
         # the same per-seed numbers summary.json reports; the objective their IQM
         assert t["per_seed"] == summary["variants"][t["variant"]]["eval"]["per_seed_mean"]
@@ -169,7 +180,7 @@ def test_a_study_judges_every_trial_on_the_same_seeds(tmp_path):
     text = (run / "best.yaml").read_text()
     assert text.startswith("# The best trial of the study") and best["variant"] in text
     data = yaml.safe_load(text)
-    assert "tune" not in data
+    assert "tune" not in data and data["seeds"] == [3, 5]  # what the study ran
     assert data["algo"]["params"]["learning_rate"] == best["params"]["algo.params.learning_rate"]
     assert data["algo"]["params"]["gamma"] == best["params"]["algo.params.gamma"]
     checked = rlcrate("validate", str(run / "best.yaml"))
