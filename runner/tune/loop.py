@@ -27,9 +27,10 @@ from runner.backends import unit_interpreter
 from runner.checks.load import load_manifest
 from runner.errors import UnitFailed, UserInputError
 from runner.executors import Chosen
-from runner.manifest import ResolvedVariant, apply_overrides
+from runner.manifest import Manifest, ResolvedVariant, apply_overrides
 from runner.manifest.matrix import override_modes
 from runner.manifest.resolved import RESOLVED
+from runner.manifest.tune import TuneSpec
 from runner.record import started
 from runner.record import tune as records
 from runner.record.lock import locked
@@ -61,31 +62,15 @@ def variant_name(number: int) -> str:
 
 def tune(manifest_path: Path, opts: TuneOptions, console: Console) -> Path:
     """Run the study; returns the run directory (UnitFailed when no trial completed)."""
-    from runner.tune import study as optuna_side
-
     if opts.resume is not None and not opts.overrides:  # the run's own --set and --seeds
         from runner.manifest.overrides import of_run
 
         opts.overrides = of_run(opts.resume)
     manifest = load_manifest(manifest_path, overrides=opts.overrides)
-    spec = manifest.tune
-    if spec is None:
-        raise UserInputError(
-            f"{manifest_path}: has no tune: section; `rlcrate tune` runs an Optuna study over "
-            "tune.space (docs/guides/tuning.md)"
-        )
-    optuna_side.quiet()
-    optuna_side.sampler(spec, manifest.seeds[0])  # a sampler that cannot run here: before all
+    spec = _can_run(manifest_path, manifest, opts)
     run_opts = RunOptions(
         ["train", "eval"], opts.executor, opts.out, opts.resume, overrides=opts.overrides
     )
-    if opts.executor.settings.detached:
-        raise UserInputError(
-            f"--executor {opts.executor.name}: as set, it returns once the units are submitted; "
-            "a study waits on each trial's units to choose the next values"
-        )
-    _check_installed(manifest)
-    opts.executor.check_reachable()
     signal.signal(signal.SIGTERM, _as_interrupt)  # SIGTERM stops as cleanly as Ctrl-C
     with locked(opts.resume) if opts.resume is not None else contextlib.nullcontext():
         resumed = resumed_run(opts.resume, manifest) if opts.resume is not None else None
@@ -94,7 +79,36 @@ def tune(manifest_path: Path, opts: TuneOptions, console: Console) -> Path:
         with locked(run_dir):
             state = open_session(run_dir, res, manifest, spec, run_opts)
             console.print(f"run directory: [bold]{escape(str(run_dir))}[/]")
+            if manifest.image != "local":  # `run` hands such a manifest to the image; not yet
+                console.print(
+                    f"[yellow]warning: image: {escape(manifest.image)}: rlcrate tune runs the "
+                    "study's units with this Python, not in the image[/]",
+                    soft_wrap=True,
+                )
             return _run_study(state, console)
+
+
+def _can_run(manifest_path: Path, manifest: Manifest, opts: TuneOptions) -> TuneSpec:
+    """The study's section, once nothing refuses it (UserInputError, BackendUnavailable):
+    checked before any run directory is made."""
+    from runner.tune import study as optuna_side
+
+    spec = manifest.tune
+    if spec is None:
+        raise UserInputError(
+            f"{manifest_path}: has no tune: section; `rlcrate tune` runs an Optuna study over "
+            "tune.space (docs/guides/tuning.md)"
+        )
+    optuna_side.quiet()
+    optuna_side.sampler(spec, manifest.seeds[0])  # a sampler that cannot run here
+    if opts.executor.settings.detached:
+        raise UserInputError(
+            f"--executor {opts.executor.name}: as set, it returns once the units are submitted; "
+            "a study waits on each trial's units to choose the next values"
+        )
+    _check_installed(manifest)
+    opts.executor.check_reachable()
+    return spec
 
 
 def _trial_variant(s: Study, params: dict[str, Any]) -> ResolvedVariant:
