@@ -43,7 +43,7 @@ def test_help_lists_the_design_commands():
 def test_cli_import_pulls_no_heavy_modules():
     code = (
         "import sys, runner.cli; heavy = [m for m in ('torch', 'jax', 'envpool', 'godot_rl', "
-        "'ray', 'stable_baselines3', 'gymnasium') if m in sys.modules]; print(heavy)"
+        "'ray', 'stable_baselines3', 'gymnasium', 'optuna') if m in sys.modules]; print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -49,6 +49,7 @@ LAYERS = (
     "executors",
     "images",
     "run",
+    "tune",
     "archive",
     "export",
     "cli",

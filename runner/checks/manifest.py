@@ -163,6 +163,21 @@ def _sweep_problems(m: Manifest, source: str, lines: Lines) -> list[Problem]:
     return []
 
 
+def _tune_problems(m: Manifest, source: str, lines: Lines) -> list[Problem]:
+    """`tune.space`'s paths: the paths a matrix may vary, none inside another."""
+    if m.tune is None:
+        return []
+    out = []
+    for path in m.tune.space:
+        problem = path_problem(path)
+        if problem:
+            out.append(at(source, lines, ("tune", "space", path), problem))
+    conflict = None if out else conflict_problem(list(m.tune.space))
+    if conflict:
+        out.append(at(source, lines, ("tune", "space"), conflict))
+    return out
+
+
 def check_manifest(m: Manifest, source: str, lines: Lines) -> list[Problem]:
     """Every problem found (empty list: the manifest is good to run)."""
     out: list[Problem] = []
@@ -187,6 +202,7 @@ def check_manifest(m: Manifest, source: str, lines: Lines) -> list[Problem]:
             sweep_ok = False
     if m.bench.sweep and sweep_ok and not out:
         out += _sweep_problems(m, source, lines)
+    out += _tune_problems(m, source, lines)
     from runner.report.summary import EXPECT_METRICS
 
     for metric in m.expect:

@@ -39,6 +39,10 @@ COMMANDS: dict[str, Lazy] = {
     "bench": Lazy(
         RUNNING, "Benchmark env-only and training steps/s over the manifest's bench.sweep."
     ),
+    "tune": Lazy(
+        "runner.cli.tuning",
+        "Run an Optuna study over the manifest's tune.space, every trial on the same seeds.",
+    ),
     "validate": Lazy(
         LOOKING,
         "Check a manifest; every problem names the file, line and field (or the --set that "

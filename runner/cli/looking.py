@@ -73,10 +73,15 @@ def validate_cmd(
         for line in build_all(manifest, res, overrides=overrides):
             typer.echo(f"warning: {line}", err=True)
     variants = expand(m)
-    typer.echo(
-        f"{manifest}: ok ({len(variants)} variant(s) x {len(m.seeds)} seed(s) = "
-        f"{len(variants) * len(m.seeds)} units)"
-    )
+    if m.tune is not None:  # `rlcrate run` would run the base manifest; the study is `tune`'s
+        n = m.tune.trials
+        shape = f"a study of up to {n} trial(s) x {len(m.seeds)} seed(s) = {n * len(m.seeds)}"
+        typer.echo(f"{manifest}: ok ({shape} units, with `rlcrate tune`)")
+    else:
+        typer.echo(
+            f"{manifest}: ok ({len(variants)} variant(s) x {len(m.seeds)} seed(s) = "
+            f"{len(variants) * len(m.seeds)} units)"
+        )
     note = not_checked_here({v.config.env.backend for v in variants if v.config})
     if note:
         typer.echo(f"note: {note}")

@@ -15,7 +15,7 @@ from typing import Any
 from runner.manifest.schema import Manifest, with_backend_defaults
 
 # Paths a variant may not change: they describe the run as a whole.
-FIXED_TOP = ("rlcrate", "name", "seeds", "matrix", "expect", "image", "track")
+FIXED_TOP = ("rlcrate", "name", "seeds", "matrix", "expect", "image", "track", "tune")
 
 
 @dataclass(frozen=True)

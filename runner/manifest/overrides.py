@@ -26,7 +26,7 @@ from runner.manifest.problems import Loc, Problem, shorten
 from runner.manifest.seeds import parse_num_seeds, parse_seeds, seeds_text
 
 # Mappings whose keys are dotted manifest paths: the rest of an override's path is one key.
-DOTTED_KEYS = {("matrix",), ("expect",), ("bench", "sweep")}
+DOTTED_KEYS = {("matrix",), ("expect",), ("bench", "sweep"), ("tune", "space")}
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,9 @@ from runner.manifest.schema import Manifest
 from runner.record.rundir import UnitRef
 
 RESOLVED = "resolved.yaml"
+# a variant's config is one point of the matrix (or one trial of a study): it has no matrix, no
+# claims, no trackers and no study of its own
+NOT_IN_A_VARIANT = {"matrix", "expect", "track", "tune"}
 M = TypeVar("M", bound=Manifest)
 
 
@@ -74,8 +77,7 @@ class ResolvedVariant(BaseModel):
 
     @field_serializer("config")
     def _config(self, config: Manifest) -> dict[str, Any]:
-        # a variant's config is one point of the matrix: it has no matrix and no claims of its own
-        return config.model_dump(mode="json", exclude={"matrix", "expect", "track"})
+        return config.model_dump(mode="json", exclude=NOT_IN_A_VARIANT)
 
     def unit_config(self, seed: int) -> Manifest:
         """The config unit `seed` runs: a warm start names its pinned parent unit exactly."""
@@ -171,7 +173,7 @@ def resolve(manifest: Manifest) -> ResolvedRun:
         v.name: {
             "overrides": v.overrides,
             "override_modes": override_modes(manifest, v.overrides),
-            "config": v.config.model_dump(mode="json", exclude={"matrix", "expect", "track"}),
+            "config": v.config.model_dump(mode="json", exclude=NOT_IN_A_VARIANT),
         }
         for v in expand(manifest)
         if v.config is not None

@@ -23,6 +23,8 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails
 
+from runner.manifest.tune import TuneSpec
+
 MAX_SEEDS = 10_000  # seeds in one run (a paper uses tens); more is a typo that would fill memory
 MAX_SEED = 2**32 - 1  # the largest master seed: NumPy's and Gymnasium's seeds are 32-bit
 
@@ -458,6 +460,12 @@ class Manifest(Strict):
         description="Experiment tracking: each unit a tracked run in MLflow and/or Weights & "
         "Biases, grouped under the rlcrate run.",
     )
+    tune: TuneSpec | None = Field(
+        None,
+        description="An Optuna study for `rlcrate tune`: {space, sampler, pruner, objective: "
+        "{metric, stat, direction}, trials, parallel}; every trial runs the manifest's seeds. "
+        "Not together with matrix.",
+    )
     # dotted path -> where its value came from (`manifest`, `rlcrate default`, `rl-zoo3 ...`,
     # `isaaclab task ...`); set by load_manifest, written to resolved.yaml as `sources`
     _sources: dict[str, str] = PrivateAttr(default_factory=dict)
@@ -483,6 +491,16 @@ class Manifest(Strict):
             details = InitErrorDetails(type=error, loc=("mode",), input=parallel.mode)
             raise ValidationError.from_exception_data("ParallelSpec", [details])
         return parallel
+
+    @field_validator("tune")
+    @classmethod
+    def _not_with_a_matrix(cls, tune: TuneSpec | None, info: ValidationInfo) -> TuneSpec | None:
+        if tune is not None and info.data.get("matrix"):
+            raise ValueError(
+                "not together with matrix: a study's trials are its variants; use one or the "
+                "other (a matrix with `rlcrate run`, a tune: section with `rlcrate tune`)"
+            )
+        return tune
 
     @field_validator("seeds")
     @classmethod

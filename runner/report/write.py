@@ -20,6 +20,7 @@ from runner.report.sections import (
     ttr_section,
     units_section,
 )
+from runner.report.study import study_section
 
 
 def write_report(run_dir: Path) -> Path:
@@ -43,7 +44,7 @@ def write_report(run_dir: Path) -> Path:
     if not any(u.state not in ("missing", "pending") or u.eval for u in run.units.values()):
         lines += ["No unit has been trained or evaluated in this run (a bench-only run?).", ""]
         return write_md(root / "report.md", lines + bench_section(run))
-    lines += hyperparameters_section(run) + lineage_section(run)
+    lines += study_section(root) + hyperparameters_section(run) + lineage_section(run)
     lines += units_section(run) + eval_section(run, rows)
     lines += [f"![evaluation]({rel_path(ev, root)})", ""] if ev else []
     field_ = varied_field(run)

@@ -1,0 +1,77 @@
+"""A study's `tune.json` (`rlcrate tune`): every trial, its params, per-seed values, objective
+and state; rewritten atomically after every trial, read back on `--resume` and by the report.
+One typed model, written here alone and read through `read_tune`."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from runner.errors import RunFileError
+from runner.record.rundir import read_json, write_json_atomic
+
+TUNE_FILE = "tune.json"
+STUDY_FILE = "study.journal"  # Optuna's JournalStorage, one line per change
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TrialRecord(_Record):
+    number: int
+    variant: str = Field(description="Its units: units/<variant>/seed-<n>/.")
+    params: dict[str, Any] = Field(description="Dotted manifest path -> the value it ran with.")
+    per_seed: dict[str, float | None] = Field(
+        default_factory=dict, description="Seed (as text) -> the objective's metric there."
+    )
+    objective: float | None = None
+    state: Literal["running", "complete", "failed"] = "running"
+    error: str | None = None
+    wall_time_s: float | None = Field(None, description="From its first unit's start to its end.")
+
+
+class StudyRecord(_Record):
+    metric: str
+    stat: str
+    direction: str
+    sampler: str
+    sampler_seed: int = Field(description="The sampler's seed in the session that wrote this.")
+    optuna_version: str
+    storage: str = Field(description="The study's storage, in the run directory.")
+    trials: int = Field(description="Trials the study runs in all.")
+    parallel: int
+
+
+class TuneRecord(_Record):
+    name: str
+    run_id: str
+    seeds: list[int]
+    study: StudyRecord
+    trials: list[TrialRecord] = Field(default_factory=list)
+    best: int | None = Field(None, description="The best complete trial's number.")
+    written: float = Field(default_factory=time.time)
+
+    def trial(self, number: int) -> TrialRecord | None:
+        return next((t for t in self.trials if t.number == number), None)
+
+
+def write_tune(run_dir: Path, record: TuneRecord) -> None:
+    record.written = time.time()
+    record.trials.sort(key=lambda t: t.number)
+    write_json_atomic(run_dir / TUNE_FILE, record.model_dump(mode="json"))
+
+
+def read_tune(run_dir: Path) -> TuneRecord | None:
+    """tune.json, or None when there is none yet; RunFileError (one line) when it is damaged."""
+    path = run_dir / TUNE_FILE
+    if not path.is_file():
+        return None
+    try:
+        return TuneRecord.model_validate(read_json(path))
+    except (ValueError, ValidationError) as exc:
+        first = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+        raise RunFileError(f"{path}: damaged ({first})") from None

@@ -1,0 +1,116 @@
+"""The Optuna side of a study: its storage in the run directory, the sampler, each dimension of
+`tune.space` as an Optuna distribution, and a trial's objective from its per-seed values."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.distributions import (
+    BaseDistribution,
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+)
+from optuna.storages import JournalStorage
+from optuna.storages.journal import JournalFileBackend
+
+from runner.errors import UserInputError
+from runner.manifest.tune import Dim, TuneSpec
+from runner.record.tune import STUDY_FILE
+
+SCALARS = (str, int, float, bool, type(None))
+
+
+def quiet() -> None:
+    """Optuna's per-trial INFO lines and its experimental-feature warnings off: rlcrate prints
+    one line per trial itself."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+
+
+def _encoded(dim: Dim) -> bool:
+    """A choice among lists or mappings (net_arch: [[64, 64], [256, 256]]): Optuna's categorical
+    takes scalars only, so each value is its JSON text there and decoded back (`value`)."""
+    return dim.choice is not None and not all(isinstance(v, SCALARS) for v in dim.choice)
+
+
+def distribution(dim: Dim) -> BaseDistribution:
+    if dim.choice is not None:
+        values = [json.dumps(v) for v in dim.choice] if _encoded(dim) else dim.choice
+        return CategoricalDistribution(values)
+    if dim.int is not None:
+        return IntDistribution(dim.int[0], dim.int[1], step=dim.step or 1)
+    if dim.uniform is not None:
+        return FloatDistribution(dim.uniform[0], dim.uniform[1])
+    assert dim.log_uniform is not None
+    return FloatDistribution(dim.log_uniform[0], dim.log_uniform[1], log=True)
+
+
+def distributions(spec: TuneSpec) -> dict[str, BaseDistribution]:
+    return {path: distribution(dim) for path, dim in spec.space.items()}
+
+
+def values(spec: TuneSpec, params: dict[str, Any]) -> dict[str, Any]:
+    """A trial's Optuna params as manifest values (dotted path -> value), in the space's order."""
+    out = {}
+    for path, dim in spec.space.items():
+        raw = params[path]
+        out[path] = json.loads(raw) if _encoded(dim) else raw
+    return out
+
+
+def _grid(dim: Dim) -> list[Any]:
+    """Every value of a discrete dimension, as Optuna sees it."""
+    if dim.choice is not None and _encoded(dim):
+        return [json.dumps(v) for v in dim.choice]
+    return dim.grid() or []
+
+
+def sampler(spec: TuneSpec, seed: int) -> optuna.samplers.BaseSampler:
+    """The manifest's sampler, seeded; UserInputError (one line) when it cannot run here."""
+    kind = spec.sampler
+    if kind == "tpe":
+        return optuna.samplers.TPESampler(seed=seed)
+    if kind == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if kind == "qmc":
+        return optuna.samplers.QMCSampler(seed=seed)
+    if kind == "grid":
+        grid = {p: _grid(d) for p, d in spec.space.items()}
+        return optuna.samplers.GridSampler(grid, seed=seed)
+    import importlib.util
+
+    if importlib.util.find_spec("cmaes") is None:
+        raise UserInputError(
+            "tune.sampler: cmaes needs the cmaes package, which is not installed here "
+            "(pip install cmaes), or choose tpe, random, grid or qmc"
+        )
+    return optuna.samplers.CmaEsSampler(seed=seed)
+
+
+def open_study(run_dir: Path, name: str, spec: TuneSpec, seed: int) -> optuna.Study:
+    """The study in `run_dir`'s journal: made when new, loaded (every trial told so far) when
+    the run is resumed."""
+    storage = JournalStorage(JournalFileBackend(str(run_dir / STUDY_FILE)))
+    return optuna.create_study(
+        study_name=name,
+        storage=storage,
+        sampler=sampler(spec, seed),
+        direction=spec.objective.direction,
+        load_if_exists=True,
+    )
+
+
+def objective(stat: str, per_seed: list[float]) -> float:
+    """`stat` over a trial's per-seed values: iqm (SciPy's 25% trimmed mean), mean or min."""
+    if stat == "min":
+        return min(per_seed)
+    if stat == "mean":
+        return sum(per_seed) / len(per_seed)
+    from scipy.stats import trim_mean
+
+    return float(trim_mean(per_seed, 0.25))

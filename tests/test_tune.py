@@ -1,0 +1,251 @@
+"""`rlcrate tune`: the `tune:` section's checks (one line, exit 2, before any trial), a real
+study of PPO on CartPole (trials on paired seeds, tune.json, best.yaml, plots), and a study
+stopped with Ctrl-C then resumed without running a finished trial again."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.helpers import checkout_env, rlcrate, rlcrate_exe, run_dir_of, tiny_manifest, wait_for
+
+SPACE = {
+    "algo.params.learning_rate": {"log_uniform": [0.0001, 0.01]},
+    "algo.params.gamma": {"choice": [0.9, 0.99]},
+    "algo.params.n_epochs": {"int": [1, 3]},
+}
+
+
+def _study(**tune) -> dict:
+    m = tiny_manifest(name="study", seeds=[0, 1], train__timesteps=256)
+    m["tune"] = {"space": dict(SPACE), "trials": 3, "parallel": 2, **tune}
+    return m
+
+
+def _write(tmp_path: Path, data: dict) -> Path:
+    path = tmp_path / "m.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def _line_of(path: Path, text: str) -> int:
+    """The line of `text` in the manifest's tune: section (or of `tune:` itself)."""
+    lines = path.read_text().splitlines()
+    start = lines.index("tune:")
+    return next(
+        n
+        for n, line in enumerate(lines, 1)
+        if n > start and text in line or n == start + 1 and text == "tune:"
+    )
+
+
+# (what is wrong, the tune: section's change, the text that marks its line, what the error says)
+BAD = [
+    ("unknown path", {"space": {"algo.parms.gamma": {"uniform": [0.9, 0.99]}}}, "algo.parms",
+     "did you mean 'algo.params'"),
+    ("fixed path", {"space": {"seeds": {"choice": [[0], [1]]}}}, "seeds:",
+     "belongs to the run as a whole"),
+    ("log bound", {"space": {"algo.params.learning_rate": {"log_uniform": [0.0, 0.1]}}},
+     "learning_rate", "log_uniform: both bounds must be > 0"),
+    ("empty choice", {"space": {"algo.params.gamma": {"choice": []}}}, "algo.params.gamma",
+     "expected at least one value"),
+    ("low > high", {"space": {"algo.params.n_epochs": {"int": [5, 2]}}}, "n_epochs",
+     "low (5) is greater than high (2)"),
+    ("two kinds", {"space": {"algo.params.gamma": {"uniform": [0.9, 0.99], "choice": [0.9]}}},
+     "algo.params.gamma", "expected exactly one of choice, int, uniform, log_uniform"),
+    ("sampler", {"sampler": "annealing"}, "sampler:", "'tpe', 'random', 'grid', 'qmc' or 'cmaes'"),
+    ("grid of a range", {"sampler": "grid"}, "sampler:", "grid takes choice and int values only"),
+    ("trials 0", {"trials": 0}, "trials:", "greater than or equal to 1"),
+    ("trials 1001", {"trials": 1001}, "trials:", "less than or equal to 1000"),
+    ("parallel 0", {"parallel": 0}, "parallel: 0", "greater than or equal to 1"),
+    ("metric", {"objective": {"metric": "eval.iqm"}}, "metric:", "'eval.mean_reward'"),
+    ("pruner", {"pruner": "median"}, "pruner:", "pruner median is not yet supported"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("tune", "marker", "says"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_bad_tune_section_is_one_line_before_any_trial(tmp_path, tune, marker, says):
+    m = _study()
+    m["tune"].update(tune)
+    path = _write(tmp_path, m)
+    res = rlcrate("tune", str(path), "--out", str(tmp_path / "runs"))
+    assert res.returncode == 2, res.stdout + res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    assert lines[0].startswith(f"error: {path}:{_line_of(path, marker)}: tune."), lines[0]
+    assert says in lines[0], lines[0]
+    assert "Traceback" not in res.stderr
+    assert not (tmp_path / "runs").exists(), "a run directory was made for a refused study"
+
+
+def test_tune_together_with_a_matrix_says_use_one(tmp_path):
+    m = _study()
+    m["matrix"] = {"algo.params.n_epochs": [1, 2]}
+    path = _write(tmp_path, m)
+    res = rlcrate("validate", str(path))
+    assert res.returncode == 2
+    assert f"{path}:{_line_of(path, 'tune:')}: tune: not together with matrix" in res.stderr
+    assert "use one or the other" in res.stderr
+
+
+def test_tune_without_a_tune_section_is_refused(tmp_path):
+    path = _write(tmp_path, tiny_manifest())
+    res = rlcrate("tune", str(path), "--out", str(tmp_path / "runs"))
+    assert res.returncode == 2
+    assert "has no tune: section" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_a_good_tune_section_validates_as_a_study(tmp_path):
+    m = _study(sampler="random", objective={"stat": "min", "direction": "minimize"})
+    m["tune"]["space"]["algo.params.n_steps"] = {"int": [32, 128], "step": 32}
+    path = _write(tmp_path, m)
+    res = rlcrate("validate", str(path), "--set", "tune.trials=7")
+    assert res.returncode == 0, res.stderr
+    assert f"{path}: ok (a study of up to 7 trial(s) x 2 seed(s) = 14 units" in res.stdout
+
+
+@pytest.mark.gymnasium
+def test_a_study_with_no_complete_trial_exits_1(tmp_path):
+    m = _study(sampler="grid", trials=3)
+    m["tune"]["space"] = {"train.timesteps": {"choice": [-5]}}
+    res = rlcrate("tune", str(_write(tmp_path, m)), "--out", str(tmp_path / "runs"))
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "no trial of the study completed" in res.stderr
+    (trial,) = _trials(run_dir_of(tmp_path / "runs", "study"))  # the grid has one point
+    assert trial["state"] == "failed" and trial["objective"] is None
+    assert "its values make no valid manifest: train.timesteps:" in trial["error"]
+
+
+def test_resume_of_a_folder_that_holds_no_study_is_refused(tmp_path):
+    path = _write(tmp_path, _study())
+    (tmp_path / "elsewhere").mkdir()
+    res = rlcrate("tune", str(path), "--resume", str(tmp_path / "elsewhere"))
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines() == [
+        f"error: --resume {tmp_path / 'elsewhere'}: not a study's run (no study.journal)"
+    ]
+
+
+def _trials(run: Path) -> list[dict]:
+    return json.loads((run / "tune.json").read_text())["trials"]
+
+
+def _unit_status(run: Path, variant: str, seed: int) -> dict:
+    return json.loads((run / "units" / variant / f"seed-{seed}" / "status.json").read_text())
+
+
+@pytest.mark.slow(reason="trains 3 trials x 2 seeds of PPO on CartPole (about 25 s here)")
+@pytest.mark.gymnasium
+def test_a_study_judges_every_trial_on_the_same_seeds(tmp_path):
+    from scipy.stats import trim_mean
+
+    path = _write(tmp_path, _study())
+    # --seeds as `run` takes it: every trial on seeds 3 and 5, the sampler seeded with 3
+    res = rlcrate("tune", str(path), "--out", str(tmp_path / "runs"), "--seeds", "3,5")
+    assert res.returncode == 0, res.stdout + res.stderr
+    run = run_dir_of(tmp_path / "runs", "study")
+    record = json.loads((run / "tune.json").read_text())
+    assert record["study"]["sampler"] == "tpe" and record["study"]["sampler_seed"] == 3
+    trials = record["trials"]
+    assert [t["number"] for t in trials] == [0, 1, 2]
+    assert all(t["state"] == "complete" for t in trials)
+    summary = json.loads((run / "summary.json").read_text())
+    for t in trials:
+        assert t["variant"] == f"trial-{t['number']:03d}"
+        assert set(t["params"]) == set(SPACE)
+        assert 0.0001 <= t["params"]["algo.params.learning_rate"] <= 0.01
+        assert t["params"]["algo.params.gamma"] in (0.9, 0.99)
+        assert list(t["per_seed"]) == ["3", "5"]  # paired: every trial on the same seeds
+        for seed in (3, 5):
+            assert _unit_status(run, t["variant"], seed)["state"] == "done"
+        # the same per-seed numbers summary.json reports; the objective their IQM
+        assert t["per_seed"] == summary["variants"][t["variant"]]["eval"]["per_seed_mean"]
+        assert t["objective"] == pytest.approx(trim_mean(list(t["per_seed"].values()), 0.25))
+    best = max(trials, key=lambda t: t["objective"])
+    assert record["best"] == best["number"]
+    resolved = yaml.safe_load((run / "resolved.yaml").read_text())
+    assert resolved["tune"]["space"] == SPACE and resolved["tune"]["sampler"] == "tpe"
+    assert sorted(resolved["variants"]) == ["trial-000", "trial-001", "trial-002"]
+    assert (
+        resolved["variants"]["trial-001"]["config"]["algo"]["params"]["n_epochs"]
+        == (trials[1]["params"]["algo.params.n_epochs"])
+    )
+    assert (run / "study.journal").stat().st_size > 0
+    text = (run / "best.yaml").read_text()
+    assert text.startswith("# The best trial of the study") and best["variant"] in text
+    data = yaml.safe_load(text)
+    assert "tune" not in data and data["seeds"] == [3, 5]  # what the study ran
+    assert data["algo"]["params"]["learning_rate"] == best["params"]["algo.params.learning_rate"]
+    assert data["algo"]["params"]["gamma"] == best["params"]["algo.params.gamma"]
+    checked = rlcrate("validate", str(run / "best.yaml"))
+    assert checked.returncode == 0, checked.stderr
+    for name in ("tune-history.png", "tune-importance.png", "tune-parallel.png"):
+        assert (run / "plots" / name).read_bytes()[:4] == b"\x89PNG", name
+    report = (run / "report.md").read_text()
+    assert "## Study" in report and f"| {best['variant']} (best) |" in report
+    assert "![optimisation history](plots/tune-history.png)" in report
+
+
+@pytest.mark.slow(reason="trains one trial x 2 seeds of PPO (the other fails before training)")
+@pytest.mark.gymnasium
+def test_a_failed_trial_is_recorded_and_the_study_goes_on(tmp_path):
+    m = _study(sampler="grid", trials=5, parallel=2)
+    m["tune"]["space"] = {"train.timesteps": {"choice": [256, -5]}}
+    res = rlcrate("tune", str(_write(tmp_path, m)), "--out", str(tmp_path / "runs"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    run = run_dir_of(tmp_path / "runs", "study")
+    by_value = {t["params"]["train.timesteps"]: t for t in _trials(run)}
+    assert sorted(by_value) == [-5, 256]  # trials capped at the grid's size
+    failed, done = by_value[-5], by_value[256]
+    assert failed["state"] == "failed" and "train.timesteps" in failed["error"]
+    assert not (run / "units" / failed["variant"]).exists(), "a refused trial ran units"
+    assert done["state"] == "complete" and list(done["per_seed"]) == ["0", "1"]
+    assert yaml.safe_load((run / "best.yaml").read_text())["train"]["timesteps"] == 256
+
+
+@pytest.mark.slow(reason="trains 3 trials x 2 seeds of PPO, stopped with Ctrl-C and resumed")
+@pytest.mark.gymnasium
+def test_a_stopped_study_resumes_without_running_a_finished_trial(tmp_path):
+    path = _write(tmp_path, _study(parallel=1, trials=3))
+    out = tmp_path / "runs"
+    proc = subprocess.Popen(
+        [rlcrate_exe(), "tune", str(path), "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=checkout_env(),
+    )
+
+    def second_trial_running() -> bool:
+        units = list(out.glob("study/*/units/trial-001/seed-*/status.json"))
+        return any(json.loads(u.read_text() or "{}").get("state") == "running" for u in units)
+
+    wait_for(second_trial_running, 120, "the second trial's units to start")
+    run = run_dir_of(out, "study")
+    proc.send_signal(signal.SIGINT)
+    shown, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert f"rlcrate tune {run / 'manifest.yaml'} --resume {run}" in shown
+    stopped = _trials(run)
+    assert [(t["number"], t["state"]) for t in stopped] == [(0, "complete"), (1, "running")]
+    first = {s: _unit_status(run, "trial-000", s) for s in (0, 1)}
+    time.sleep(0.05)
+    res = rlcrate("tune", str(run / "manifest.yaml"), "--resume", str(run))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "trial-001: cut mid-way before; it runs again" in res.stdout
+    resumed = _trials(run)
+    assert [(t["number"], t["state"]) for t in resumed] == [(n, "complete") for n in (0, 1, 2)]
+    assert resumed[0] == stopped[0], "a finished trial changed"
+    assert resumed[1]["params"] == stopped[1]["params"], "the cut trial ran other values"
+    for seed in (0, 1):  # the finished trial's units were not run again
+        assert _unit_status(run, "trial-000", seed) == first[seed]
+        assert _unit_status(run, "trial-001", seed)["state"] == "done"
+    assert not (run / "units" / "trial-003").exists()
+    assert (run / "best.yaml").is_file()
