@@ -229,9 +229,9 @@ def run(manifest_path: Path, opts: RunOptions, console: Console) -> Path:
     manifest = load_manifest(manifest_path, overrides=opts.overrides)
     if opts.jobs is None:
         opts.jobs = manifest_jobs(manifest)
-    _check_installed(manifest)
+    check_installed(manifest)
     opts.executor.check_reachable()  # before any directory or env is made
-    signal.signal(signal.SIGTERM, _as_interrupt)  # SIGTERM stops as cleanly as Ctrl-C
+    signal.signal(signal.SIGTERM, as_interrupt)  # SIGTERM stops as cleanly as Ctrl-C
     with locked(opts.resume) if opts.resume is not None else contextlib.nullcontext():
         resumed = prepare_run_dir(manifest_path, manifest, opts) if opts.resume else None
         preflight(manifest_path, manifest, opts, console)  # a resume checked first
@@ -337,7 +337,7 @@ def resume_hint(console: Console, run_dir: Path) -> None:
     console.print(escape(command), soft_wrap=True, highlight=False)
 
 
-def _check_installed(manifest: Manifest) -> None:
+def check_installed(manifest: Manifest) -> None:
     """Refuse before creating a run directory when this environment cannot run the units."""
     from runner.checks.installed import local_run_problem
     from runner.manifest import expand
@@ -350,7 +350,7 @@ def _check_installed(manifest: Manifest) -> None:
     check_installed(manifest.model_dump(mode="json").get("track"))
 
 
-def _as_interrupt(signum: int, frame: Any) -> None:
+def as_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 

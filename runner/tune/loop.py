@@ -39,8 +39,8 @@ from runner.record.rundir import write_text_atomic
 from runner.record.tune import TrialRecord
 from runner.run.orchestrate import (
     RunOptions,
-    _as_interrupt,
-    _check_installed,
+    as_interrupt,
+    check_installed,
     preflight,
     prepare_run_dir,
     run_units,
@@ -71,7 +71,7 @@ def tune(manifest_path: Path, opts: TuneOptions, console: Console) -> Path:
     run_opts = RunOptions(
         ["train", "eval"], opts.executor, opts.out, opts.resume, overrides=opts.overrides
     )
-    signal.signal(signal.SIGTERM, _as_interrupt)  # SIGTERM stops as cleanly as Ctrl-C
+    signal.signal(signal.SIGTERM, as_interrupt)  # SIGTERM stops as cleanly as Ctrl-C
     with locked(opts.resume) if opts.resume is not None else contextlib.nullcontext():
         resumed = resumed_run(opts.resume, manifest) if opts.resume is not None else None
         preflight(manifest_path, manifest, run_opts, console)  # the base manifest built once
@@ -106,7 +106,7 @@ def _can_run(manifest_path: Path, manifest: Manifest, opts: TuneOptions) -> Tune
             f"--executor {opts.executor.name}: as set, it returns once the units are submitted; "
             "a study waits on each trial's units to choose the next values"
         )
-    _check_installed(manifest)
+    check_installed(manifest)
     opts.executor.check_reachable()
     return spec
 
