@@ -6,6 +6,7 @@ layout on a BallChase unit trained in real headless Godot."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -56,8 +57,13 @@ def _model(run: Path, algo: str):
     return PPO.load(run / "units/default/seed-0/model.zip", device="cpu")  # our own file
 
 
-def test_cartpole_both_layouts_give_the_models_actions(tmp_path):
-    run = _trained(tmp_path, "cart")
+@pytest.fixture(scope="module")
+def cartpole(tmp_path_factory) -> Path:
+    return _trained(tmp_path_factory.mktemp("cart"), "cart")
+
+
+def test_cartpole_both_layouts_give_the_models_actions(tmp_path, cartpole):
+    run = cartpole
     obs = _observations("CartPole-v1")
     want, _ = _model(run, "PPO").predict(obs, deterministic=True)
 
@@ -120,8 +126,9 @@ def test_a_godot_unit_exports_in_the_plugins_layout(tmp_path):
     assert got.shape[0] == 3 and np.all(np.isfinite(got))
 
 
-def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
-    run = _trained(tmp_path, "cart")
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path, cartpole):
+    run = tmp_path / "run"
+    shutil.copytree(cartpole, run)  # its model.zip goes below
     out = tmp_path / "x.onnx"
     cases = [
         ([str(tmp_path), "-o", str(out)], "not a run directory"),

@@ -462,7 +462,6 @@ class TestCpuImage:
             assert again is not None
             if again.id != cpu_image.id:
                 pytest.fail(_what_differs(cpu_image.ref, tag, tmp_path))
-            assert again.digest == cpu_image.digest
         finally:
             subprocess.run(["buildah", "rmi", tag], capture_output=True)
 

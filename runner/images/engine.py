@@ -102,13 +102,12 @@ def inspect(engine: str, ref: str) -> ImageInfo | None:
         if not isinstance(data, dict):
             return None
         config = (data.get("Docker") or {}).get("config") or data.get("OCIv1", {}).get("config")
-        return ImageInfo(
-            ref,
-            data.get("FromImageID", ""),
-            data.get("FromImageDigest"),
-            None,
-            dict((config or {}).get("Labels") or {}),
-        )
+        # The id (its config's digest) names the content; buildah's FromImageDigest is that of
+        # the manifest it last wrote for the image, which changes when an identical image is
+        # committed again (a reproducible rebuild under another tag)
+        image_id = data.get("FromImageID") or ""
+        image_id = f"sha256:{image_id}" if image_id and ":" not in image_id else image_id
+        return ImageInfo(ref, image_id, None, None, dict((config or {}).get("Labels") or {}))
     data = _json([engine, "image", "inspect", ref])
     if not isinstance(data, list) or not data:
         return None
