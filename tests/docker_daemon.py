@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.ray_nodes import free_port
+
 DEBIAN_CLIENT = Path("/usr/bin/docker")
 
 
@@ -76,12 +78,6 @@ class Docker:
         return next(d.partition("@")[2] for d in digests if d.startswith(repo + "@"))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _wait(what: str, ready, proc: subprocess.Popen, log: Path, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while not ready():
@@ -115,7 +111,7 @@ def started(folder: Path) -> Iterator[Docker]:
          "--exec-root", str(folder / "exec"), "--pidfile", str(folder / "dockerd.pid")],
         stdout=daemon_log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
-    port = _free_port()
+    port = free_port()
     (folder / "registry.yml").write_text(
         f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {folder / 'registry'}\n"
         f"http:\n  addr: 127.0.0.1:{port}\n"

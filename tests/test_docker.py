@@ -19,7 +19,7 @@ import yaml
 
 from runner import __version__
 from tests import docker_daemon
-from tests.helpers import rlcrate, rlcrate_exe, tiny_manifest
+from tests.helpers import rlcrate, rlcrate_exe, start_run, tiny_manifest
 from tests.test_images import _can_build, _sandbox_flags
 
 WHY_NOT = docker_daemon.missing() or _can_build()
@@ -121,14 +121,6 @@ def test_files_belong_to_the_caller(docker, image):
         assert written and {p.stat().st_uid for p in written} == {uid}
 
 
-def _start(manifest: Path, out: Path, image: str, docker, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [rlcrate_exe(), "run", str(manifest), "--image", image, "--out", str(out), *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, **docker.env},
-    )  # fmt: skip
-
-
 def _wait_for_checkpoint(proc: subprocess.Popen, unit: Path, after: int = 0) -> None:
     deadline = time.monotonic() + 300
     while not any(int(p.stem.split("-")[1]) > after for p in unit.glob("checkpoints/step-*.zip")):
@@ -146,7 +138,7 @@ def _no_container_within(docker, seconds: float) -> None:
 def test_sigkill_and_ctrl_c_leave_no_container_and_the_unit_resumes(docker, image, tmp_path):
     manifest = _manifest(tmp_path, train__timesteps=16_000, train__checkpoint_every=1024)
     out = tmp_path / "runs"
-    proc = _start(manifest, out, image, docker)
+    proc = start_run(manifest, out, "--image", image, env_extra=docker.env)
     deadline = time.monotonic() + 120
     while not list(out.glob("tiny/*/units/default/seed-0")):
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
@@ -160,7 +152,9 @@ def test_sigkill_and_ctrl_c_leave_no_container_and_the_unit_resumes(docker, imag
     assert json.loads((unit / "status.json").read_text())["state"] == "interrupted"
 
     done = max(int(p.stem.split("-")[1]) for p in unit.glob("checkpoints/step-*.zip"))
-    proc = _start(run / "manifest.yaml", out, image, docker, "--resume", str(run))
+    proc = start_run(
+        run / "manifest.yaml", out, "--image", image, "--resume", str(run), env_extra=docker.env
+    )
     _wait_for_checkpoint(proc, unit, after=done)
     proc.send_signal(signal.SIGINT)  # Ctrl-C
     _, err = proc.communicate(timeout=120)

@@ -194,9 +194,9 @@ def _rerun(manifest: Path, name: str, opts: ReproduceOptions, console: Console) 
 
 def image_line(image: str, archived: dict) -> str:
     """Whether the image a rerun goes into is the one the archived run ran in, by digest."""
-    from runner.images.engine import VARIANTS, detect_engine, inspect, resolve_target
+    from runner.images.engine import detect_engine, image_ref, inspect
 
-    ref = resolve_target(image)[1] if image in VARIANTS else image
+    ref = image_ref(image)[1]
     info = inspect(engine := detect_engine(), ref)
     if info is None:
         raise UserInputError(f"--image {image}: {engine} has no image {ref}; build or pull it")

@@ -101,7 +101,7 @@ def engine_probe(
         return f"cannot be started ({exc.strerror})", None
     if out.returncode != 0:
         what = "no daemon answers" if engine == "docker" else "it does not work here"
-        return f"{what}: {_last_line(out)}", None
+        return f"{what}: {last_line(out)}", None
     if engine not in CONTAINER_PROBES:
         return None, None
     answer: list[object] = [path, _mtime(path), out.stdout.strip()]
@@ -151,7 +151,8 @@ def _remember_probe(engine: str, answer: list[object], problem: str | None) -> N
         write_text_atomic(path, json.dumps(probes), durable=False)
 
 
-def _last_line(out: subprocess.CompletedProcess[str]) -> str:
+def last_line(out: subprocess.CompletedProcess[str]) -> str:
+    """The last line a command printed (stderr first), for a one-line error."""
     lines = (out.stderr or out.stdout).strip().splitlines()
     return lines[-1][:160] if lines else f"exit status {out.returncode}"
 
@@ -169,7 +170,7 @@ def container_problem(engine: str, timeout: float) -> str | None:
     except OSError as exc:
         return f"cannot be started ({exc.strerror})"
     if out.returncode != 0:
-        return f"it cannot start a container here: {_last_line(out)}"
+        return f"it cannot start a container here: {last_line(out)}"
     return None
 
 

@@ -135,7 +135,7 @@ def _normalization(venv: Any) -> tuple[Any, Any, float, float] | None:
     return venv.obs_rms.mean, venv.obs_rms.var, float(venv.epsilon), float(venv.clip_obs)
 
 
-def _module(model: Any, venv: Any, layout: str) -> Any:
+def _module(model: Any, venv: Any, layout: str, norm: tuple[Any, Any, float, float] | None) -> Any:
     """The policy as one torch module: raw observations in, the layout's outputs out."""
     import numpy as np
     import torch
@@ -143,7 +143,6 @@ def _module(model: Any, venv: Any, layout: str) -> Any:
     from stable_baselines3.common.policies import ActorCriticPolicy
 
     policy = model.policy
-    norm = _normalization(venv)
     if layout == "godot-rl" and not isinstance(policy, ActorCriticPolicy):
         raise UserInputError(
             f"--layout godot-rl: godot-rl's plugin runs actor-critic policies (PPO, A2C); this "
@@ -211,7 +210,8 @@ def _export(model: Any, venv: Any, cfg: Any, layout: str, output: Path) -> dict[
     import torch
     from gymnasium import spaces
 
-    module = _module(model, venv, layout)
+    norm = _normalization(venv)
+    module = _module(model, venv, layout, norm)
     obs = _check_observations(venv)
     example = torch.as_tensor(obs[:1])
     if layout == "godot-rl":
@@ -239,7 +239,8 @@ def _export(model: Any, venv: Any, cfg: Any, layout: str, output: Path) -> dict[
             inputs = [torch.as_tensor(obs)] + ([torch.zeros(len(obs))] if godot else [])
             want = module(*inputs)
         want = (want[0] if isinstance(want, tuple) else want).numpy()
-        predicted, _ = model.predict(_normalized(venv, obs), deterministic=True)
+        seen = venv.normalize_obs(obs) if norm is not None else obs  # what the model sees
+        predicted, _ = model.predict(seen, deterministic=True)
         discrete = isinstance(venv.action_space, spaces.Discrete)
         actions = np.argmax(got, axis=-1) if godot and discrete else got  # the plugin's argmax
         diff = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
@@ -261,7 +262,7 @@ def _export(model: Any, venv: Any, cfg: Any, layout: str, output: Path) -> dict[
         "outputs": names[1],
         "observation_shape": list(venv.observation_space.shape),
         "action_space": str(venv.action_space),
-        "normalization": "folded into the graph" if _normalization(venv) else None,
+        "normalization": "folded into the graph" if norm is not None else None,
         "check": {
             "observations": len(obs),
             "largest_difference": diff,
@@ -272,11 +273,6 @@ def _export(model: Any, venv: Any, cfg: Any, layout: str, output: Path) -> dict[
         "onnxruntime": onnxruntime.__version__,
         "torch": torch.__version__,
     }
-
-
-def _normalized(venv: Any, obs: Any) -> Any:
-    """What the model sees for raw `obs`: VecNormalize's frozen transform, where there is one."""
-    return venv.normalize_obs(obs) if _normalization(venv) is not None else obs
 
 
 def _agreement(actions: Any, predicted: Any, space: Any, layout: str) -> float:

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from runner import __version__
+from runner.checks.installed import last_line
 from runner.errors import RunnerError, UserInputError
 from runner.images.engine import detect_engine, resolve_target
 
@@ -27,13 +28,7 @@ def source_root() -> Path:
 
 
 def _git(root: Path, *args: str) -> str | None:
-    try:
-        out = subprocess.run(
-            ["git", *args], cwd=root, capture_output=True, text=True, timeout=10, check=True
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
+    return _answers(["git", "-C", str(root), *args]) or None
 
 
 def metadata_args(root: Path) -> dict[str, str]:
@@ -84,6 +79,7 @@ def docker_builder() -> list[str]:
 
 
 def _answers(cmd: list[str]) -> str | None:
+    """What `cmd` printed, stripped; None when it could not run or failed."""
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
@@ -184,7 +180,7 @@ def inputs_image(builder: Sequence[str], volumes: Sequence[str]) -> Iterator[str
         cmd = [*builder, "-q", "-f", str(Path(tmp) / "Dockerfile"), "-t", tag, str(context)]
         out = subprocess.run(cmd, capture_output=True, text=True, env=_docker_env())
         if out.returncode != 0:
-            raise RunnerError(f"docker could not build the build inputs: {_last(out)}")
+            raise RunnerError(f"docker could not build the build inputs: {last_line(out)}")
     try:
         yield tag
     finally:
@@ -193,11 +189,6 @@ def inputs_image(builder: Sequence[str], volumes: Sequence[str]) -> Iterator[str
 
 def _docker_env() -> dict[str, str]:
     return {**os.environ, "DOCKER_BUILDKIT": "1"}
-
-
-def _last(out: subprocess.CompletedProcess) -> str:
-    lines = (out.stderr or out.stdout).strip().splitlines()
-    return lines[-1] if lines else f"exit status {out.returncode}"
 
 
 def build(

@@ -50,6 +50,12 @@ def resolve_target(target: str) -> tuple[str, str]:
     return variant, target
 
 
+def image_ref(image: str) -> tuple[str, str]:
+    """`--image`'s value -> (variant, reference): cpu and cuda name this version's tags; any
+    other reference (a tag, REPO@sha256:...) is taken as it is, with no variant."""
+    return resolve_target(image) if image in VARIANTS else ("", image)
+
+
 def detect_engine(engine: str | None = None) -> str:
     """The engine asked for (argument, else $RLCRATE_ENGINE), else the first that answers."""
     wanted = engine or os.environ.get(ENGINE_ENV)

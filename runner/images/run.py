@@ -20,11 +20,10 @@ from runner.images.engine import (
     LABEL_MIN_DRIVER,
     LABEL_VARIANT,
     OUT_DIR,
-    VARIANTS,
     ImageInfo,
     detect_engine,
+    image_ref,
     inspect,
-    resolve_target,
 )
 
 
@@ -230,7 +229,7 @@ def run_in_image(
 ) -> int:
     """`rlcrate run MANIFEST --image cpu|cuda|TAG`: the same run, inside the image. Returns the
     exit status of the runner inside."""
-    variant, ref = resolve_target(image) if image in VARIANTS else ("", image)
+    variant, ref = image_ref(image)
     engine = detect_engine(engine)
     info = inspect(engine, ref)
     if info is None:
