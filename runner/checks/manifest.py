@@ -128,7 +128,16 @@ def _check_limits(cfg: Manifest, source: str, lines: Lines, out: list[Problem]) 
     from runner.backends import get_backend
 
     found = get_backend(cfg.env.backend).check_parallel(cfg.parallel)
-    found += trainer_of(cfg).check_limits(cfg)
+    trainer = trainer_of(cfg)
+    found += trainer.check_limits(cfg)
+    if cfg.eval.every and not trainer.PERIODIC_EVAL:
+        found.append(
+            FieldProblem(
+                ("eval", "every"),
+                f"the {trainer_name(cfg)} trainer evaluates only at the end of training; set "
+                "eval.every to 0, or choose a trainer that evaluates during training",
+            )
+        )
     out += [at(source, lines, p.path, p.message) for p in found]
 
 
@@ -167,12 +176,15 @@ def _tune_problems(m: Manifest, source: str, lines: Lines) -> list[Problem]:
     """`tune.space`'s paths: the paths a matrix may vary, none inside another."""
     if m.tune is None:
         return []
+    if isinstance(m.tune.space, str):  # a named space: its trainer's
+        found = trainer_of(m).space_problem(m, m.tune.space)
+        return [at(source, lines, ("tune", "space"), found)] if found else []
     out = []
-    for path in m.tune.space:
+    for path in m.tune.dims():
         problem = path_problem(path)
         if problem:
             out.append(at(source, lines, ("tune", "space", path), problem))
-    conflict = None if out else conflict_problem(list(m.tune.space))
+    conflict = None if out else conflict_problem(list(m.tune.dims()))
     if conflict:
         out.append(at(source, lines, ("tune", "space"), conflict))
     return out

@@ -77,6 +77,15 @@ def reproduce_cmd(
         str | None,
         typer.Option("--num-seeds", metavar="N", help="Rerun only the archive's seeds 0 to N-1."),
     ] = None,
+    trials: Annotated[
+        int | None,
+        typer.Option(
+            "--trials",
+            metavar="N",
+            help="A study's archive (rlcrate tune): rerun its N best complete trials "
+            "(default: the best one); the search is not rerun.",
+        ),
+    ] = None,
     image: ImageOpt = None,
     out: OutOpt = Path("runs"),
     alpha: Annotated[
@@ -98,7 +107,9 @@ def reproduce_cmd(
         raise UserInputError(f"--units: expected a positive number of units, got {units}")
     if not 0 < alpha <= 0.5:
         raise UserInputError(f"--alpha: expected a significance level in (0, 0.5], got {alpha}")
-    opts = ReproduceOptions(out, executor, units, chosen, image, alpha)
+    if trials is not None and trials < 1:
+        raise UserInputError(f"--trials: expected a positive number of trials, got {trials}")
+    opts = ReproduceOptions(out, executor, units, chosen, image, alpha, trials)
     raise typer.Exit(0 if reproduce(archive_file, opts, console()) else 1)
 
 

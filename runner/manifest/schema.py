@@ -323,6 +323,17 @@ class EvalSpec(Strict):
         default_factory=list,
         description="Reward levels for the 'time to reach' table (ep_rew_mean during training).",
     )
+    every: int = Field(
+        0,
+        ge=0,
+        description="Also evaluate every N training steps, during training (`every_episodes` "
+        "deterministic episodes on an env of their own, which training never steps): each "
+        "result is logged as eval/mean_reward in TensorBoard and kept in the unit's evals.json, "
+        "and is what a study's pruner judges a trial on. 0: only the final evaluation.",
+    )
+    every_episodes: int = Field(
+        5, gt=0, description="Episodes of each evaluation during training (`every`)."
+    )
 
 
 class BenchSpec(Strict):
@@ -500,7 +511,31 @@ class Manifest(Strict):
                 "not together with matrix: a study's trials are its variants; use one or the "
                 "other (a matrix with `rlcrate run`, a tune: section with `rlcrate tune`)"
             )
+        evals = info.data.get("eval")
+        pruner = tune.pruner.name if tune is not None else "none"
+        if pruner != "none" and isinstance(evals, EvalSpec) and not evals.every:
+            error = _custom(
+                "rlcrate_pruner",
+                f"{pruner} prunes on evaluations during training, and eval.every is 0; set "
+                "eval.every (steps between them) or pruner: none",
+            )
+            details = InitErrorDetails(type=error, loc=("pruner",), input=pruner)
+            raise ValidationError.from_exception_data("TuneSpec", [details])
         return tune
+
+    @field_validator("eval")
+    @classmethod
+    def _evaluated_within_the_budget(cls, evals: EvalSpec, info: ValidationInfo) -> EvalSpec:
+        train = info.data.get("train")
+        if isinstance(train, TrainSpec) and evals.every > train.timesteps > 0:
+            error = _custom(
+                "rlcrate_every",
+                f"every {evals.every} steps is more than train.timesteps ({train.timesteps}): "
+                "no evaluation would run during training",
+            )
+            details = InitErrorDetails(type=error, loc=("every",), input=evals.every)
+            raise ValidationError.from_exception_data("EvalSpec", [details])
+        return evals
 
     @field_validator("seeds")
     @classmethod

@@ -35,6 +35,7 @@ from runner.trainers.sb3.files import (
     restore_stats,
     save_stats,
 )
+from runner.trainers.sb3.periodic import periodic
 from runner.trainers.sb3.warm import start_files as start_files  # the contract's hook
 from runner.trainers.sb3.warm import warm_start
 
@@ -146,11 +147,12 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
         model = start.model
         started = time.time()
         callback = _callback(cfg, unit_dir, started, start)
+        during = periodic(cfg, unit_dir, seeds["eval_env"])  # eval.every; None when 0
         try:
             if cfg.train.timesteps > start.steps_done:  # 0 steps: a zero-shot transfer test
                 model.learn(
                     total_timesteps=cfg.train.timesteps - start.steps_done,
-                    callback=callback,
+                    callback=[callback, during] if during is not None else callback,
                     log_interval=cfg.train.log_interval,
                     reset_num_timesteps=not start.steps_done,
                     progress_bar=False,
@@ -160,6 +162,8 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
             raise
         finally:
             _close_logger(model)  # the TensorBoard file whole, whatever ended the training
+            if during is not None:
+                during.close()
         segment = time.perf_counter() - callback.t0
         save_stats(model, unit_dir / STATS_FILE)  # first: a model on disk has its statistics
         save_atomic(model, unit_dir / MODEL_FILE)
@@ -172,7 +176,8 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
         # every checkpoint step this unit was continued from, oldest first
         resumes = read_status(unit_dir).resumes
         resumes += [start.steps_done] if start.steps_done else []
-        return {**fields, "train_started": started, "resumes": resumes}
+        pruned = {"pruned_at": during.pruned_at} if during and during.pruned_at else {}
+        return {**fields, "train_started": started, "resumes": resumes, **pruned}
     finally:
         venv.close()
 
@@ -266,6 +271,21 @@ def deep_only(cfg: Manifest) -> list[str]:
     return unchecked(cfg.algo.name, cfg.algo.policy, cfg.algo.params)
 
 
+def space_problem(cfg: Manifest, name: str) -> str | None:
+    """`tune.space: zoo`: rl-zoo3's sampler for the algorithm (`zoo_space`)."""
+    if name != "zoo":
+        return f"the sb3 trainer knows one search space by name, zoo (got {name!r})"
+    from runner.trainers.sb3.zoo_space import problem
+
+    return problem(cfg)
+
+
+def sample_space(cfg: Manifest, name: str, trial: Any) -> dict[str, Any]:
+    from runner.trainers.sb3.zoo_space import sample
+
+    return sample(cfg, trial)
+
+
 class SB3(Trainer):
     """Every Stable-Baselines3 and sb3-contrib algorithm, on the backend's VecEnv."""
 
@@ -274,6 +294,7 @@ class SB3(Trainer):
     COLD_START = True
     QUICK_EXIT = True  # _train closes the TensorBoard logger; every env is closed
     EXPORTS_SB3_POLICY = True
+    PERIODIC_EVAL = True
 
     # the hooks are this module's functions
     check_params = staticmethod(check_params)
@@ -286,3 +307,5 @@ class SB3(Trainer):
     determinism_attempt = staticmethod(determinism_attempt)
     bench = staticmethod(bench)
     first_step = staticmethod(first_step)
+    space_problem = staticmethod(space_problem)
+    sample_space = staticmethod(sample_space)
