@@ -1,7 +1,8 @@
 """Evaluations during training (`eval.every`) and the stop a study's pruner asks for.
 
 Every `eval.every` steps the policy plays `eval.every_episodes` deterministic episodes on an env
-of its own (made once, seeded with the unit's eval seed; training never steps it, and the
+of its own (made once; each evaluation reseeds it with the unit's eval seed plus its number, so a
+resumed unit evaluates as it would have without the stop; training never steps it, and the
 evaluation draws from no generator training uses, so the training is the one it would be
 without them). Each result goes to TensorBoard (eval/mean_reward, at the step it was due) and to
 the unit's evals.json (`runner.record.evals`). When `rlcrate tune` has written a prune request
@@ -88,6 +89,9 @@ def periodic(cfg: Manifest, unit_dir: Path, seed: int) -> Any:
 
             if self.env is None:
                 self.env = _eval_env(cfg, seed)
+            # each evaluation's episodes from a seed of its own (the unit's eval seed and the
+            # evaluation's number): the same after a resume as without a stop
+            self.env.seed((seed + step // every) % 2**32)
             sync_envs_normalization(self.training_env, self.env)
             returns, _ = evaluate_policy(
                 self.model,
