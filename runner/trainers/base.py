@@ -69,6 +69,9 @@ class Trainer(ABC):
     QUICK_EXIT: ClassVar[bool] = False
     # Its models are Stable-Baselines3 policies that `rlcrate export` can write as ONNX.
     EXPORTS_SB3_POLICY: ClassVar[bool] = False
+    # Its `evaluate` records `eval.video` (the first episodes' frames, `runner.video`): a
+    # manifest asking for videos with a loop that cannot is refused by `validate`.
+    RECORDS_VIDEO: ClassVar[bool] = False
 
     @abstractmethod
     def check_params(self, cfg: Manifest, action_kind: str | None) -> list[FieldProblem]:

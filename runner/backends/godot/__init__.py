@@ -249,6 +249,8 @@ class Godot(Backend):
         program_hint="apt-get install godot3-server",
         ids_are_paths=True,  # a game project folder or an exported binary
         export_layout="godot-rl",  # a policy trained in the game goes back into it
+        video_needs="the full engine (godot3) rendering under a virtual display (Xvfb), "
+        "which rlcrate does not drive yet",
     )
 
     def available(self) -> str | None:
