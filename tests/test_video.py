@@ -1,7 +1,8 @@
 """`eval.video`: the evaluation's own episodes recorded as videos through the console script,
-decoded here (one frame per agent step, not blank, moving), the same returns with and without
-recording, a video that cannot be written failing its unit but not its eval.json, and the
-backends that cannot render refused by `validate` in one line."""
+decoded here (one frame per agent step, not blank, moving): CartPole after the fact
+(`rlcrate eval RUN --video`, MP4) and BallChase drawn by the full Godot engine under Xvfb (the
+manifest's eval.video, GIF); the same returns with and without recording, a video that cannot be
+written failing its unit but not its eval.json, and what cannot render refused in one line."""
 
 from __future__ import annotations
 
@@ -77,28 +78,65 @@ def test_a_video_that_cannot_be_written_fails_the_unit_and_keeps_its_eval(tiny_r
     assert _eval(unit)["episodes"] == want
 
 
+def _drawing_godot() -> bool:
+    from tests.test_godot import HAVE_GODOT
+
+    if not HAVE_GODOT:
+        return False
+    from runner.backends.godot.frames import drawing_binary
+
+    return drawing_binary() is not None and shutil.which("xvfb-run") is not None
+
+
 @pytest.mark.slow
-@pytest.mark.gymnasium
-def test_a_manifests_gif_is_in_the_report(tmp_path):
-    video = {"episodes": 2, "fps": 25, "format": "gif", "size": [64, 48]}
-    m = tiny_manifest(name="gif", train__timesteps=128, eval={"episodes": 2, "video": video})
-    path = tmp_path / "gif.yaml"
+@pytest.mark.godot
+@pytest.mark.skipif(not _drawing_godot(), reason="needs godot3, xvfb-run and godot-rl")
+def test_ballchase_drawn_under_xvfb_scores_what_headless_godot_scores(tmp_path):
+    """Two variants of one seed train alike (unpaced Godot is bitwise deterministic): one
+    evaluates in headless godot3-server, the other in the full engine under Xvfb, recorded as a
+    GIF from the manifest's eval.video; their returns must be the same."""
+    video = {"episodes": 2, "fps": 20, "format": "gif", "size": [100, 100]}
+    m = tiny_manifest(
+        name="drawn",
+        env={"backend": "godot", "id": "ballchase", "kwargs": {"episode_steps": 40}},
+        parallel={"envs": 1, "workers": 1},
+        train__timesteps=64,
+        eval={"episodes": 2},
+        matrix=[{"variant": "headless"}, {"variant": "drawn", "eval.video": video}],
+    )
+    path = tmp_path / "drawn.yaml"
     path.write_text(yaml.safe_dump(m, sort_keys=False))
     res = rlcrate("run", str(path), "--out", str(tmp_path / "runs"), report=True)
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
-    run = run_dir_of(tmp_path / "runs", "gif")
-    unit = run / "units/default/seed-0"
-    lengths = [e["length"] for e in _eval(unit)["episodes"]]
-    for i, length in enumerate(lengths):
-        gif = unit / f"video/episode-{i}.gif"
+    run = run_dir_of(tmp_path / "runs", "drawn")
+    drawn, headless = run / "units/drawn/seed-0", run / "units/headless/seed-0"
+    episodes = _eval(drawn)["episodes"]
+    assert episodes == _eval(headless)["episodes"]  # bit for bit
+    assert not (headless / "video").exists()
+    report = (run / "report.md").read_text()
+    for i, episode in enumerate(episodes):
+        gif = drawn / f"video/episode-{i}.gif"
         frames = iio.imread(gif)
-        assert frames.shape[1:] == (48, 64, 3)
+        assert frames.shape[1:] == (100, 100, 3)
         # a GIF merges a frame identical to the one before it into that one's duration: the
-        # running time is one frame (40 ms at 25 fps) per agent step
+        # running time is one frame (50 ms at 20 fps) per agent step
         ms = [iio.immeta(gif, index=k)["duration"] for k in range(len(frames))]
-        assert sum(ms) == 40 * length and len(frames) <= length
+        assert sum(ms) == 50 * episode["length"] and len(frames) <= episode["length"]
         _moving_pictures(frames)
-        assert f"](units/default/seed-0/video/episode-{i}.gif)" in (run / "report.md").read_text()
+        assert f"](units/drawn/seed-0/video/episode-{i}.gif)" in report
+
+
+def test_a_godot_project_of_ones_own_is_refused(write_manifest, tmp_path):
+    game = tmp_path / "game"
+    game.mkdir()
+    (game / "project.godot").write_text("config_version=4\n")
+    env = {"backend": "godot", "id": str(game)}
+    m = tiny_manifest(
+        env=env, parallel={"envs": 1, "workers": 1}, eval={"episodes": 1, "video": {}}
+    )
+    res = rlcrate("validate", str(write_manifest(m)))
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "eval.video: only rlcrate's bundled games send frames" in res.stderr
 
 
 def test_video_refused_in_one_line(write_manifest):
