@@ -14,7 +14,10 @@ from pathlib import Path
 from runner.errors import BackendUnavailable, FieldProblem
 
 DRAWING_NAMES = ("godot3", "godot")  # the full engine; godot3-server draws nothing
-SCREEN = "-screen 0 1024x768x24"  # Godot 3's default window (1024x600) fits
+# The window holds the first instance's arena (400 x 400 and its walls), the one a frame shows;
+# the virtual screen is a little larger.
+WINDOW = "408x408"
+SCREEN = "-screen 0 640x480x24"
 APT = "apt-get install godot3 xvfb"
 
 
@@ -64,5 +67,8 @@ def drawing_head(project: Path) -> list[str]:
     return [
         *("env", "LIBGL_ALWAYS_SOFTWARE=1"),
         *(xvfb, "--auto-servernum", "--server-args", SCREEN),
-        *(binary, "--path", str(project), "--audio-driver", "Dummy"),
+        *(binary, "--path", str(project), "--audio-driver", "Dummy", "--resolution", WINDOW),
+        # nothing drawn but the frames asked for (the game draws each one itself, on demand):
+        # without it the engine draws every tick, in software, recorded or not
+        "--disable-render-loop",
     ]
