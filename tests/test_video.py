@@ -173,3 +173,15 @@ def test_bad_video_input_is_one_line_at_its_field(write_manifest, env, video, sa
         load_manifest(path)
     lines = [str(p) for p in caught.value.problems]
     assert len(lines) == 1 and says in lines[0] and f"{path.name}:" in lines[0], lines
+
+
+def test_an_archive_holds_the_videos_unless_told_not_to(tmp_path):
+    from runner.archive.pack import ArchiveOptions, run_files
+
+    unit = tmp_path / "units/default/seed-0"
+    (unit / "video").mkdir(parents=True)
+    for name in ("eval.json", "video/episode-0.mp4", "video/video.json"):
+        (unit / name).write_text("{}")
+    clips = ["units/default/seed-0/video/episode-0.mp4", "units/default/seed-0/video/video.json"]
+    assert set(clips) < set(run_files(tmp_path, ArchiveOptions()))
+    assert run_files(tmp_path, ArchiveOptions(videos=False)) == ["units/default/seed-0/eval.json"]

@@ -84,7 +84,7 @@ def recording(venv: Any, spec: VideoSpec, unit_dir: Path) -> Any:
                 act(writer)
             except (OSError, RuntimeError, ValueError) as exc:
                 writer.abandon()
-                self.failure = f"{self.folder / writer.file}: {exc}"
+                self.failure = f"cannot write {self.folder / writer.file}: {exc}"
                 self.writer = None
 
         def close(self) -> None:
@@ -99,7 +99,7 @@ def finish(capture: Any, spec: VideoSpec, unit_dir: Path) -> VideoRecord:
     """Write video.json for what `capture` recorded; VideoFailed when a video could not be
     written (the caller has recorded the evaluation first: eval.json stays)."""
     if capture.failure is not None:
-        raise VideoFailed(f"eval.video: cannot write {capture.failure}; eval.json is kept")
+        raise VideoFailed(f"eval.video: {capture.failure}; eval.json is kept")
     record = VideoRecord(format=spec.format, fps=spec.fps, clips=capture.clips)
     write_video_record(unit_dir, record)
     return record
