@@ -69,10 +69,17 @@ def recording(venv: Any, spec: VideoSpec, unit_dir: Path) -> Any:
             if self.writer is None:
                 return
             t0 = time.perf_counter()
-            frame = self.venv.get_images()[0]
+            try:
+                frame = self.venv.get_images()[0]
+            except Exception as exc:  # a renderer's own error (an OpenGL context, a dead game)
+                frame = None
+                why = f"{type(exc).__name__}: {exc}"
+            else:
+                why = "get_images gave None"
             self.writer.seconds += time.perf_counter() - t0
             if frame is None:
-                self.failure = "the env rendered no frame (get_images gave None)"
+                self.writer.abandon()
+                self.failure = f"the env rendered no frame ({why})"
                 self.writer = None
                 return
             self._guarded(lambda w: w.add(frame))

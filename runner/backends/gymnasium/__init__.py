@@ -7,6 +7,7 @@ surrogate): they step every env in one NumPy call, in-process, whatever `paralle
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,14 @@ def _render_modes(env_id: str) -> list[str] | None:
     return list(modes) if modes is not None else None
 
 
+def gym_entry(env_id: str) -> str:
+    """The entry point of a registered id, as text ("" for a callable)."""
+    import gymnasium as gym
+
+    entry = gym.spec(env_id).entry_point
+    return entry if isinstance(entry, str) else ""
+
+
 def _video_problems(env: GymnasiumEnv) -> list[FieldProblem]:
     if _available() is not None or _id_problems(env):
         return []  # checked with the env, where its units run
@@ -134,6 +143,13 @@ def _video_problems(env: GymnasiumEnv) -> list[FieldProblem]:
     modes = _render_modes(env.id)
     if modes is not None and "rgb_array" not in modes:
         msg = f"{env.id} renders no rgb_array frames (its render modes: {', '.join(modes)})"
+        return [FieldProblem(("eval", "video"), msg)]
+    entry = gym_entry(env.id)
+    if entry.startswith("gymnasium.envs.mujoco") and not os.environ.get("MUJOCO_GL"):
+        msg = (
+            f"{env.id} renders through MuJoCo's OpenGL context, which a machine without a display "
+            "lacks: set MUJOCO_GL=osmesa (apt-get install libosmesa6) or MUJOCO_GL=egl (a GPU)"
+        )
         return [FieldProblem(("eval", "video"), msg)]
     if "render_mode" in env.kwargs:
         msg = "eval.video renders the env as rgb_array itself; remove env.kwargs.render_mode"
