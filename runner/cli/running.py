@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -21,6 +21,9 @@ from runner.cli.run import (
     run_manifest,
 )
 from runner.executors import Chosen, choose
+
+if TYPE_CHECKING:
+    from runner.manifest import ResolvedRun
 
 app = typer.Typer()
 
@@ -136,9 +139,9 @@ def eval_cmd(
     manifest, resume = _eval_target(manifest, resume)
     with locked(resume):
         res = read_resolved(resume)
+        started.check(resume)  # before any unit is marked to evaluate again
         if video:
             _check_video(resume, res)
-        started.check(resume)  # before any unit is marked to evaluate again
         for unit in res.units():
             d = unit.dir(resume)
             if read_status(d).state == "done":
@@ -159,7 +162,7 @@ def _eval_target(manifest: Path, resume: Path | None) -> tuple[Path, Path]:
     return manifest, resume
 
 
-def _check_video(run_dir: Path, res: Any) -> None:
+def _check_video(run_dir: Path, res: ResolvedRun) -> None:
     """UserInputError, one line, when a variant of the run cannot record its evaluation."""
     from runner.checks.manifest import video_problems
     from runner.errors import UserInputError
