@@ -311,6 +311,17 @@ class Godot(Backend):
         drawn._frames = True
         return drawn
 
+    def doctor_rows(self) -> list[tuple[str, bool, str]]:
+        """Whether eval.video can draw the bundled games here (the full engine, Xvfb)."""
+        from runner.backends.godot.frames import video_problems
+
+        found = video_problems("game")
+        if found:
+            return [("Godot eval.video", False, found[0].message)]
+        from runner.backends.godot.frames import drawing_binary
+
+        return [("Godot eval.video", True, f"{drawing_binary()} under xvfb-run")]
+
     def versions(self) -> dict[str, dict[str, Any]]:
         try:
             path, version = godot_binary()
