@@ -185,3 +185,14 @@ def test_an_archive_holds_the_videos_unless_told_not_to(tmp_path):
     clips = ["units/default/seed-0/video/episode-0.mp4", "units/default/seed-0/video/video.json"]
     assert set(clips) < set(run_files(tmp_path, ArchiveOptions()))
     assert run_files(tmp_path, ArchiveOptions(videos=False)) == ["units/default/seed-0/eval.json"]
+
+
+def test_a_video_record_names_only_its_own_clips(tmp_path):
+    from runner.record.video import read_video
+
+    (tmp_path / "video").mkdir()
+    clip = {"episode": 0, "frames": 3, "width": 4, "height": 4, "record_s": 0.1}
+    for name, readable in (("episode-0.gif", True), ("../../model.zip", False), ("x)](y", False)):
+        record = {"format": "gif", "fps": 30, "clips": [{**clip, "file": name}]}
+        (tmp_path / "video/video.json").write_text(json.dumps(record))
+        assert (read_video(tmp_path) is not None) is readable, name

@@ -19,8 +19,17 @@ class Clip(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     episode: int = Field(ge=0, description="Its index among the evaluation's episodes.")
-    file: str = Field(description="The video's file name, in the unit's video/ folder.")
-    poster: str | None = Field(None, description="A PNG frame of it (mp4), for the report.")
+    # names of the one shape the capture writes: a damaged or hostile record names nothing else
+    # (report.md links them)
+    file: str = Field(
+        pattern=r"^episode-[0-9]+\.(mp4|gif)$",
+        description="The video's file name, in the unit's video/ folder.",
+    )
+    poster: str | None = Field(
+        None,
+        pattern=r"^episode-[0-9]+\.png$",
+        description="A PNG frame of it (mp4), for the report.",
+    )
     frames: int = Field(ge=0, description="Frames written: one per agent step.")
     width: int = Field(ge=0)
     height: int = Field(ge=0)
