@@ -5,9 +5,11 @@ BIN    := $(VENV)/bin
 # The CPU build of torch: this pin keeps pip from pulling a multi-GB CUDA build.
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
+# godot3, xvfb, xauth: the full engine under a virtual display, for eval.video's Godot frames;
+# libosmesa6: MuJoCo's software OpenGL (MUJOCO_GL=osmesa), for its envs' eval.video.
 # chromium: the docs tests load the built site in it (headless) and take screenshots.
 # docker.io, docker-registry: the image tests start a Docker Engine and a registry of their own.
-APT_PACKAGES := godot3-server buildah podman debootstrap uidmap tini slurm-wlm munge chromium \
+APT_PACKAGES := godot3-server godot3 xvfb xauth libosmesa6 buildah podman debootstrap uidmap tini slurm-wlm munge chromium \
                 docker.io docker-registry
 
 .PHONY: venv system-deps quickstart test test-images test-fast test-latest test-gpu-env lint type \

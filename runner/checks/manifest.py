@@ -141,6 +141,21 @@ def _check_limits(cfg: Manifest, source: str, lines: Lines, out: list[Problem]) 
     out += [at(source, lines, p.path, p.message) for p in found]
 
 
+def video_problems(cfg: Manifest) -> list[FieldProblem]:
+    """Why `cfg.eval.video` cannot be recorded (the trainer, the backend, the writers); needs
+    none of the backend's packages."""
+    from runner import video
+    from runner.backends import get_backend
+
+    spec = cfg.eval.video
+    if spec is None:
+        return []
+    if not trainer_of(cfg).RECORDS_VIDEO:
+        msg = f"the {trainer_name(cfg)} trainer's evaluation records no video; remove eval.video"
+        return [FieldProblem(("eval", "video"), msg)]
+    return get_backend(cfg.env.backend).check_video(cfg.env) or video.problems(spec)
+
+
 def _check_algo(
     cfg: Manifest, kind: str | None, source: str, lines: Lines, out: list[Problem]
 ) -> None:
@@ -199,6 +214,7 @@ def check_manifest(m: Manifest, source: str, lines: Lines) -> list[Problem]:
         if not _check_trainer(cfg, source, lines, out):
             continue
         _check_limits(cfg, source, lines, out)
+        out += [at(source, lines, p.path, p.message) for p in video_problems(cfg)]
         if missing_packages(cfg.env.backend):  # a light install: checked where the units run
             continue
         kind = _check_env(cfg, source, lines, out, env_seen)

@@ -38,6 +38,9 @@ def archive_cmd(
     ],
     models: Annotated[bool, typer.Option(help="Include model.zip and checkpoints.")] = True,
     tensorboard: Annotated[bool, typer.Option(help="Include the TensorBoard files.")] = True,
+    videos: Annotated[
+        bool, typer.Option(help="Include the units' evaluation videos (eval.video's video/).")
+    ] = True,
     incomplete: Annotated[
         bool,
         typer.Option(help="Archive a run with failed or interrupted units, marked incomplete."),
@@ -47,7 +50,7 @@ def archive_cmd(
     from runner.archive import ArchiveOptions, archive
     from runner.record.rundir import file_sha256
 
-    index = archive(run_dir, output, ArchiveOptions(models, tensorboard, incomplete))
+    index = archive(run_dir, output, ArchiveOptions(models, tensorboard, incomplete, videos))
     n, size = index["contains"]["files"], output.stat().st_size
     mark = "" if index["run"]["complete"] else ", marked incomplete"
     typer.echo(f"archive: {output} ({n} files, {size / 1e6:.2f} MB{mark})")

@@ -316,6 +316,40 @@ class TrainSpec(Strict):
         return self
 
 
+MAX_VIDEO_SIDE = 4096  # pixels: a frame larger than a 4K screen is a typo
+
+
+class VideoSpec(Strict):
+    """Videos of the evaluation's own first episodes (`eval.video`)."""
+
+    episodes: int = Field(
+        1,
+        gt=0,
+        description="The first N evaluation episodes recorded (at most eval.episodes): the "
+        "episodes eval.json scores, not another rollout.",
+    )
+    fps: int = Field(30, gt=0, le=240, description="Frames per second of the video file.")
+    format: Literal["mp4", "gif"] = Field(
+        "mp4",
+        description="mp4 (H.264 through the ffmpeg imageio-ffmpeg brings; the report shows a "
+        "poster frame linking it) or gif (shown inline in the report).",
+    )
+    size: list[int] | None = Field(
+        None,
+        min_length=2,
+        max_length=2,
+        description="[width, height] in pixels the frames are scaled to; null: the env's own "
+        "frame size (mp4 rounds odd sides down to even).",
+    )
+
+    @field_validator("size")
+    @classmethod
+    def _sane_size(cls, size: list[int] | None) -> list[int] | None:
+        if size is not None and not all(2 <= side <= MAX_VIDEO_SIDE for side in size):
+            raise ValueError(f"expected [width, height], each from 2 to {MAX_VIDEO_SIDE} pixels")
+        return size
+
+
 class EvalSpec(Strict):
     episodes: int = Field(20, gt=0, description="Evaluation episodes per unit.")
     deterministic: bool = Field(True, description="Greedy actions during evaluation.")
@@ -334,6 +368,21 @@ class EvalSpec(Strict):
     every_episodes: int = Field(
         5, gt=0, description="Episodes of each evaluation during training (`every`)."
     )
+    video: VideoSpec | None = Field(
+        None,
+        description="Record the first evaluation episodes of each unit as videos under "
+        "the unit's video/ folder, shown in report.md: {episodes, fps, format, size}. Null: "
+        "none (`rlcrate eval --video` records them later).",
+    )
+
+    @model_validator(mode="after")
+    def _video_within_eval(self) -> EvalSpec:
+        if self.video is not None and self.video.episodes > self.episodes:
+            raise ValueError(
+                f"video.episodes ({self.video.episodes}) exceeds episodes ({self.episodes}): "
+                "only evaluation episodes are recorded"
+            )
+        return self
 
 
 class BenchSpec(Strict):

@@ -72,6 +72,9 @@ class Trainer(ABC):
     # Its `train` evaluates every `eval.every` steps (the unit's evals.json) and stops early
     # when the unit's prune request appears (`runner.record.evals`): what a study's pruner needs.
     PERIODIC_EVAL: ClassVar[bool] = False
+    # Its `evaluate` records `eval.video` (the first episodes' frames, `runner.video`): a
+    # manifest asking for videos with a loop that cannot is refused by `validate`.
+    RECORDS_VIDEO: ClassVar[bool] = False
 
     @abstractmethod
     def check_params(self, cfg: Manifest, action_kind: str | None) -> list[FieldProblem]:

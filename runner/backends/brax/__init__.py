@@ -166,6 +166,8 @@ class Brax(Backend):
         determinism=STATISTICAL,
         needs_train_extra=False,
         install=INSTALL,
+        video_needs="Brax's own renderer (brax.io.image, MuJoCo's renderer with an OpenGL "
+        "context), which rlcrate does not drive yet",
     )
 
     interfaces = (SB3_VEC_ENV, BRAX_ENV)

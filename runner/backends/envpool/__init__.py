@@ -81,7 +81,12 @@ class EnvPool(Backend):
     name = "envpool"
     example_id = "CartPole-v1"
     Options = EnvPoolEnv
-    TRAITS = Traits(module="envpool", extra="envpool")
+    TRAITS = Traits(
+        module="envpool",
+        extra="envpool",
+        video_needs="frames, which EnvPool's vectorised envs do not render (record an Atari "
+        "game's agent through Gymnasium's ALE env: backend gymnasium, id ALE/...)",
+    )
 
     def available(self) -> str | None:
         return _available()

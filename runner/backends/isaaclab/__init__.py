@@ -198,6 +198,8 @@ class IsaacLab(Backend):
         needs_gpu=True,
         determinism=STATISTICAL,
         install=INSTALL,
+        video_needs="Isaac Sim's RTX renderer (an NVIDIA RTX GPU with its driver; Isaac Lab "
+        "renders nothing on a CPU)",
     )
 
     def available(self) -> str | None:

@@ -26,7 +26,7 @@ from runner.trainers.resume import (
     train_once,
 )
 from runner.trainers.sb3 import algos
-from runner.trainers.sb3.common import load_model, make_env, make_model
+from runner.trainers.sb3.common import load_model, make_env, make_model, with_video_env
 from runner.trainers.sb3.files import (
     STATS_FILE,
     checkpoint_stats,
@@ -190,15 +190,20 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
     if not model_path.exists():
         raise FileNotFoundError(f"{model_path} is missing; run the train job first")
     one = ParallelSpec(envs=1, workers=1, mode="dummy")
+    video = cfg.eval.video
     # normalized: the training statistics, frozen, rewards as the env gives them (enjoy.py)
     venv = make_env(
-        cfg,
+        with_video_env(cfg) if video else cfg,
         seed=seeds["eval_env"],
         parallel=one,
         log_dir=unit_dir / "eval-logs",
         stats=unit_dir / STATS_FILE,
         training=False,
     )
+    if video:  # the same episodes, their frames written as they are stepped
+        from runner.video.capture import recording
+
+        venv = recording(venv, video, unit_dir)
     try:
         # The global generators seeded as SB3's own load seeded them (with the model's seed)
         # before the policy was built; the env keeps its eval seed (seed None: SB3 would
@@ -220,7 +225,12 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
         venv.close()
     assert isinstance(returns, list) and isinstance(lengths, list)  # return_episode_rewards=True
     returns = [float(r) for r in returns]
-    return write_eval(unit_dir, cfg, seeds["eval_env"], returns, lengths)
+    fields = write_eval(unit_dir, cfg, seeds["eval_env"], returns, lengths)
+    if video:  # after eval.json: a video that cannot be written fails the unit, not its eval
+        from runner.video.capture import finish
+
+        finish(venv, video, unit_dir)
+    return fields
 
 
 def bench(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
@@ -295,6 +305,7 @@ class SB3(Trainer):
     QUICK_EXIT = True  # _train closes the TensorBoard logger; every env is closed
     EXPORTS_SB3_POLICY = True
     PERIODIC_EVAL = True
+    RECORDS_VIDEO = True  # evaluate records eval.video through runner.video
 
     # the hooks are this module's functions
     check_params = staticmethod(check_params)
