@@ -94,14 +94,29 @@ def test_gymnasium_run_directory(write_manifest, tmp_path):
 
 @pytest.mark.envpool
 def test_envpool_trains_and_evaluates(write_manifest, tmp_path):
+    """... and records its eval.video through Gymnasium's equivalent env, saying so."""
     m = tiny_manifest(
-        env={"backend": "envpool", "id": "CartPole-v1"}, parallel={"envs": 4, "workers": 2}
+        env={"backend": "envpool", "id": "CartPole-v1"},
+        parallel={"envs": 4, "workers": 2},
+        eval__video={"episodes": 1, "format": "gif", "size": [120, 80]},
     )
-    out = rlcrate("run", str(write_manifest(m)), "--out", str(tmp_path / "runs"))
+    out = rlcrate("run", str(write_manifest(m)), "--out", str(tmp_path / "runs"), report=True)
     assert out.returncode == 0, out.stdout + out.stderr
-    unit = run_dir_of(tmp_path / "runs", "tiny") / "units/default/seed-0"
+    run = run_dir_of(tmp_path / "runs", "tiny")
+    unit = run / "units/default/seed-0"
     assert json.loads((unit / "status.json").read_text())["timesteps_done"] >= 512
     assert len(_eval_returns(unit)) == 3
+    record = json.loads((unit / "video" / "video.json").read_text())
+    assert "Gymnasium's CartPole-v1" in record["equivalent"]
+    assert "not the episodes eval.json scores" in record["equivalent"]
+    (clip,) = record["clips"]
+    assert clip["frames"] > 1 and (clip["width"], clip["height"]) == (120, 80)
+    import imageio.v3 as iio
+
+    frames = iio.imread(unit / "video" / clip["file"], index=None)
+    assert frames.shape[1:3] == (80, 120) and frames.std() > 0
+    report = (run / "report.md").read_text()
+    assert "Recorded on an equivalent env" in report and "video/episode-0.gif" in report
 
 
 @pytest.mark.gymnasium

@@ -254,6 +254,14 @@ class Backend(ABC):
         first_error(self.check_video(env))
         return env
 
+    def video_equivalent(self, env: Any) -> tuple[Any, str] | None:
+        """For a backend whose envs render nothing themselves: the options (`Options` of another
+        backend) of an equivalent env that does, and one line saying what the recording then
+        is. The evaluation scores `env`'s episodes as ever; the video is a rollout of the same
+        policy on the equivalent env, never the scored episodes. Default None: `video_env`
+        records the evaluation itself."""
+        return None
+
     def interpreter(self) -> str | None:
         """The Python that runs this backend's units (an executable path). Default None: the
         runner's own. A unit talks to the runner only through files, so it may run anywhere

@@ -46,6 +46,11 @@ class VideoRecord(BaseModel):
     format: str
     fps: int
     clips: list[Clip]
+    equivalent: str | None = Field(
+        None,
+        description="Recorded on an equivalent env, not from the evaluation (EnvPool's: "
+        "Gymnasium's same task): what the clips then show.",
+    )
 
 
 def write_video_record(unit_dir: Path, record: VideoRecord) -> None:

@@ -8,6 +8,12 @@ from runner.record.video import VIDEO_DIR, read_video
 from runner.report.load import Run
 from runner.report.markdown import fmt
 
+EQUIVALENT = (
+    "Recorded on an equivalent env (the backend's own envs render nothing: EnvPool's task on "
+    "Gymnasium, with the same preprocessing): the same policy, deterministic, but not the "
+    "episodes eval.json scores."
+)
+
 
 def videos_section(run: Run) -> list[str]:
     """Empty when no unit recorded a video."""
@@ -20,6 +26,10 @@ def videos_section(run: Run) -> list[str]:
         label = run.labels.get(variant, variant)
         body += [f"### {label}, seed {seed}", ""]
         returns = unit.eval.returns() if unit.eval is not None else []
+        if record.equivalent is not None:  # not eval.json's episodes: no return shown
+            # a fixed sentence: the record's own text is data from a file, never shown as-is
+            body += [EQUIVALENT, ""]
+            returns = []
         for clip in record.clips:
             rel = folder.relative_to(run.path).as_posix()
             score = f"return {fmt(returns[clip.episode])}, " if clip.episode < len(returns) else ""
@@ -33,6 +43,7 @@ def videos_section(run: Run) -> list[str]:
         return []
     intro = (
         "The first evaluation episodes of each unit, recorded as they were scored (eval.json's "
-        "episodes, deterministic actions as `eval.deterministic` says)."
+        "episodes, deterministic actions as `eval.deterministic` says), unless a unit says "
+        "otherwise."
     )
     return ["## Videos", "", intro, "", *body]

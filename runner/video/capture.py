@@ -102,11 +102,16 @@ def recording(venv: Any, spec: VideoSpec, unit_dir: Path) -> Any:
     return Capture()
 
 
-def finish(capture: Any, spec: VideoSpec, unit_dir: Path) -> VideoRecord:
-    """Write video.json for what `capture` recorded; VideoFailed when a video could not be
-    written (the caller has recorded the evaluation first: eval.json stays)."""
+def finish(
+    capture: Any, spec: VideoSpec, unit_dir: Path, equivalent: str | None = None
+) -> VideoRecord:
+    """Write video.json for what `capture` recorded (`equivalent`: what a recording on an
+    equivalent env shows); VideoFailed when a video could not be written (the caller has
+    recorded the evaluation first: eval.json stays)."""
     if capture.failure is not None:
         raise VideoFailed(f"eval.video: {capture.failure}; eval.json is kept")
-    record = VideoRecord(format=spec.format, fps=spec.fps, clips=capture.clips)
+    record = VideoRecord(
+        format=spec.format, fps=spec.fps, clips=capture.clips, equivalent=equivalent
+    )
     write_video_record(unit_dir, record)
     return record

@@ -17,7 +17,7 @@ from typing import Any
 
 from runner.backends import atari
 from runner.backends.base import Backend, Traits, unknown_id
-from runner.errors import BackendUnavailable, FieldError, FieldProblem
+from runner.errors import BackendUnavailable, FieldError, FieldProblem, first_error
 from runner.manifest.schema import ParallelSpec
 from runner.record.rundir import write_text_atomic
 
@@ -84,8 +84,8 @@ class EnvPool(Backend):
     TRAITS = Traits(
         module="envpool",
         extra="envpool",
-        video_needs="frames, which EnvPool's vectorised envs do not render (record an Atari "
-        "game's agent through Gymnasium's ALE env: backend gymnasium, id ALE/...)",
+        video_needs="the equivalent Gymnasium env (EnvPool's vectorised envs render nothing): "
+        "the gymnasium backend, and ale-py for an Atari game",
     )
 
     def available(self) -> str | None:
@@ -104,6 +104,46 @@ class EnvPool(Backend):
 
     def gymnasium_id(self, env_id: str) -> str | None:
         return env_id  # EnvPool names its envs as Gymnasium does (CartPole-v1, Pong-v5)
+
+    def _equivalent(self, env: EnvPoolEnv) -> Any:
+        """The Gymnasium env EnvPool's `env` stands for: the same id (ALE/<game> for an Atari
+        game), the same Atari preprocessing (`backends.atari`: one model for both backends)."""
+        from runner.backends import get_backend
+
+        gym_id = f"ALE/{env.id}" if _is_atari(env.id) else env.id
+        options: Any = get_backend("gymnasium").Options  # gymnasium's own, with env.atari
+        return options(backend="gymnasium", id=gym_id, atari=env.atari, kwargs=dict(env.kwargs))
+
+    def check_video(self, env: EnvPoolEnv) -> list[FieldProblem]:
+        from runner.backends import get_backend, names
+
+        if "gymnasium" not in names():
+            return super().check_video(env)
+        gym = get_backend("gymnasium")
+        if gym.available() is not None:
+            return super().check_video(env)
+        equivalent = self._equivalent(env)
+        found = gym.check_env(equivalent) or gym.check_video(equivalent)
+        return [
+            FieldProblem(
+                p.path,
+                f"recorded through Gymnasium's {equivalent.id} (EnvPool renders nothing), "
+                f"which {p.message[0].lower()}{p.message[1:]}",
+            )
+            for p in found
+        ]
+
+    def video_equivalent(self, env: EnvPoolEnv) -> tuple[Any, str]:
+        from runner.backends import get_backend
+
+        first_error(self.check_video(env))
+        equivalent = self._equivalent(env)
+        note = (
+            f"the same policy on Gymnasium's {equivalent.id} with the same preprocessing, an "
+            f"equivalent env: EnvPool's vectorised {env.id} renders nothing, so these are not "
+            "the episodes eval.json scores"
+        )
+        return get_backend("gymnasium").video_env(equivalent), note
 
     def is_atari(self, env_id: str) -> bool:
         return _is_atari(env_id)

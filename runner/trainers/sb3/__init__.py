@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from runner.backends import get_backend
 from runner.backends.base import SB3_VEC_ENV
 from runner.errors import FieldProblem
 from runner.manifest.schema import Manifest, ParallelSpec
@@ -191,6 +192,15 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
         raise FileNotFoundError(f"{model_path} is missing; run the train job first")
     one = ParallelSpec(envs=1, workers=1, mode="dummy")
     video = cfg.eval.video
+    equivalent = get_backend(cfg.env.backend).video_equivalent(cfg.env) if video else None
+    if equivalent is not None:  # the video is a rollout of its own, after the evaluation
+        fields = evaluate(
+            cfg.model_copy(update={"eval": cfg.eval.model_copy(update={"video": None})}),
+            unit_dir,
+            seeds,
+        )
+        record_equivalent(cfg, unit_dir, seeds, *equivalent)
+        return fields
     # normalized: the training statistics, frozen, rewards as the env gives them (enjoy.py)
     venv = make_env(
         with_video_env(cfg) if video else cfg,
@@ -231,6 +241,36 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
 
         finish(venv, video, unit_dir)
     return fields
+
+
+def record_equivalent(
+    cfg: Manifest, unit_dir: Path, seeds: dict[str, int], env: Any, note: str
+) -> None:
+    """`eval.video` through an equivalent env (`Backend.video_equivalent`): the model rebuilt on
+    it (the same spaces) plays `eval.video.episodes` deterministic episodes, recorded."""
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.utils import set_random_seed
+
+    from runner.video.capture import finish, recording
+
+    video = cfg.eval.video
+    assert video is not None
+    drawn = cfg.model_copy(update={"env": env})
+    one = ParallelSpec(envs=1, workers=1, mode="dummy")
+    venv = make_env(
+        drawn, seed=seeds["eval_env"], parallel=one, stats=unit_dir / STATS_FILE, training=False
+    )
+    venv = recording(venv, video, unit_dir)
+    try:
+        set_random_seed(seeds["model"])
+        model = load_model(cfg, unit_dir / MODEL_FILE, venv, seed=None)
+        evaluate_policy(
+            model, venv, n_eval_episodes=video.episodes, deterministic=cfg.eval.deterministic,
+            warn=False,
+        )  # fmt: skip
+    finally:
+        venv.close()
+    finish(venv, video, unit_dir, equivalent=note)
 
 
 def bench(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
