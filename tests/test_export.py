@@ -69,6 +69,10 @@ def test_cartpole_both_layouts_give_the_models_actions(tmp_path, cartpole):
 
     record = _export(run, tmp_path / "cart.onnx")
     assert record["layout"] == "sb3" and record["normalization"] is None
+    # checked on the unit's first evaluation episode, replayed: eval.json's first, step for step
+    first = json.loads((run / "units/default/seed-0/eval.json").read_text())["episodes"][0]
+    assert record["check"]["episode_observations"] == first["length"]
+    assert record["check"]["largest_action_difference"] == 0.0
     session = onnxruntime.InferenceSession(str(tmp_path / "cart.onnx"))
     assert [i.name for i in session.get_inputs()] == ["obs"]
     got = session.run(None, {"obs": obs})[0]

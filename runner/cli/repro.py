@@ -177,8 +177,10 @@ def export_cmd(
     unit = record["unit"]
     console().print(
         f"{output}: {record['layout']} layout, {unit['variant']}/seed-{unit['seed']}; checked on "
-        f"{check['observations']} observations (largest difference "
-        f"{check['largest_difference']:.1e}, actions agreeing {check['actions_agreeing']:.0%})"
+        f"{check['observations']} observations ({check['episode_observations']} of the replayed "
+        f"first evaluation episode; largest difference {check['largest_difference']:.1e}, "
+        f"actions agreeing {check['actions_agreeing']:.0%}, largest action difference "
+        f"{check['largest_action_difference']:.1e})"
         + ("; observation normalization folded in" if record["normalization"] else ""),
         soft_wrap=True,
     )

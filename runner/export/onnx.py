@@ -17,6 +17,8 @@ LAYOUTS = ("godot-rl", "sb3")
 OPSET = 17
 CHECK_SAMPLES = 256  # observations drawn from the observation space (infinite bounds: +-10)
 TOLERANCE = 1e-4  # largest difference allowed between onnxruntime's numbers and torch's
+ACTION_TOLERANCE = 1e-5  # a continuous action's largest difference from predict()'s
+EPISODE_CAP = 2000  # steps of the replayed evaluation episode the check keeps at most
 
 
 def pick_unit(run_dir: Path, variants: list[str], seeds: list[int], variant: str | None,
@@ -189,19 +191,35 @@ def _module(model: Any, venv: Any, layout: str, norm: tuple[Any, Any, float, flo
     return Policy().eval()
 
 
-def _check_observations(venv: Any) -> Any:
-    """Real first observations (unnormalized) and samples from the observation space."""
+def _raw(venv: Any, obs: Any) -> Any:
+    """The observation as the env gave it (VecNormalize keeps it: `get_original_obs`)."""
     import numpy as np
 
+    with contextlib.suppress(AttributeError):
+        obs = venv.get_original_obs()
+    return np.asarray(obs, dtype=np.float32)
+
+
+def _check_observations(model: Any, venv: Any) -> tuple[Any, int]:
+    """The observations of the unit's first evaluation episode, replayed (the eval env's seed,
+    the model's deterministic actions: the episode eval.json's first one is, on an env that is
+    deterministic), then samples from the observation space; and how many are the episode's."""
+    import numpy as np
+
+    obs = venv.reset()
+    episode = [_raw(venv, obs)]
+    for _ in range(EPISODE_CAP - 1):
+        action, _ = model.predict(obs, deterministic=True)
+        obs, _, dones, _ = venv.step(action)
+        if dones[0]:  # the VecEnv has reset: the next observation is another episode's
+            break
+        episode.append(_raw(venv, obs))
     space = venv.observation_space
     rng = np.random.default_rng(0)
     low = np.where(np.isfinite(space.low), space.low, -10.0)
     high = np.where(np.isfinite(space.high), space.high, 10.0)
-    sampled = rng.uniform(low, high, size=(CHECK_SAMPLES, *space.shape))
-    first = venv.reset()
-    with contextlib.suppress(AttributeError):  # VecNormalize: the raw observation
-        first = venv.get_original_obs()
-    return np.concatenate([np.asarray(first, dtype=np.float32), sampled.astype(np.float32)])
+    sampled = rng.uniform(low, high, size=(CHECK_SAMPLES, *space.shape)).astype(np.float32)
+    return np.concatenate([*episode, sampled]), len(episode)
 
 
 def _export(model: Any, venv: Any, cfg: Any, layout: str, output: Path) -> dict[str, Any]:
@@ -212,7 +230,7 @@ def _export(model: Any, venv: Any, cfg: Any, layout: str, output: Path) -> dict[
 
     norm = _normalization(venv)
     module = _module(model, venv, layout, norm)
-    obs = _check_observations(venv)
+    obs, replayed = _check_observations(model, venv)
     example = torch.as_tensor(obs[:1])
     if layout == "godot-rl":
         args: tuple[Any, ...] = (example, torch.zeros(1))
@@ -244,7 +262,7 @@ def _export(model: Any, venv: Any, cfg: Any, layout: str, output: Path) -> dict[
         discrete = isinstance(venv.action_space, spaces.Discrete)
         actions = np.argmax(got, axis=-1) if godot and discrete else got  # the plugin's argmax
         diff = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
-        agree = _agreement(actions, predicted, venv.action_space, layout)
+        agree, action_diff = _agreement(actions, predicted, venv.action_space, layout)
         if diff > TOLERANCE or agree < 1.0:
             raise RunnerError(
                 f"the exported graph does not give the model's answers (largest difference "
@@ -265,9 +283,12 @@ def _export(model: Any, venv: Any, cfg: Any, layout: str, output: Path) -> dict[
         "normalization": "folded into the graph" if norm is not None else None,
         "check": {
             "observations": len(obs),
+            "episode_observations": replayed,
             "largest_difference": diff,
             "tolerance": TOLERANCE,
             "actions_agreeing": agree,
+            "largest_action_difference": action_diff,
+            "action_tolerance": 0.0 if discrete else ACTION_TOLERANCE,
             "against": "onnxruntime vs torch, and the actions vs the model's predict()",
         },
         "onnxruntime": onnxruntime.__version__,
@@ -275,8 +296,9 @@ def _export(model: Any, venv: Any, cfg: Any, layout: str, output: Path) -> dict[
     }
 
 
-def _agreement(actions: Any, predicted: Any, space: Any, layout: str) -> float:
-    """The fraction of observations where the exported action is the model's own."""
+def _agreement(actions: Any, predicted: Any, space: Any, layout: str) -> tuple[float, float]:
+    """The fraction of observations where the exported action is the model's own (a discrete
+    action identical, a continuous one within ACTION_TOLERANCE), and the largest difference."""
     import numpy as np
     from gymnasium import spaces
 
@@ -285,4 +307,6 @@ def _agreement(actions: Any, predicted: Any, space: Any, layout: str) -> float:
         actions = np.clip(actions, low, high)
     a = np.asarray(actions).reshape(len(predicted), -1).astype(np.float64)
     b = np.asarray(predicted).reshape(len(predicted), -1).astype(np.float64)
-    return float(np.mean(np.all(np.abs(a - b) <= TOLERANCE, axis=1)))
+    gap = np.abs(a - b)
+    limit = ACTION_TOLERANCE if isinstance(space, spaces.Box) else 0.0
+    return float(np.mean(np.all(gap <= limit, axis=1))), float(gap.max(initial=0.0))
