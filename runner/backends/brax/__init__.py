@@ -166,6 +166,7 @@ class Brax(Backend):
         determinism=STATISTICAL,
         needs_train_extra=False,
         install=INSTALL,
+        resume="the Brax state lives in JAX arrays on the device, not saved with a checkpoint",
     )
 
     interfaces = (SB3_VEC_ENV, BRAX_ENV)

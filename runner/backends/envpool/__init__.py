@@ -81,7 +81,11 @@ class EnvPool(Backend):
     name = "envpool"
     example_id = "CartPole-v1"
     Options = EnvPoolEnv
-    TRAITS = Traits(module="envpool", extra="envpool")
+    TRAITS = Traits(
+        module="envpool",
+        extra="envpool",
+        resume="EnvPool's C++ thread pool holds its envs' state, which it cannot save",
+    )
 
     def available(self) -> str | None:
         return _available()

@@ -198,6 +198,7 @@ class IsaacLab(Backend):
         needs_gpu=True,
         determinism=STATISTICAL,
         install=INSTALL,
+        resume="Isaac Sim's simulation state is not saved with a checkpoint",
     )
 
     def available(self) -> str | None:

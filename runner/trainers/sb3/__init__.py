@@ -17,14 +17,7 @@ from runner.manifest.schema import Manifest, ParallelSpec
 from runner.record.rundir import write_json_atomic
 from runner.record.status import read_status
 from runner.trainers.base import MODEL_FILE, STOP, TB_DIR, Trainer, write_eval
-from runner.trainers.resume import (
-    Start,
-    newest_readable,
-    save_atomic,
-    save_checkpoint,
-    totals,
-    train_once,
-)
+from runner.trainers.resume import Start, newest_readable, save_atomic, totals, train_once
 from runner.trainers.sb3 import algos
 from runner.trainers.sb3.common import load_model, make_env, make_model
 from runner.trainers.sb3.files import (
@@ -41,11 +34,14 @@ from runner.trainers.sb3.warm import warm_start
 ENV_INTERFACE = SB3_VEC_ENV  # every backend's: Stable-Baselines3 steps a VecEnv
 
 
-def _callback(cfg: Manifest, unit_dir: Path, started: float, start: Start):
+def _callback(cfg: Manifest, unit_dir: Path, started: float, start: Start, exact: Any):
     from stable_baselines3.common.callbacks import BaseCallback
+
+    from runner.trainers.sb3.exact import kill_if_due, kill_step
 
     total = cfg.train.timesteps
     every = cfg.train.checkpoint_every
+    kill_at = kill_step()
 
     class Progress(BaseCallback):
         """Writes progress.json about once a second and checkpoints every `checkpoint_every`."""
@@ -67,13 +63,14 @@ def _callback(cfg: Manifest, unit_dir: Path, started: float, start: Start):
             # is ever taken there: the final model.zip is the only record of a finished unit.
             steps = self.model.num_timesteps
             if self.next_ckpt is not None and steps >= self.next_ckpt:
-                save_checkpoint(self.model, unit_dir, self.train_wall_s())
+                exact.save(self.model, unit_dir, self.train_wall_s())
                 self.next_ckpt = (steps // every + 1) * every
 
         def _on_step(self) -> bool:
             if STOP.is_set():  # asked to stop, though the handler's exception was swallowed
                 raise KeyboardInterrupt
             steps = self.model.num_timesteps
+            kill_if_due(steps, kill_at)
             now = time.perf_counter()
             if now - self.last_write >= 1.0:
                 self.last_write = now
@@ -109,12 +106,14 @@ def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any
     )
 
 
-def _resume_from(cfg: Manifest, path: Path, venv: Any, seed: int) -> Any:
-    """A checkpoint and, when normalizing, the statistics saved with it (either unreadable:
-    the checkpoint is, and an older one is tried)."""
+def _resume_from(cfg: Manifest, path: Path, venv: Any, seed: int, exact: Any) -> Any:
+    """A checkpoint and, when normalizing, the statistics saved with it, then the state of an
+    exact resume (any of them unreadable or another unit's: the checkpoint is, and an older
+    one is tried)."""
     model = load_model(cfg, path, venv, seed=seed, resume=True)
     if cfg.algo.normalize is not None:
         restore_stats(venv, checkpoint_stats(path))
+    exact.load(model, path)
     return model
 
 
@@ -126,11 +125,14 @@ def _close_logger(model: Any) -> None:
 
 
 def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+    from runner.trainers.sb3.exact import Exact
+
     venv = make_env(cfg, seed=seeds["env"], log_dir=unit_dir)
+    exact = Exact(cfg, seeds)
     try:
         start = newest_readable(
             unit_dir,
-            lambda path: _resume_from(cfg, path, venv, seeds["model"]),
+            lambda path: _resume_from(cfg, path, venv, seeds["model"], exact),
             cfg.train.timesteps,
         )
         if start is not None:
@@ -139,13 +141,14 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
             # one folder per segment: the report joins them at the step this one resumed from
             segment_dir = unit_dir / TB_DIR / f"resumed-{start.steps_done}"
             start.model.set_logger(configure(str(segment_dir), ["tensorboard"]))
+            exact.after_logger(start.model)  # what the update before the stop recorded
         else:
             start = Start(make_model(cfg, venv, seed=seeds["model"], tb_dir=unit_dir / TB_DIR))
             if cfg.train.init_from is not None:
                 warm_start(start.model, venv, cfg)
         model = start.model
         started = time.time()
-        callback = _callback(cfg, unit_dir, started, start)
+        callback = _callback(cfg, unit_dir, started, start, exact)
         try:
             if cfg.train.timesteps > start.steps_done:  # 0 steps: a zero-shot transfer test
                 model.learn(
@@ -155,8 +158,8 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
                     reset_num_timesteps=not start.steps_done,
                     progress_bar=False,
                 )
-        except KeyboardInterrupt:
-            save_checkpoint(model, unit_dir, callback.train_wall_s())
+        except KeyboardInterrupt:  # mid-rollout: a checkpoint without state
+            exact.save(model, unit_dir, callback.train_wall_s(), boundary=False)
             raise
         finally:
             _close_logger(model)  # the TensorBoard file whole, whatever ended the training
@@ -172,7 +175,7 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
         # every checkpoint step this unit was continued from, oldest first
         resumes = read_status(unit_dir).resumes
         resumes += [start.steps_done] if start.steps_done else []
-        return {**fields, "train_started": started, "resumes": resumes}
+        return {**fields, "train_started": started, "resumes": resumes, "resume": exact.level()}
     finally:
         venv.close()
 

@@ -1,0 +1,76 @@
+"""The SB3 trainer's exact resume, as the training loop uses it: which checkpoints hold state,
+whose state it is, and the test hook that stops a unit dead.
+
+- `Exact.save(model, unit_dir, wall)`: a checkpoint at a rollout boundary with its state
+  (`state.write_state`), the older ones pruned to `train.keep_checkpoints`.
+- `Exact.load(model, path)`: the state put back (`state.restore`); `Exact.after_logger(model)`
+  puts back the logger's pending values once the resumed segment's logger is set.
+- `RLCRATE_KILL_AT_STEP=N` (tests only): the unit sends itself SIGKILL at its first step at or
+  past N, as a lost machine would stop it: no handler runs, nothing is flushed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from runner.backends import get_backend
+from runner.manifest.schema import Manifest
+from runner.trainers.resume import save_checkpoint
+from runner.trainers.sb3 import state
+
+KILL_ENV = "RLCRATE_KILL_AT_STEP"
+
+
+def kill_step() -> int | None:
+    value = os.environ.get(KILL_ENV, "")
+    return int(value) if value.isdigit() else None
+
+
+def kill_if_due(steps: int, due: int | None) -> None:
+    if due is not None and steps >= due:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class Exact:
+    """One unit's exact-resume settings: its identity and whether its envs can be replayed."""
+
+    def __init__(self, cfg: Manifest, seeds: dict[str, int]) -> None:
+        self.approximate = get_backend(cfg.env.backend).resume_approximate(cfg.env)
+        self.keep = cfg.train.keep_checkpoints
+        self.identity = {
+            "algo": cfg.algo.name,
+            "backend": cfg.env.backend,
+            "env": cfg.env.id,
+            "n_envs": cfg.parallel.envs,
+            "seed": seeds["model"],
+            "env_seed": seeds["env"],
+        }
+        self._pending: Callable[[], None] | None = None
+
+    def level(self) -> str:
+        """`exact`, or `approximate: why`."""
+        return f"approximate: {self.approximate}" if self.approximate else "exact"
+
+    def save(self, model: Any, unit_dir: Path, wall_s: float, *, boundary: bool = True) -> None:
+        """A checkpoint; at a rollout boundary with its state (a stop mid-rollout has none:
+        the rollout in progress cannot be saved, so resuming from it is approximate)."""
+
+        def extra(path: Path) -> list[str]:
+            return state.write_state(model, path, self.identity, self.approximate is None)
+
+        save_checkpoint(model, unit_dir, wall_s, extra if boundary else None, self.keep)
+
+    def load(self, model: Any, path: Path) -> None:
+        say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+        self._pending = state.restore(model, path, self.identity, say)
+        if self.approximate and self._pending is not None:
+            say(f"resume is approximate: {self.approximate}")
+
+    def after_logger(self, model: Any) -> None:
+        if self._pending is not None:
+            self._pending()
