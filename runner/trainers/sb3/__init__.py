@@ -15,7 +15,7 @@ from runner.backends.base import SB3_VEC_ENV
 from runner.errors import FieldProblem
 from runner.manifest.schema import Manifest, ParallelSpec
 from runner.record.rundir import write_json_atomic
-from runner.record.status import read_status
+from runner.record.status import read_status, write_status
 from runner.trainers.base import MODEL_FILE, STOP, TB_DIR, Trainer, write_eval
 from runner.trainers.resume import Start, newest_readable, save_atomic, totals, train_once
 from runner.trainers.sb3 import algos
@@ -41,7 +41,7 @@ def _callback(cfg: Manifest, unit_dir: Path, started: float, start: Start, exact
 
     total = cfg.train.timesteps
     every = cfg.train.checkpoint_every
-    kill_at = kill_step()
+    kill_at = kill_step(total)
 
     class Progress(BaseCallback):
         """Writes progress.json about once a second and checkpoints every `checkpoint_every`."""
@@ -142,6 +142,11 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
             segment_dir = unit_dir / TB_DIR / f"resumed-{start.steps_done}"
             start.model.set_logger(configure(str(segment_dir), ["tensorboard"]))
             exact.after_logger(start.model)  # what the update before the stop recorded
+            # every checkpoint step this unit was continued from, oldest first; recorded now,
+            # so a segment stopped in turn still counts
+            write_status(
+                unit_dir, "running", resumes=[*read_status(unit_dir).resumes, start.steps_done]
+            )
         else:
             start = Start(make_model(cfg, venv, seed=seeds["model"], tb_dir=unit_dir / TB_DIR))
             if cfg.train.init_from is not None:
@@ -172,9 +177,7 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
             unit_dir / "progress.json",
             {**final, "steps_per_s": fields["train_steps_per_s"], "started": started},
         )
-        # every checkpoint step this unit was continued from, oldest first
         resumes = read_status(unit_dir).resumes
-        resumes += [start.steps_done] if start.steps_done else []
         return {**fields, "train_started": started, "resumes": resumes, "resume": exact.level()}
     finally:
         venv.close()

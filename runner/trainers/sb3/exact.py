@@ -6,7 +6,8 @@ whose state it is, and the test hook that stops a unit dead.
 - `Exact.load(model, path)`: the state put back (`state.restore`); `Exact.after_logger(model)`
   puts back the logger's pending values once the resumed segment's logger is set.
 - `RLCRATE_KILL_AT_STEP=N` (tests only): the unit sends itself SIGKILL at its first step at or
-  past N, as a lost machine would stop it: no handler runs, nothing is flushed.
+  past N (a fraction such as 0.6: of `train.timesteps`), as a lost machine would stop it: no
+  handler runs, nothing is flushed.
 """
 
 from __future__ import annotations
@@ -26,9 +27,15 @@ from runner.trainers.sb3 import state
 KILL_ENV = "RLCRATE_KILL_AT_STEP"
 
 
-def kill_step() -> int | None:
+def kill_step(budget: int) -> int | None:
     value = os.environ.get(KILL_ENV, "")
-    return int(value) if value.isdigit() else None
+    if value.isdigit():
+        return int(value)
+    try:
+        fraction = float(value)
+    except ValueError:
+        return None
+    return int(fraction * budget) if 0 < fraction < 1 else None
 
 
 def kill_if_due(steps: int, due: int | None) -> None:

@@ -92,13 +92,13 @@ def capture(model: Any, identity: dict[str, Any], with_env: bool) -> tuple[dict,
     """(JSON, arrays) of everything above; `with_env`: the env part too (see the module)."""
     import torch
 
-    np_state = np.random.get_state()
+    np_state: Any = np.random.get_state(legacy=True)
     doc: dict[str, Any] = {
         "format": FORMAT,
         "identity": identity,
         "rng": {
             "python": random.getstate(),
-            "numpy": [np_state[0], *(x for x in np_state[2:])],
+            "numpy": [np_state[0], *np_state[2:]],
             "action_space": model.action_space.np_random.bit_generator.state,
             "observation_space": model.observation_space.np_random.bit_generator.state,
         },
@@ -150,7 +150,9 @@ def read_state(checkpoint: Path, identity: dict[str, Any]) -> tuple[dict, dict] 
         raise RunFileError(f"{doc_path}: not a checkpoint state of format {FORMAT}")
     if doc.get("identity") != identity:
         theirs = doc.get("identity")
-        diff = sorted(k for k in identity if not isinstance(theirs, dict) or theirs.get(k) != identity[k])
+        diff = sorted(
+            k for k in identity if not isinstance(theirs, dict) or theirs.get(k) != identity[k]
+        )
         raise RunFileError(
             f"{doc_path}: the checkpoint's state is of another unit (its {', '.join(diff)} "
             "differ from this manifest's)"

@@ -25,7 +25,9 @@ _LAST = {  # the model's attributes that `learn` would otherwise set by resettin
 def capture(model: Any, layers: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     states = layers["env"].env_method(REPLAY_STATE)
     doc: dict[str, Any] = {
-        "episodes": [{"start": s["start"], "obs": s["obs"], "steps": len(s["actions"])} for s in states]
+        "episodes": [
+            {"start": s["start"], "obs": s["obs"], "steps": len(s["actions"])} for s in states
+        ]
     }
     acts = [s["actions"] for s in states if len(s["actions"])]
     arrays: dict[str, Any] = {"env.actions": np.concatenate(acts) if acts else np.zeros((0,))}

@@ -1,0 +1,121 @@
+"""Exact resume (issue 35): a unit killed with SIGKILL and resumed ends bit-identical to the same
+unit run without a stop: final parameters, TensorBoard scalars per step, eval.json.
+
+One run holds the three units compared (PPO, PPO with `normalize`, SAC on Pendulum, each on a
+DummyVecEnv of 2 envs), so the three runs below cost three runner processes, not nine; the
+uninterrupted one runs beside the killed one. Each unit kills itself (`RLCRATE_KILL_AT_STEP`, a
+fraction of its budget drawn from a fixed seed: 0.657: steps 672, 672 and 262) after a checkpoint
+and mid-rollout, with no chance to save anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import zipfile
+from pathlib import Path
+
+import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from runner.record.datafiles import torch_load
+from runner.trainers.sb3.exact import KILL_ENV
+from tests.helpers import checkout_env, rlcrate, run_dir_of, start_run, tiny_manifest
+
+SAC = {
+    "env.id": "Pendulum-v1",
+    "env.kwargs": {"max_episode_steps": 50},  # episodes (and their logs) every 100 steps
+    "algo.name": "SAC",
+    "algo.params": {"learning_starts": 50, "batch_size": 32, "buffer_size": 5000},
+    "train.timesteps": 400,
+    "train.checkpoint_every": 100,
+}
+
+
+PPO = {"algo.name": "PPO", "algo.params": {"n_steps": 64, "batch_size": 64, "n_epochs": 2}}
+
+
+def _manifest() -> dict:
+    return tiny_manifest(
+        algo={"name": "PPO"},
+        train__timesteps=1024,
+        train__checkpoint_every=256,
+        matrix=[PPO, {**PPO, "algo.normalize": {"obs": True, "reward": True}}, SAC],
+    )
+
+
+def params_hash(unit: Path) -> str:
+    """SHA-256 over every tensor of the final model (policy, optimizers, SAC's entropy), read
+    through torch's restricted unpickler."""
+    h = hashlib.sha256()
+    with zipfile.ZipFile(unit / "model.zip") as z:
+        for name in sorted(n for n in z.namelist() if n.endswith(".pth")):
+            with z.open(name) as f:
+                _hash_tree(h, name, torch_load(f))
+    return h.hexdigest()
+
+
+def _hash_tree(h, key: str, value) -> None:
+    if isinstance(value, dict):
+        for k in sorted(value, key=str):
+            _hash_tree(h, f"{key}.{k}", value[k])
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _hash_tree(h, f"{key}.{i}", v)
+    else:
+        h.update(key.encode())
+        h.update(
+            value.detach().numpy().tobytes() if hasattr(value, "numpy") else repr(value).encode()
+        )
+
+
+def scalars(unit: Path) -> dict[tuple[str, int], float]:
+    """(tag, step) -> value over every segment's TensorBoard file (wall-clock `time/` tags
+    left out); a step written by two segments (before a kill, and again after the resume)
+    must have one value."""
+    out: dict[tuple[str, int], float] = {}
+    for folder in sorted({p.parent for p in (unit / "tb").rglob("events.out.tfevents.*")}):
+        acc = EventAccumulator(str(folder)).Reload()
+        for tag in acc.Tags()["scalars"]:
+            for e in [] if tag.startswith("time/") else acc.Scalars(tag):
+                assert out.setdefault((tag, e.step), e.value) == e.value, (folder, tag, e.step)
+    return out
+
+
+@pytest.mark.gymnasium
+def test_killed_units_resume_bit_identical(write_manifest, tmp_path):
+    draw = random.Random(35)
+    kill = round(draw.uniform(0.3, 0.95), 3)
+    path = write_manifest(_manifest())
+    full = start_run(path, tmp_path / "full", env_extra=checkout_env())
+    killed = rlcrate(
+        "run", str(path), "--out", str(tmp_path / "k"), env_extra={KILL_ENV: str(kill)}
+    )
+    assert killed.returncode == 1, killed.stderr
+    assert full.wait(timeout=300) == 0, full.stderr and full.stderr.read()
+    run = run_dir_of(tmp_path / "k", "tiny")
+    last = rlcrate("run", str(run / "manifest.yaml"), "--resume", str(run))
+    assert last.returncode == 0, last.stderr
+    ref = run_dir_of(tmp_path / "full", "tiny")
+    units = sorted((ref / "units").glob("*/seed-0"))
+    assert len(units) == 3
+    for a in units:
+        b = run / a.relative_to(ref)
+        status = json.loads((b / "status.json").read_text())
+        budget = status["timesteps_done"]
+        # resumed from the newest checkpoint before the kill point
+        every = 256 if budget == 1024 else 100
+        assert status["resumes"] == [int(kill * budget) // every * every]
+        assert status["resume"] == "exact"
+        assert params_hash(a) == params_hash(b), a.parent.name
+        sa, sb = scalars(a), scalars(b)
+        assert len(sa) > 20 and sa == sb, a.parent.name
+        ea, eb = (json.loads((u / "eval.json").read_text()) for u in (a, b))
+        assert ea["episodes"] == eb["episodes"] and ea["mean"] == eb["mean"]
+        # the state is data: JSON and arrays, pinned by the checkpoint's record
+        ckpts = sorted((b / "checkpoints").glob("step-*.json"))
+        names = {n for c in ckpts if ".state" not in c.name
+                 for n in json.loads(c.read_text())["files"]}  # fmt: skip
+        assert any(n.endswith(".state.npz") for n in names)
+        assert any(n.endswith(".state.json") for n in names)
