@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import signal
 import zipfile
 from pathlib import Path
 
@@ -41,7 +42,12 @@ def _manifest() -> dict:
         algo={"name": "PPO"},
         train__timesteps=1024,
         train__checkpoint_every=256,
-        matrix=[PPO, {**PPO, "algo.normalize": {"obs": True, "reward": True}}, SAC],
+        # log_interval 3: the resumed segment logs at the unit's multiples of 3 rollouts
+        matrix=[
+            PPO,
+            {**PPO, "algo.normalize": {"obs": True, "reward": True}, "train.log_interval": 3},
+            SAC,
+        ],
     )
 
 
@@ -119,3 +125,41 @@ def test_killed_units_resume_bit_identical(write_manifest, tmp_path):
                  for n in json.loads(c.read_text())["files"]}  # fmt: skip
         assert any(n.endswith(".state.npz") for n in names)
         assert any(n.endswith(".state.json") for n in names)
+
+
+@pytest.mark.gymnasium
+def test_sigterm_stops_at_the_next_rollout_boundary_and_resumes_exactly(tmp_path, monkeypatch):
+    """A stop the unit hears (the executor's SIGTERM: Ctrl-C, Slurm's signal before the time
+    limit, then its requeue) waits for the next rollout boundary and checkpoints there with its
+    state: the resumed unit ends bit-identical. In this process, through the unit's own handler."""
+    from runner.manifest.schema import Manifest
+    from runner.record.seeding import derive, seed_everything
+    from runner.run.unit import _sigterm
+    from runner.trainers import sb3
+    from runner.trainers.base import STOP
+    from runner.trainers.sb3.exact import KILL_SIGNAL_ENV
+
+    cfg = Manifest.model_validate(tiny_manifest(train__timesteps=1024))  # no periodic checkpoint
+    seeds = derive(0)
+
+    def train(unit: Path) -> dict:
+        seed_everything(seeds, torch_threads=1, with_torch=True)
+        return sb3.train(cfg, unit, seeds)
+
+    train(tmp_path / "full")
+    monkeypatch.setenv(KILL_ENV, "0.41")  # step 420, in the rollout from 384 to 512
+    monkeypatch.setenv(KILL_SIGNAL_ENV, "TERM")
+    old = signal.signal(signal.SIGTERM, _sigterm)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            train(tmp_path / "stopped")
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        STOP.clear()
+    names = sorted(p.name for p in (tmp_path / "stopped/checkpoints").iterdir())
+    assert names == ["step-512.json", "step-512.state.json", "step-512.state.npz", "step-512.zip"]
+    monkeypatch.delenv(KILL_ENV)
+    assert train(tmp_path / "stopped")["resumes"] == [512]
+    a, b = tmp_path / "full", tmp_path / "stopped"
+    assert params_hash(a) == params_hash(b)
+    assert scalars(a) == scalars(b)

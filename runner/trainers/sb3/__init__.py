@@ -16,7 +16,7 @@ from runner.errors import FieldProblem
 from runner.manifest.schema import Manifest, ParallelSpec
 from runner.record.rundir import write_json_atomic
 from runner.record.status import read_status, write_status
-from runner.trainers.base import MODEL_FILE, STOP, TB_DIR, Trainer, write_eval
+from runner.trainers.base import MODEL_FILE, STOPS_ITSELF, TB_DIR, Trainer, write_eval
 from runner.trainers.resume import Start, newest_readable, save_atomic, totals, train_once
 from runner.trainers.sb3 import algos
 from runner.trainers.sb3.common import load_model, make_env, make_model
@@ -32,57 +32,6 @@ from runner.trainers.sb3.warm import start_files as start_files  # the contract'
 from runner.trainers.sb3.warm import warm_start
 
 ENV_INTERFACE = SB3_VEC_ENV  # every backend's: Stable-Baselines3 steps a VecEnv
-
-
-def _callback(cfg: Manifest, unit_dir: Path, started: float, start: Start, exact: Any):
-    from stable_baselines3.common.callbacks import BaseCallback
-
-    from runner.trainers.sb3.exact import kill_if_due, kill_step
-
-    total = cfg.train.timesteps
-    every = cfg.train.checkpoint_every
-    kill_at = kill_step(total)
-
-    class Progress(BaseCallback):
-        """Writes progress.json about once a second and checkpoints every `checkpoint_every`."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.last_write = 0.0
-            self.next_ckpt = (start.steps_done // every + 1) * every if every else None
-            self.t0 = time.perf_counter()
-
-        def train_wall_s(self) -> float:
-            return start.wall_before_s + time.perf_counter() - self.t0
-
-        def _on_rollout_start(self) -> None:
-            # A rollout boundary, after the previous rollout's update: a checkpoint taken here
-            # holds every update of the steps it counts (one taken mid-rollout would count
-            # steps whose update it lacks; at the budget, a resume would then skip the last
-            # update). The loop ends at the budget before another rollout, so no checkpoint
-            # is ever taken there: the final model.zip is the only record of a finished unit.
-            steps = self.model.num_timesteps
-            if self.next_ckpt is not None and steps >= self.next_ckpt:
-                exact.save(self.model, unit_dir, self.train_wall_s())
-                self.next_ckpt = (steps // every + 1) * every
-
-        def _on_step(self) -> bool:
-            if STOP.is_set():  # asked to stop, though the handler's exception was swallowed
-                raise KeyboardInterrupt
-            steps = self.model.num_timesteps
-            kill_if_due(steps, kill_at)
-            now = time.perf_counter()
-            if now - self.last_write >= 1.0:
-                self.last_write = now
-                rate = (steps - start.steps_done) / max(now - self.t0, 1e-9)
-                write_json_atomic(
-                    unit_dir / "progress.json",
-                    {"steps": steps, "total": total, "steps_per_s": rate, "started": started},
-                    durable=False,
-                )
-            return True
-
-    return Progress()
 
 
 def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
@@ -125,7 +74,8 @@ def _close_logger(model: Any) -> None:
 
 
 def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
-    from runner.trainers.sb3.exact import Exact
+    from runner.trainers.sb3.exact import Exact, continue_log_interval
+    from runner.trainers.sb3.progress import progress_callback
 
     venv = make_env(cfg, seed=seeds["env"], log_dir=unit_dir)
     exact = Exact(cfg, seeds)
@@ -153,20 +103,26 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
                 warm_start(start.model, venv, cfg)
         model = start.model
         started = time.time()
-        callback = _callback(cfg, unit_dir, started, start, exact)
+        callback = progress_callback(cfg, unit_dir, started, start, exact)
         try:
+            if exact.approximate is None:  # a stop request waits for the next rollout boundary
+                STOPS_ITSELF.set()
             if cfg.train.timesteps > start.steps_done:  # 0 steps: a zero-shot transfer test
                 model.learn(
                     total_timesteps=cfg.train.timesteps - start.steps_done,
                     callback=callback,
-                    log_interval=cfg.train.log_interval,
+                    log_interval=continue_log_interval(
+                        model, start.steps_done, cfg.train.log_interval
+                    ),
                     reset_num_timesteps=not start.steps_done,
                     progress_bar=False,
                 )
-        except KeyboardInterrupt:  # mid-rollout: a checkpoint without state
-            exact.save(model, unit_dir, callback.train_wall_s(), boundary=False)
+        except KeyboardInterrupt:
+            if callback.saved_at != model.num_timesteps:  # mid-rollout: one without state
+                exact.save(model, unit_dir, callback.train_wall_s(), boundary=False)
             raise
         finally:
+            STOPS_ITSELF.clear()
             _close_logger(model)  # the TensorBoard file whole, whatever ended the training
         segment = time.perf_counter() - callback.t0
         save_stats(model, unit_dir / STATS_FILE)  # first: a model on disk has its statistics

@@ -7,7 +7,8 @@ whose state it is, and the test hook that stops a unit dead.
   puts back the logger's pending values once the resumed segment's logger is set.
 - `RLCRATE_KILL_AT_STEP=N` (tests only): the unit sends itself SIGKILL at its first step at or
   past N (a fraction such as 0.6: of `train.timesteps`), as a lost machine would stop it: no
-  handler runs, nothing is flushed.
+  handler runs, nothing is flushed. With `RLCRATE_KILL_SIGNAL=TERM`, SIGTERM instead: the stop
+  a unit hears from its executor (Ctrl-C, Slurm's signal before the time limit).
 """
 
 from __future__ import annotations
@@ -25,10 +26,24 @@ from runner.trainers.resume import save_checkpoint
 from runner.trainers.sb3 import state
 
 KILL_ENV = "RLCRATE_KILL_AT_STEP"
+KILL_SIGNAL_ENV = "RLCRATE_KILL_SIGNAL"  # KILL (default) or TERM: a stop the unit hears
 
 
-def kill_step(budget: int) -> int | None:
-    value = os.environ.get(KILL_ENV, "")
+class KillHook:
+    """`RLCRATE_KILL_AT_STEP`: the step at which the unit signals itself, once."""
+
+    def __init__(self, budget: int) -> None:
+        self.due = _kill_step(os.environ.get(KILL_ENV, ""), budget)
+        name = os.environ.get(KILL_SIGNAL_ENV, "KILL")
+        self.signal = signal.SIGTERM if name == "TERM" else signal.SIGKILL
+
+    def check(self, steps: int) -> None:
+        if self.due is not None and steps >= self.due:
+            self.due = None
+            os.kill(os.getpid(), self.signal)
+
+
+def _kill_step(value: str, budget: int) -> int | None:
     if value.isdigit():
         return int(value)
     try:
@@ -38,9 +53,24 @@ def kill_step(budget: int) -> int | None:
     return int(fraction * budget) if 0 < fraction < 1 else None
 
 
-def kill_if_due(steps: int, due: int | None) -> None:
-    if due is not None and steps >= due:
-        os.kill(os.getpid(), signal.SIGKILL)
+def continue_log_interval(model: Any, steps_done: int, log_interval: int) -> int:
+    """The `log_interval` to give a resumed segment's `learn`. On-policy `learn` counts its
+    iterations from 0 at every call and logs when that count is a multiple of `log_interval`,
+    so a segment resumed from iteration I0 would log at other steps than the uninterrupted unit:
+    it is given 1, and its `dump_logs` logs only at the unit's own multiples."""
+    from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+
+    if not isinstance(model, OnPolicyAlgorithm) or log_interval == 1 or not steps_done:
+        return log_interval
+    before = steps_done // (model.n_steps * model.n_envs)  # whole rollouts: at a boundary
+    dump = model.dump_logs
+
+    def dump_logs(iteration: int = 0) -> None:
+        if (before + iteration) % log_interval == 0:
+            dump(before + iteration)
+
+    model.dump_logs = dump_logs  # type: ignore[method-assign]
+    return 1
 
 
 class Exact:
