@@ -74,7 +74,7 @@ def _close_logger(model: Any) -> None:
 
 
 def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
-    from runner.trainers.sb3.exact import Exact, continue_log_interval
+    from runner.trainers.sb3.exact import Exact, logs_itself
     from runner.trainers.sb3.progress import progress_callback
 
     venv = make_env(cfg, seed=seeds["env"], log_dir=unit_dir)
@@ -104,6 +104,7 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
         model = start.model
         started = time.time()
         callback = progress_callback(cfg, unit_dir, started, start, exact)
+        callback.logs_itself = logs_itself(model, start.steps_done, cfg.train.log_interval)
         try:
             if exact.approximate is None:  # a stop request waits for the next rollout boundary
                 STOPS_ITSELF.set()
@@ -111,9 +112,7 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
                 model.learn(
                     total_timesteps=cfg.train.timesteps - start.steps_done,
                     callback=callback,
-                    log_interval=continue_log_interval(
-                        model, start.steps_done, cfg.train.log_interval
-                    ),
+                    log_interval=None if callback.logs_itself else cfg.train.log_interval,
                     reset_num_timesteps=not start.steps_done,
                     progress_bar=False,
                 )

@@ -53,24 +53,15 @@ def _kill_step(value: str, budget: int) -> int | None:
     return int(fraction * budget) if 0 < fraction < 1 else None
 
 
-def continue_log_interval(model: Any, steps_done: int, log_interval: int) -> int:
-    """The `log_interval` to give a resumed segment's `learn`. On-policy `learn` counts its
-    iterations from 0 at every call and logs when that count is a multiple of `log_interval`,
-    so a segment resumed from iteration I0 would log at other steps than the uninterrupted unit:
-    it is given 1, and its `dump_logs` logs only at the unit's own multiples."""
+def logs_itself(model: Any, steps_done: int, log_interval: int) -> bool:
+    """Whether a resumed segment's logs are written by the callback (`learn` then gets
+    `log_interval=None`). On-policy `learn` counts its iterations from 0 at every call and logs
+    when that count is a multiple of `log_interval`, so a segment resumed from iteration I0
+    would log at other steps than the uninterrupted unit; the callback logs at the unit's own
+    multiples instead, where `learn` would have (after the rollout, before its update)."""
     from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
-    if not isinstance(model, OnPolicyAlgorithm) or log_interval == 1 or not steps_done:
-        return log_interval
-    before = steps_done // (model.n_steps * model.n_envs)  # whole rollouts: at a boundary
-    dump = model.dump_logs
-
-    def dump_logs(iteration: int = 0) -> None:
-        if (before + iteration) % log_interval == 0:
-            dump(before + iteration)
-
-    model.dump_logs = dump_logs  # type: ignore[method-assign]
-    return 1
+    return isinstance(model, OnPolicyAlgorithm) and log_interval > 1 and steps_done > 0
 
 
 class Exact:

@@ -35,6 +35,14 @@ def progress_callback(
             self.next_ckpt = (start.steps_done // every + 1) * every if every else None
             self.t0 = time.perf_counter()
             self.saved_at: int | None = None  # the step of this segment's last checkpoint
+            self.logs_itself = False  # a resumed on-policy segment (`exact.logs_itself`)
+
+        def _on_rollout_end(self) -> None:
+            if self.logs_itself:
+                model: Any = self.model
+                iteration = model.num_timesteps // (model.n_steps * model.n_envs)
+                if iteration % cfg.train.log_interval == 0:
+                    model.dump_logs(iteration)
 
         def train_wall_s(self) -> float:
             return start.wall_before_s + time.perf_counter() - self.t0
