@@ -158,8 +158,32 @@ def test_sigterm_stops_at_the_next_rollout_boundary_and_resumes_exactly(tmp_path
         STOP.clear()
     names = sorted(p.name for p in (tmp_path / "stopped/checkpoints").iterdir())
     assert names == ["step-512.json", "step-512.state.json", "step-512.state.npz", "step-512.zip"]
+    # a state of another unit (here: another seed) is refused before anything is applied
+    from runner.errors import RunFileError
+    from runner.trainers.sb3.state import read_state, state_files
+
+    ckpt = tmp_path / "stopped/checkpoints/step-512.zip"
+    identity = json.loads(state_files(ckpt)[0].read_text())["identity"]
+    with pytest.raises(RunFileError, match="of another unit .its seed differ"):
+        read_state(ckpt, {**identity, "seed": identity["seed"] + 1})
     monkeypatch.delenv(KILL_ENV)
     assert train(tmp_path / "stopped")["resumes"] == [512]
     a, b = tmp_path / "full", tmp_path / "stopped"
     assert params_hash(a) == params_hash(b)
     assert scalars(a) == scalars(b)
+
+
+@pytest.mark.gymnasium
+def test_check_determinism_resume_says_exact(write_manifest):
+    """`rlcrate check-determinism --resume`: trained, killed after a checkpoint, resumed, in
+    fresh processes; exact for CartPole (its command line is test_cli's to check)."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from runner.run.check_resume import check_resume
+
+    out = StringIO()
+    path = write_manifest(tiny_manifest())
+    assert check_resume(path, 512, 0, Console(file=out, width=200)) == 0, out.getvalue()
+    assert "exact: final parameters and TensorBoard scalars identical" in out.getvalue()

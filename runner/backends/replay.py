@@ -14,6 +14,7 @@ episode. Both methods are reached through a VecEnv's `env_method`, in the unit's
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 import gymnasium as gym
@@ -49,8 +50,11 @@ class Replayable(gym.Wrapper):
             self._start = {"seed": int(seed)}
         else:  # the generator as the unseeded reset finds it
             self._start = {"rng": self.unwrapped.np_random.bit_generator.state}
-        if options:
-            self._start["options"] = options
+        if options:  # kept when it is data; else the episode cannot be replayed
+            try:
+                self._start["options"] = json.loads(json.dumps(options))
+            except (TypeError, ValueError):
+                self._start["unreplayable"] = "reset options that are not data"
         self._actions = []
         obs, info = self.env.reset(seed=seed, options=options)
         self._last = obs
@@ -70,6 +74,8 @@ class Replayable(gym.Wrapper):
     def rlcrate_replay(self, state: dict[str, Any]) -> bool:
         """Replay `state`'s episode on this env; True when it ends on the saved observation."""
         start = state["start"]
+        if "unreplayable" in start:
+            return False
         if "rng" in start:
             self.unwrapped.np_random.bit_generator.state = start["rng"]
         self.reset(seed=start.get("seed"), options=start.get("options"))

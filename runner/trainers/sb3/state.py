@@ -130,6 +130,10 @@ def capture(model: Any, identity: dict[str, Any], with_env: bool) -> tuple[dict,
 def write_state(model: Any, checkpoint: Path, identity: dict[str, Any], with_env: bool) -> list:
     """The checkpoint's state files (arrays first); their names, for the checkpoint's pins."""
     doc, arrays = capture(model, identity, with_env)
+    try:
+        json.dumps(doc)
+    except (TypeError, ValueError):  # an env's generator state that is not plain data
+        doc, arrays = capture(model, identity, False)
     doc_path, arrays_path = state_files(checkpoint)
     write_npz_atomic(arrays_path, arrays)
     write_json_atomic(doc_path, doc)
