@@ -134,3 +134,28 @@ def test_interrupted_ray_run_resumes_from_checkpoints(cluster, write_manifest, t
     for k in interrupted:
         st = json.loads((run / "units/default" / k / "status.json").read_text())
         assert st["state"] == "done" and st["resumed_from"] > 0
+
+
+def test_a_study_runs_its_trials_units_on_the_cluster(cluster, write_manifest, tmp_path):
+    """`rlcrate tune -x ray`: a trial's units go to the cluster (one per seed), their files
+    come back, and the trial is judged from them."""
+    m = tiny_manifest(name="study", seeds=SEEDS, train__timesteps=256)
+    m["tune"] = {"space": {"algo.params.n_epochs": {"int": [1, 3]}}, "trials": 1}
+    out = rlcrate(
+        "tune", str(write_manifest(m)), "--out", str(tmp_path / "runs"),
+        "-x", "ray", "--ray-address", cluster[0],
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    run = run_dir_of(tmp_path / "runs", "study")
+    trials = json.loads((run / "tune.json").read_text())["trials"]
+    assert [t["state"] for t in trials] == ["complete"]
+    for t in trials:
+        assert list(t["per_seed"]) == [str(s) for s in SEEDS]
+        for seed in SEEDS:
+            unit = run / "units" / t["variant"] / f"seed-{seed}"
+            status = json.loads((unit / "status.json").read_text())
+            assert status["state"] == "done" and status["attempts"] >= 1  # a Ray task's record
+            returns = json.loads((unit / "eval.json").read_text())["episodes"]
+            mean = sum(e["return"] for e in returns) / len(returns)
+            assert t["per_seed"][str(seed)] == pytest.approx(mean)
+    assert (run / "best.yaml").is_file()

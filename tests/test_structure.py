@@ -41,6 +41,7 @@ LAYERS = (
     "record",
     "manifest",
     "backends",
+    "video",
     "trainers",
     "provenance",
     "track",

@@ -13,7 +13,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers import checkout_env, rlcrate, rlcrate_exe, run_dir_of, tiny_manifest, wait_for
+from tests.helpers import (
+    checkout_env,
+    rlcrate,
+    rlcrate_exe,
+    run_dir_of,
+    tiny_manifest,
+    toy_manifest,
+    wait_for,
+)
 
 SPACE = {
     "algo.params.learning_rate": {"log_uniform": [0.0001, 0.01]},
@@ -65,13 +73,24 @@ BAD = [
     ("trials 1001", {"trials": 1001}, "trials:", "less than or equal to 1000"),
     ("parallel 0", {"parallel": 0}, "parallel: 0", "greater than or equal to 1"),
     ("metric", {"objective": {"metric": "eval.iqm"}}, "metric:", "'eval.mean_reward'"),
-    ("pruner", {"pruner": "median"}, "pruner:", "pruner median is not yet supported"),
+    ("pruner without evaluations", {"pruner": "median"}, "pruner:",
+     "median prunes on evaluations during training, and eval.every is 0"),
+    ("pruner on another metric", {"pruner": "hyperband", "_eval": {"every": 128},
+     "objective": {"metric": "train.steps_per_s"}}, "metric:", "must be eval.mean_reward"),
+    ("unknown pruner", {"pruner": "successive"}, "pruner:", "'median', 'hyperband' or 'none'"),
+    ("zoo without a sampler", {"space": "zoo", "_algo": {"name": "RecurrentPPO",
+     "policy": "MlpLstmPolicy"}}, "space: zoo", "has no search space for RecurrentPPO"),
+    ("zoo on a grid", {"space": "zoo", "sampler": "grid"}, "sampler:",
+     "grid needs a written space"),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize(("tune", "marker", "says"), [b[1:] for b in BAD], ids=[b[0] for b in BAD])
 def test_bad_tune_section_is_one_line_before_any_trial(tmp_path, tune, marker, says):
     m = _study()
+    tune = dict(tune)
+    m["eval"].update(tune.pop("_eval", {}))
+    m["algo"].update(tune.pop("_algo", {}))
     m["tune"].update(tune)
     path = _write(tmp_path, m)
     res = rlcrate("tune", str(path), "--out", str(tmp_path / "runs"))
@@ -92,6 +111,32 @@ def test_tune_together_with_a_matrix_says_use_one(tmp_path):
     assert res.returncode == 2
     assert f"{path}:{_line_of(path, 'tune:')}: tune: not together with matrix" in res.stderr
     assert "use one or the other" in res.stderr
+
+
+def test_evaluations_during_training_are_checked(tmp_path):
+    """eval.every past the budget, and on a trainer that evaluates only at the end."""
+    path = _write(tmp_path, tiny_manifest(eval__every=1024))
+    res = rlcrate("validate", str(path))
+    assert res.returncode == 2
+    assert "eval.every: every 1024 steps is more than train.timesteps (512)" in res.stderr
+    path = _write(tmp_path, toy_manifest(eval__every=128))
+    res = rlcrate("validate", str(path))
+    assert res.returncode == 2
+    assert "eval.every: the toy_climb trainer evaluates only at the end of training" in res.stderr
+
+
+def test_a_pruner_is_refused_on_an_executor_that_returns_files_at_the_end(tmp_path):
+    m = _study(pruner="median")
+    m["eval"]["every"] = 128
+    args = ["--out", str(tmp_path / "runs"), "-x", "ray", "--ray-address", "127.0.0.1:9"]
+    res = rlcrate("tune", str(_write(tmp_path, m)), *args)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert res.stderr.strip().splitlines() == [
+        "error: tune.pruner: median reads each unit's evaluations while it trains, and the ray "
+        "executor brings a unit's files back when it ends; use pruner: none with it, or another "
+        "executor"
+    ]
+    assert not (tmp_path / "runs").exists()
 
 
 def test_tune_without_a_tune_section_is_refused(tmp_path):
@@ -140,21 +185,43 @@ def _unit_status(run: Path, variant: str, seed: int) -> dict:
     return json.loads((run / "units" / variant / f"seed-{seed}" / "status.json").read_text())
 
 
-@pytest.mark.slow(reason="trains 3 trials x 2 seeds of PPO on CartPole (about 25 s here)")
-@pytest.mark.gymnasium
-def test_a_study_judges_every_trial_on_the_same_seeds(tmp_path):
+def _intermediate(run: Path, variant: str, seeds: tuple[int, ...]) -> dict[str, float]:
+    """The IQM over the seeds of each step every seed evaluated during training (evals.json)."""
     from scipy.stats import trim_mean
 
-    path = _write(tmp_path, _study())
+    means = [
+        {
+            e["step"]: sum(e["returns"]) / len(e["returns"])
+            for e in json.loads(f.read_text())["evaluations"]
+        }
+        for f in (run / "units" / variant / f"seed-{s}" / "evals.json" for s in seeds)
+    ]
+    steps = sorted(set.intersection(*(set(m) for m in means)))
+    return {str(k): pytest.approx(trim_mean([m[k] for m in means], 0.25)) for k in steps}
+
+
+@pytest.mark.slow(reason="3 trials x 2 seeds of PPO on CartPole, one pruned; the best rerun")
+@pytest.mark.gymnasium
+def test_a_study_judges_every_trial_on_the_same_seeds_and_prunes(tmp_path):
+    from scipy.stats import trim_mean
+
+    m = _study(parallel=1, pruner={"name": "median", "startup_trials": 1})
+    m["train"]["timesteps"] = 1024
+    m["eval"].update(every=256, every_episodes=2)
+    path = _write(tmp_path, m)
     # --seeds as `run` takes it: every trial on seeds 3 and 5, the sampler seeded with 3
     res = rlcrate("tune", str(path), "--out", str(tmp_path / "runs"), "--seeds", "3,5")
     assert res.returncode == 0, res.stdout + res.stderr
     run = run_dir_of(tmp_path / "runs", "study")
     record = json.loads((run / "tune.json").read_text())
     assert record["study"]["sampler"] == "tpe" and record["study"]["sampler_seed"] == 3
+    assert record["study"]["pruner"] == "median"
+    assert record["study"]["replays"].startswith("exact: a seeded sampler")
     trials = record["trials"]
     assert [t["number"] for t in trials] == [0, 1, 2]
-    assert all(t["state"] == "complete" for t in trials)
+    # the median of trial-000 (the one trial that ran to its end before it) prunes trial-001
+    # at its first evaluation (deterministic on this CPU: the same values every run)
+    assert [t["state"] for t in trials] == ["complete", "pruned", "complete"], res.stdout
     summary = json.loads((run / "summary.json").read_text())
     for t in trials:
         assert t["variant"] == f"trial-{t['number']:03d}"
@@ -162,12 +229,25 @@ def test_a_study_judges_every_trial_on_the_same_seeds(tmp_path):
         assert 0.0001 <= t["params"]["algo.params.learning_rate"] <= 0.01
         assert t["params"]["algo.params.gamma"] in (0.9, 0.99)
         assert list(t["per_seed"]) == ["3", "5"]  # paired: every trial on the same seeds
+        # what the pruner was told: the IQM over the seeds at each step both evaluated
+        evaluated = _intermediate(run, t["variant"], (3, 5))
+        assert t["intermediate"] == {k: evaluated[k] for k in t["intermediate"]}
         for seed in (3, 5):
             assert _unit_status(run, t["variant"], seed)["state"] == "done"
-        # the same per-seed numbers summary.json reports; the objective their IQM
-        assert t["per_seed"] == summary["variants"][t["variant"]]["eval"]["per_seed_mean"]
         assert t["objective"] == pytest.approx(trim_mean(list(t["per_seed"].values()), 0.25))
-    best = max(trials, key=lambda t: t["objective"])
+    for t in (trials[0], trials[2]):  # complete: every evaluation, judged on the final eval
+        assert list(t["intermediate"]) == ["256", "512", "768", "1024"]
+        assert t["per_seed"] == summary["variants"][t["variant"]]["eval"]["per_seed_mean"]
+    pruned = trials[1]
+    assert pruned["pruned_at"] == 256 and list(pruned["intermediate"]) == ["256"]
+    assert pruned["objective"] == pruned["intermediate"]["256"]
+    for seed in (3, 5):  # its units were asked to stop (a unit may end before it looks:
+        # 1024 steps train in about a second here; test_a_unit_stops_at_a_prune_request)
+        status = _unit_status(run, pruned["variant"], seed)
+        assert status["timesteps_done"] == status.get("pruned_at", 1024)
+        assert (run / "units" / pruned["variant"] / f"seed-{seed}" / "prune.json").is_file()
+    assert "trial-001: pruned at step 256" in res.stdout
+    best = max((trials[0], trials[2]), key=lambda t: t["objective"])
     assert record["best"] == best["number"]
     resolved = yaml.safe_load((run / "resolved.yaml").read_text())
     assert resolved["tune"]["space"] == SPACE and resolved["tune"]["sampler"] == "tpe"
@@ -185,11 +265,100 @@ def test_a_study_judges_every_trial_on_the_same_seeds(tmp_path):
     assert data["algo"]["params"]["gamma"] == best["params"]["algo.params.gamma"]
     checked = rlcrate("validate", str(run / "best.yaml"))
     assert checked.returncode == 0, checked.stderr
-    for name in ("tune-history.png", "tune-importance.png", "tune-parallel.png"):
+    for name in ("tune-history.png", "tune-parallel.png"):  # importances: 3 complete trials
         assert (run / "plots" / name).read_bytes()[:4] == b"\x89PNG", name
     report = (run / "report.md").read_text()
     assert "## Study" in report and f"| {best['variant']} (best) |" in report
+    assert "| pruned at step 256 |" in report and "95% CI" in report
     assert "![optimisation history](plots/tune-history.png)" in report
+    # the evaluations during training are in TensorBoard too, at the steps they were due
+    from runner.report.tb import read_curve
+
+    curve, problem = read_curve(
+        run / "units" / best["variant"] / "seed-3" / "tb", None, "eval/mean_reward"
+    )
+    assert problem is None and curve is not None
+    assert curve.steps.tolist() == [256, 512, 768, 1024]
+
+    # archived and reproduced: the best trial rerun on the archived seeds, not the search
+    archive = tmp_path / "study.tar.gz"
+    assert rlcrate("archive", str(run), "-o", str(archive)).returncode == 0
+    again = rlcrate("reproduce", str(archive), "--out", str(tmp_path / "again"))
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert (
+        f"study: rerunning {best['variant']}, the best of its 2 complete trial(s)" in again.stdout
+    )
+    assert "verdict: identical (2 unit(s) rerun" in again.stdout
+    rerun = run_dir_of(tmp_path / "again", "study")
+    assert sorted(p.name for p in (rerun / "units").iterdir()) == [best["variant"]]
+    assert json.loads((rerun / "reproduce.json").read_text())["trials"] == [best["variant"]]
+
+
+@pytest.mark.slow(reason="trains PPO on CartPole until a prune request stops it")
+@pytest.mark.gymnasium
+def test_a_unit_stops_at_a_prune_request(tmp_path):
+    """What the study's pruner does to a unit, through the run directory: the unit evaluates
+    every eval.every steps, and a prune request ends its training (done, `pruned_at`)."""
+    from runner.record.evals import request_prune
+
+    m = tiny_manifest(train__timesteps=1_000_000, eval__every=128, eval__every_episodes=1)
+    path = _write(tmp_path, m)
+    proc = subprocess.Popen(
+        [rlcrate_exe(), "run", str(path), "--out", str(tmp_path / "runs"), "--no-report"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=checkout_env(),
+    )
+    evals = tmp_path / "runs" / "tiny"
+    wait_for(lambda: any(evals.glob("*/units/default/seed-0/evals.json")), 60, "an evaluation")
+    unit = next(evals.glob("*/units/default/seed-0"))
+    request_prune(unit, 128, "asked by the test")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, out + err
+    status = json.loads((unit / "status.json").read_text())
+    assert status["state"] == "done" and status["eval_mean"] is not None
+    assert 128 <= status["pruned_at"] == status["timesteps_done"] < 1_000_000
+    steps = [e["step"] for e in json.loads((unit / "evals.json").read_text())["evaluations"]]
+    assert steps == list(range(128, steps[-1] + 1, 128)) and steps[-1] <= status["pruned_at"]
+
+
+ZOO_PPO = {  # rl-zoo3's PPO sampler: what it suggests, as manifest values
+    "algo.params.n_steps": [2**k for k in range(5, 13)],
+    "algo.params.batch_size": [2**k for k in range(2, 11)],
+    "algo.params.clip_range": [0.1, 0.2, 0.3, 0.4],
+    "algo.params.n_epochs": [1, 5, 10, 20],
+    "algo.params.policy_kwargs.activation_fn": ["Tanh", "ReLU"],
+    "algo.params.policy_kwargs.net_arch": [{"pi": [64], "vf": [64]},
+                                           {"pi": [64, 64], "vf": [64, 64]},
+                                           {"pi": [256, 256], "vf": [256, 256]}],
+}  # fmt: skip
+
+
+@pytest.mark.slow(reason="trains one trial of PPO on CartPole from rl-zoo3's search space")
+@pytest.mark.gymnasium
+def test_space_zoo_samples_rl_zoo3s_own_ppo_space(tmp_path):
+    m = tiny_manifest(name="zoo", train__timesteps=256)
+    m["tune"] = {"space": "zoo", "trials": 1}
+    res = rlcrate("tune", str(_write(tmp_path, m)), "--out", str(tmp_path / "runs"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    run = run_dir_of(tmp_path / "runs", "zoo")
+    (trial,) = _trials(run)
+    assert trial["state"] == "complete", trial
+    params = trial["params"]
+    for path, values in ZOO_PPO.items():
+        assert params[path] in values, path
+    assert 0.97 <= params["algo.params.gamma"] <= 0.9999
+    assert 0.9 <= params["algo.params.gae_lambda"] <= 0.9999
+    assert 1e-5 <= params["algo.params.learning_rate"] <= 0.002
+    assert 0.3 <= params["algo.params.max_grad_norm"] <= 2
+    config = yaml.safe_load((run / "resolved.yaml").read_text())["variants"]["trial-000"]["config"]
+    assert config["algo"]["params"]["n_steps"] == params["algo.params.n_steps"]
+    kwargs = config["algo"]["params"]["policy_kwargs"]
+    assert kwargs["activation_fn"] == params["algo.params.policy_kwargs.activation_fn"]
+    # Optuna holds rl-zoo3's own parameters (the exponents, 1 - gamma): the search is its
+    journal = (run / "study.journal").read_text()
+    assert '"n_steps_pow"' in journal and '"one_minus_gamma"' in journal
 
 
 @pytest.mark.slow(reason="trains one trial x 2 seeds of PPO (the other fails before training)")

@@ -19,6 +19,7 @@ MODEL_PARTS = ("model.zip", "vecnormalize.npz", "checkpoints")
 # one is refused, never unpacked.
 PICKLE_SUFFIXES = (".pkl", ".pickle")
 TB_PARTS = ("tb",)  # left out by --no-tensorboard
+VIDEO_PARTS = ("video",)  # a unit's eval.video clips, left out by --no-videos
 SKIPPED_NAMES = ("progress.json",)  # advisory, rewritten every second while a unit trains
 
 # An archive that would expand beyond max(RATIO x its size, FLOOR) bytes is refused before any

@@ -25,6 +25,7 @@ from runner.archive.layout import (
     SKIPPED_NAMES,
     SUMS,
     TB_PARTS,
+    VIDEO_PARTS,
 )
 from runner.archive.parents import parent_files
 from runner.errors import UserInputError
@@ -39,6 +40,7 @@ class ArchiveOptions:
     models: bool = True
     tensorboard: bool = True
     incomplete: bool = False  # archive a run with failed or interrupted units, marked as such
+    videos: bool = True  # the units' eval.video clips (video/)
 
 
 def run_files(run_dir: Path, opts: ArchiveOptions) -> list[str]:
@@ -54,8 +56,10 @@ def run_files(run_dir: Path, opts: ArchiveOptions) -> list[str]:
             continue  # temporary files of atomic writes, the lock: never archived
         if rel.name in SKIPPED_NAMES and parts[0] == "units":
             continue
-        if (not opts.models and any(p in MODEL_PARTS for p in parts)) or (
-            not opts.tensorboard and any(p in TB_PARTS for p in parts)
+        if (
+            (not opts.models and any(p in MODEL_PARTS for p in parts))
+            or (not opts.tensorboard and any(p in TB_PARTS for p in parts))
+            or (not opts.videos and parts[0] == "units" and any(p in VIDEO_PARTS for p in parts))
         ):
             continue
         if path.is_symlink() or not (path.is_file() or path.is_dir()):

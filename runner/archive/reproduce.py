@@ -26,6 +26,7 @@ from runner.archive.results import (
     check_archived_results,
     rerun_problem,
 )
+from runner.archive.study import as_matrix, only, pick_trials, same_study, study_of
 from runner.archive.verdict import (
     IDENTICAL,
     TEST_NAME,
@@ -56,6 +57,7 @@ class ReproduceOptions:
     seeds: list[int] | None = None
     image: str | None = None
     alpha: float = 0.05
+    trials: int | None = None  # a study's archive: rerun its N best complete trials (default 1)
 
 
 def _done_seeds(v: Verified, res: ResolvedRun) -> list[int]:
@@ -115,8 +117,9 @@ def check_evals(v: Verified, res: ResolvedRun, seeds: list[int]) -> None:
             )
 
 
-def _check_manifest(v: Verified, res: ResolvedRun, tmp: Path) -> None:
-    """The archived manifest.yaml must resolve to the archived resolved.yaml."""
+def _check_manifest(v: Verified, res: ResolvedRun, tmp: Path, study: bool) -> None:
+    """The archived manifest.yaml must resolve to the archived resolved.yaml (a study's: but
+    for its variants, the trials, which the rerun builds from the manifest)."""
     from runner.checks.load import load_manifest
     from runner.manifest import resolved
 
@@ -126,7 +129,8 @@ def _check_manifest(v: Verified, res: ResolvedRun, tmp: Path) -> None:
     overrides = from_record(res.command_line)  # the run's --set and --seeds
     # unchecked: a warm start's parent lies on the run's machine, not here (it is unpacked
     # from the archive for the rerun, which checks it)
-    if not res.same_run(resolved(load_manifest(path, check=False, overrides=overrides))):
+    here = resolved(load_manifest(path, check=False, overrides=overrides))
+    if not (same_study(res, here) if study else res.same_run(here)):
         raise UserInputError(
             f"{v.path}: refused, its manifest.yaml does not resolve to its resolved.yaml "
             "(edited after the run, or another rlcrate version); nothing was rerun"
@@ -134,16 +138,25 @@ def _check_manifest(v: Verified, res: ResolvedRun, tmp: Path) -> None:
 
 
 def _derived_manifest(
-    v: Verified, res: ResolvedRun, seeds: list[int], tmp: Path, name: str, parent: Path | None
+    v: Verified,
+    res: ResolvedRun,
+    seeds: list[int],
+    tmp: Path,
+    parent: Path | None,
+    trials: list[str] | None,
 ) -> Path:
     """The archived manifest with the run's --set and --seeds applied, these seeds, no
     tracking (a rerun to compare is not an experiment to log in someone's tracking server), and
-    a warm start's parent read from where the archive's copy was unpacked."""
+    a warm start's parent read from where the archive's copy was unpacked; a study's chosen
+    `trials` as its variants, its tune: section dropped."""
     text = v.files["manifest.yaml"].decode("utf-8", "replace")
     data = parse_yaml(text, f"{v.path}:manifest.yaml")[0]
     data = apply_overrides(data, from_record(res.command_line))
     data["seeds"] = seeds
     data.pop("track", None)
+    if trials is not None:
+        data.pop("tune", None)
+        data["matrix"] = as_matrix(res, trials)
     init = (data.get("train") or {}).get("init_from")
     if parent is not None:
         if not isinstance(init, dict):
@@ -152,7 +165,7 @@ def _derived_manifest(
                 "variant's?); reproduce reruns a warm start declared there"
             )
         init["run"] = str(parent)
-    path = tmp / "rerun" / f"{name}.yaml"
+    path = tmp / "rerun" / f"{res.name}.yaml"
     path.parent.mkdir()
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return path
@@ -335,6 +348,13 @@ def reproduce(archive_file: Path, opts: ReproduceOptions, console: Console) -> b
         raise UserInputError(f"{archive_file}: the archive holds no resolved.yaml")
     res = parse_resolved(v.yaml("resolved.yaml"), f"{archive_file}:resolved.yaml")
     check_archived_results(v, res)
+    whole, trials = res, None
+    study = study_of(v)
+    if study is not None:
+        trials = pick_trials(v, study, res, opts.trials)
+        res = only(res, trials)
+    elif opts.trials is not None:
+        raise UserInputError(f"--trials: {archive_file} is not a study's run (rlcrate tune)")
     seeds = pick_seeds(v, res, opts)
     check_evals(v, res, seeds)
     console.print(
@@ -344,11 +364,18 @@ def reproduce(archive_file: Path, opts: ReproduceOptions, console: Console) -> b
     if opts.image is not None:
         line = image_line(opts.image, v.json("provenance.json") or {})
         console.print(escape(line), soft_wrap=True)
+    if study is not None and trials is not None:
+        console.print(
+            f"study: rerunning {', '.join(trials)}, the best of its "
+            f"{sum(t.state == 'complete' for t in study.trials)} complete trial(s) by "
+            f"{study.study.stat} of {study.study.metric}; the search itself is not rerun",
+            soft_wrap=True,
+        )
     with tempfile.TemporaryDirectory(prefix="rlcrate-reproduce-") as tmp:
-        _check_manifest(v, res, Path(tmp))
+        _check_manifest(v, whole, Path(tmp), study is not None)
         try:
             with unpacked_parent(v, res, opts.out, opts.out / res.name) as parent:
-                manifest = _derived_manifest(v, res, seeds, Path(tmp), res.name, parent)
+                manifest = _derived_manifest(v, res, seeds, Path(tmp), parent, trials)
                 run_dir = _rerun(manifest, res.name, opts, console)
         except ManifestError as exc:  # the rerun's manifest is a temporary file: name the archive's
             raise _as_archived(exc, Path(tmp), archive_file) from None
@@ -383,6 +410,7 @@ def reproduce(archive_file: Path, opts: ReproduceOptions, console: Console) -> b
             "archive": str(archive_file.resolve()),
             "archived_run": v.top,
             "seeds": seeds,
+            "trials": trials,
             "environment": [r.__dict__ for r in rows],
             "same_environment": same_env,
             "variants": [{**r.__dict__, "units": [u.__dict__ for u in r.units]} for r in results],

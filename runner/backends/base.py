@@ -83,6 +83,9 @@ class Traits:
     # sub-envs answer `replay.REPLAY_STATE` and `replay.REPLAY`, so a checkpoint holds the
     # episodes in progress); `resume_approximate()` names exceptions per env.
     resume: str = "the backend's env state is not saved with a checkpoint"
+    # What recording its evaluation as video (`eval.video`) would need, for the one-line refusal
+    # of a backend whose `check_video` is the default (it records none).
+    video_needs: str = "a renderer rlcrate can capture frames from"
 
 
 # Env interfaces: what a backend's `make_env` makes, and what a trainer's loop steps
@@ -239,6 +242,27 @@ class Backend(ABC):
         """`rlcrate doctor`'s rows for what this backend needs beyond its packages (JAX's
         devices, Isaac Sim): (what, ok, detail). Default: none."""
         return []
+
+    def check_video(self, env: Any) -> list[FieldProblem]:
+        """Why this env's evaluation cannot be recorded here (`eval.video`), each at its field;
+        empty when `video_env` gives an env whose VecEnv's `get_images()` returns its frames.
+        Cheap, and needs none of the backend's packages (`validate` asks on a light install).
+        Default: refused, naming `TRAITS.video_needs`."""
+        return [
+            FieldProblem(
+                ("eval", "video"),
+                f"the {self.name} backend cannot record evaluation videos here: it needs "
+                f"{self.TRAITS.video_needs}; remove eval.video",
+            )
+        ]
+
+    def video_env(self, env: Any) -> Any:
+        """The env options (`Options`) of an evaluation that is recorded: the same env, its
+        frames rendered, so that the VecEnv's `get_images()` returns each env's current frame
+        and the episodes' returns stay those of `env`. Asked only when `check_video` found no
+        problem. Default: refused."""
+        first_error(self.check_video(env))
+        return env
 
     def interpreter(self) -> str | None:
         """The Python that runs this backend's units (an executable path). Default None: the

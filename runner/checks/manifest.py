@@ -128,8 +128,32 @@ def _check_limits(cfg: Manifest, source: str, lines: Lines, out: list[Problem]) 
     from runner.backends import get_backend
 
     found = get_backend(cfg.env.backend).check_parallel(cfg.parallel)
-    found += trainer_of(cfg).check_limits(cfg)
+    trainer = trainer_of(cfg)
+    found += trainer.check_limits(cfg)
+    if cfg.eval.every and not trainer.PERIODIC_EVAL:
+        found.append(
+            FieldProblem(
+                ("eval", "every"),
+                f"the {trainer_name(cfg)} trainer evaluates only at the end of training; set "
+                "eval.every to 0, or choose a trainer that evaluates during training",
+            )
+        )
     out += [at(source, lines, p.path, p.message) for p in found]
+
+
+def video_problems(cfg: Manifest) -> list[FieldProblem]:
+    """Why `cfg.eval.video` cannot be recorded (the trainer, the backend, the writers); needs
+    none of the backend's packages."""
+    from runner import video
+    from runner.backends import get_backend
+
+    spec = cfg.eval.video
+    if spec is None:
+        return []
+    if not trainer_of(cfg).RECORDS_VIDEO:
+        msg = f"the {trainer_name(cfg)} trainer's evaluation records no video; remove eval.video"
+        return [FieldProblem(("eval", "video"), msg)]
+    return get_backend(cfg.env.backend).check_video(cfg.env) or video.problems(spec)
 
 
 def _check_algo(
@@ -167,12 +191,15 @@ def _tune_problems(m: Manifest, source: str, lines: Lines) -> list[Problem]:
     """`tune.space`'s paths: the paths a matrix may vary, none inside another."""
     if m.tune is None:
         return []
+    if isinstance(m.tune.space, str):  # a named space: its trainer's
+        found = trainer_of(m).space_problem(m, m.tune.space)
+        return [at(source, lines, ("tune", "space"), found)] if found else []
     out = []
-    for path in m.tune.space:
+    for path in m.tune.dims():
         problem = path_problem(path)
         if problem:
             out.append(at(source, lines, ("tune", "space", path), problem))
-    conflict = None if out else conflict_problem(list(m.tune.space))
+    conflict = None if out else conflict_problem(list(m.tune.dims()))
     if conflict:
         out.append(at(source, lines, ("tune", "space"), conflict))
     return out
@@ -187,6 +214,7 @@ def check_manifest(m: Manifest, source: str, lines: Lines) -> list[Problem]:
         if not _check_trainer(cfg, source, lines, out):
             continue
         _check_limits(cfg, source, lines, out)
+        out += [at(source, lines, p.path, p.message) for p in video_problems(cfg)]
         if missing_packages(cfg.env.backend):  # a light install: checked where the units run
             continue
         kind = _check_env(cfg, source, lines, out, env_seen)

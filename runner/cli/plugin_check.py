@@ -229,6 +229,7 @@ def executor_rows(name: str) -> list[Row]:
                         f"{flag} is also {other}'s option, for another setting"
                     )
         assert isinstance(executor.runs_here, bool), "runs_here must be True or False"
+        assert isinstance(executor.live_files, bool), "live_files must be True or False"
     with out.check("the protocol's members"):
         for member in EXECUTOR_MEMBERS:
             assert callable(getattr(executor, member, None)), f"{member} is missing"

@@ -38,6 +38,9 @@ def archive_cmd(
     ],
     models: Annotated[bool, typer.Option(help="Include model.zip and checkpoints.")] = True,
     tensorboard: Annotated[bool, typer.Option(help="Include the TensorBoard files.")] = True,
+    videos: Annotated[
+        bool, typer.Option(help="Include the units' evaluation videos (eval.video's video/).")
+    ] = True,
     incomplete: Annotated[
         bool,
         typer.Option(help="Archive a run with failed or interrupted units, marked incomplete."),
@@ -47,7 +50,7 @@ def archive_cmd(
     from runner.archive import ArchiveOptions, archive
     from runner.record.rundir import file_sha256
 
-    index = archive(run_dir, output, ArchiveOptions(models, tensorboard, incomplete))
+    index = archive(run_dir, output, ArchiveOptions(models, tensorboard, incomplete, videos))
     n, size = index["contains"]["files"], output.stat().st_size
     mark = "" if index["run"]["complete"] else ", marked incomplete"
     typer.echo(f"archive: {output} ({n} files, {size / 1e6:.2f} MB{mark})")
@@ -77,6 +80,15 @@ def reproduce_cmd(
         str | None,
         typer.Option("--num-seeds", metavar="N", help="Rerun only the archive's seeds 0 to N-1."),
     ] = None,
+    trials: Annotated[
+        int | None,
+        typer.Option(
+            "--trials",
+            metavar="N",
+            help="A study's archive (rlcrate tune): rerun its N best complete trials "
+            "(default: the best one); the search is not rerun.",
+        ),
+    ] = None,
     image: ImageOpt = None,
     out: OutOpt = Path("runs"),
     alpha: Annotated[
@@ -98,7 +110,9 @@ def reproduce_cmd(
         raise UserInputError(f"--units: expected a positive number of units, got {units}")
     if not 0 < alpha <= 0.5:
         raise UserInputError(f"--alpha: expected a significance level in (0, 0.5], got {alpha}")
-    opts = ReproduceOptions(out, executor, units, chosen, image, alpha)
+    if trials is not None and trials < 1:
+        raise UserInputError(f"--trials: expected a positive number of trials, got {trials}")
+    opts = ReproduceOptions(out, executor, units, chosen, image, alpha, trials)
     raise typer.Exit(0 if reproduce(archive_file, opts, console()) else 1)
 
 

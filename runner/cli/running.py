@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -21,6 +21,9 @@ from runner.cli.run import (
     run_manifest,
 )
 from runner.executors import Chosen, choose
+
+if TYPE_CHECKING:
+    from runner.manifest import ResolvedRun
 
 app = typer.Typer()
 
@@ -93,40 +96,84 @@ def train_cmd(
 @app.command("eval")
 @executor_options
 def eval_cmd(
-    manifest: ManifestArg,
-    resume: Annotated[
+    manifest: Annotated[
         Path,
+        typer.Argument(
+            help="The manifest YAML file, or the run directory itself (its manifest.yaml, "
+            "and --resume defaults to it).",
+            exists=True,
+            readable=True,
+        ),
+    ],
+    resume: Annotated[
+        Path | None,
         typer.Option(
             "--resume",
             help="The run directory whose trained models to evaluate.",
             exists=True,
             file_okay=False,
         ),
-    ],
+    ] = None,
+    video: Annotated[
+        bool,
+        typer.Option(
+            "--video",
+            help="Also record the evaluation's first episodes as videos (the manifest's "
+            "eval.video, or one MP4 episode per unit when it has none); no retraining.",
+        ),
+    ] = False,
     sets: SetOpt = None,
     *,
     executor: Chosen,
 ) -> None:
     """Evaluate the trained models of a run directory with the manifest's eval protocol.
 
-    The run's own --set and --seeds apply; give --set again only to repeat them."""
+    `rlcrate eval RUN_DIR` evaluates that run with its own manifest.yaml. The run's own --set
+    and --seeds apply; give --set again only to repeat them."""
     from runner.manifest import read_resolved
     from runner.record import started
     from runner.record.lock import locked
     from runner.record.status import read_status, write_status
     from runner.run.orchestrate import RunOptions, run
 
+    manifest, resume = _eval_target(manifest, resume)
     with locked(resume):
-        units = read_resolved(resume).units()
+        res = read_resolved(resume)
         started.check(resume)  # before any unit is marked to evaluate again
-        for unit in units:
+        if video:
+            _check_video(resume, res)
+        for unit in res.units():
             d = unit.dir(resume)
             if read_status(d).state == "done":
                 write_status(d, "pending")  # evaluate again
-        opts = RunOptions(
-            ["eval"], executor, Path("runs"), resume, overrides=overrides_of(sets, None)
-        )
+        jobs = ["eval", "video"] if video else ["eval"]
+        opts = RunOptions(jobs, executor, Path("runs"), resume, overrides=overrides_of(sets, None))
         run(manifest, opts, console())
+
+
+def _eval_target(manifest: Path, resume: Path | None) -> tuple[Path, Path]:
+    """(manifest, run directory) of `rlcrate eval`: a run directory given alone stands for both."""
+    if manifest.is_dir():
+        if resume is not None and resume.resolve() != manifest.resolve():
+            raise typer.BadParameter(f"{manifest} is a run directory; --resume names another")
+        return manifest / "manifest.yaml", manifest
+    if resume is None:
+        raise typer.BadParameter(f"{manifest} is a manifest: name its run with --resume RUN_DIR")
+    return manifest, resume
+
+
+def _check_video(run_dir: Path, res: ResolvedRun) -> None:
+    """UserInputError, one line, when a variant of the run cannot record its evaluation."""
+    from runner.checks.manifest import video_problems
+    from runner.errors import UserInputError
+    from runner.manifest.schema import VideoSpec
+
+    for name, variant in res.variants.items():
+        cfg = variant.config.model_copy(deep=True)
+        cfg.eval.video = cfg.eval.video or VideoSpec()
+        for p in video_problems(cfg):
+            where = f"{run_dir / 'resolved.yaml'}: variant {name}: {'.'.join(map(str, p.path))}"
+            raise UserInputError(f"eval --video: {where}: {p.message}")
 
 
 @app.command("bench")

@@ -154,6 +154,9 @@ class Executor(ABC, Generic[S]):
     Settings: ClassVar[type[ExecutorSettings]]  # everything it can be told (`ExecutorSettings`)
     # True when units run on this machine (their devices are checked before they start)
     runs_here: ClassVar[bool] = False
+    # True when a running unit's files are in the run directory as it writes them (a shared
+    # filesystem); False when they come back when it ends (what a study's pruner cannot wait on)
+    live_files: ClassVar[bool] = True
 
     @abstractmethod
     def launch(self, plan: Plan, settings: S, on_tick: Tick) -> dict[UnitRef, int]:

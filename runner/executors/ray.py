@@ -302,6 +302,7 @@ class Ray(Executor[RaySettings]):
 
     Settings = RaySettings
     runs_here = False
+    live_files = False  # a node sends a unit's files back when it ends
 
     def launch(self, plan: Plan, settings: RaySettings, on_tick: Tick) -> dict[UnitRef, int]:
         return launch(plan, settings, on_tick)

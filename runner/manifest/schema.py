@@ -322,6 +322,40 @@ class TrainSpec(Strict):
         return self
 
 
+MAX_VIDEO_SIDE = 4096  # pixels: a frame larger than a 4K screen is a typo
+
+
+class VideoSpec(Strict):
+    """Videos of the evaluation's own first episodes (`eval.video`)."""
+
+    episodes: int = Field(
+        1,
+        gt=0,
+        description="The first N evaluation episodes recorded (at most eval.episodes): the "
+        "episodes eval.json scores, not another rollout.",
+    )
+    fps: int = Field(30, gt=0, le=240, description="Frames per second of the video file.")
+    format: Literal["mp4", "gif"] = Field(
+        "mp4",
+        description="mp4 (H.264 through the ffmpeg imageio-ffmpeg brings; the report shows a "
+        "poster frame linking it) or gif (shown inline in the report).",
+    )
+    size: list[int] | None = Field(
+        None,
+        min_length=2,
+        max_length=2,
+        description="[width, height] in pixels the frames are scaled to; null: the env's own "
+        "frame size (mp4 rounds odd sides down to even).",
+    )
+
+    @field_validator("size")
+    @classmethod
+    def _sane_size(cls, size: list[int] | None) -> list[int] | None:
+        if size is not None and not all(2 <= side <= MAX_VIDEO_SIDE for side in size):
+            raise ValueError(f"expected [width, height], each from 2 to {MAX_VIDEO_SIDE} pixels")
+        return size
+
+
 class EvalSpec(Strict):
     episodes: int = Field(20, gt=0, description="Evaluation episodes per unit.")
     deterministic: bool = Field(True, description="Greedy actions during evaluation.")
@@ -329,6 +363,32 @@ class EvalSpec(Strict):
         default_factory=list,
         description="Reward levels for the 'time to reach' table (ep_rew_mean during training).",
     )
+    every: int = Field(
+        0,
+        ge=0,
+        description="Also evaluate every N training steps, during training (`every_episodes` "
+        "deterministic episodes on an env of their own, which training never steps): each "
+        "result is logged as eval/mean_reward in TensorBoard and kept in the unit's evals.json, "
+        "and is what a study's pruner judges a trial on. 0: only the final evaluation.",
+    )
+    every_episodes: int = Field(
+        5, gt=0, description="Episodes of each evaluation during training (`every`)."
+    )
+    video: VideoSpec | None = Field(
+        None,
+        description="Record the first evaluation episodes of each unit as videos under "
+        "the unit's video/ folder, shown in report.md: {episodes, fps, format, size}. Null: "
+        "none (`rlcrate eval --video` records them later).",
+    )
+
+    @model_validator(mode="after")
+    def _video_within_eval(self) -> EvalSpec:
+        if self.video is not None and self.video.episodes > self.episodes:
+            raise ValueError(
+                f"video.episodes ({self.video.episodes}) exceeds episodes ({self.episodes}): "
+                "only evaluation episodes are recorded"
+            )
+        return self
 
 
 class BenchSpec(Strict):
@@ -506,7 +566,31 @@ class Manifest(Strict):
                 "not together with matrix: a study's trials are its variants; use one or the "
                 "other (a matrix with `rlcrate run`, a tune: section with `rlcrate tune`)"
             )
+        evals = info.data.get("eval")
+        pruner = tune.pruner.name if tune is not None else "none"
+        if pruner != "none" and isinstance(evals, EvalSpec) and not evals.every:
+            error = _custom(
+                "rlcrate_pruner",
+                f"{pruner} prunes on evaluations during training, and eval.every is 0; set "
+                "eval.every (steps between them) or pruner: none",
+            )
+            details = InitErrorDetails(type=error, loc=("pruner",), input=pruner)
+            raise ValidationError.from_exception_data("TuneSpec", [details])
         return tune
+
+    @field_validator("eval")
+    @classmethod
+    def _evaluated_within_the_budget(cls, evals: EvalSpec, info: ValidationInfo) -> EvalSpec:
+        train = info.data.get("train")
+        if isinstance(train, TrainSpec) and evals.every > train.timesteps > 0:
+            error = _custom(
+                "rlcrate_every",
+                f"every {evals.every} steps is more than train.timesteps ({train.timesteps}): "
+                "no evaluation would run during training",
+            )
+            details = InitErrorDetails(type=error, loc=("every",), input=evals.every)
+            raise ValidationError.from_exception_data("EvalSpec", [details])
+        return evals
 
     @field_validator("seeds")
     @classmethod

@@ -13,6 +13,8 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    TypeAdapter,
+    ValidationError,
     ValidationInfo,
     field_validator,
     model_serializer,
@@ -108,41 +110,106 @@ class Objective(Strict):
     direction: Literal["maximize", "minimize"] = Field("maximize", description="Of the objective.")
 
 
+class Pruner(Strict):
+    """Optuna's pruner, fed the trial's evaluations during training (`eval.every`): at each, the
+    `objective.stat` over the trial's seeds once every seed has reported it."""
+
+    name: Literal["median", "hyperband", "none"] = Field(
+        "median",
+        description="median (Optuna's MedianPruner: a trial whose value at a step is worse than "
+        "the median of the earlier trials' at that step stops), hyperband (HyperbandPruner, "
+        "from eval.every steps to train.timesteps), none (every trial trains to its end).",
+    )
+    startup_trials: int = Field(
+        5,
+        ge=0,
+        le=MAX_TRIALS,
+        description="median: trials that run to their end before any is pruned.",
+    )
+    warmup_steps: int = Field(
+        0, ge=0, description="median: training steps before a trial can be pruned."
+    )
+    reduction_factor: int = Field(3, ge=2, description="hyperband: its reduction factor.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _a_name_alone(cls, value: Any) -> Any:
+        return {"name": value} if isinstance(value, str) else value
+
+
+_PATHS: TypeAdapter[dict[str, Dim]] = TypeAdapter(dict[str, Dim], config=Strict.model_config)
+
+
 class TuneSpec(Strict):
     """An Optuna study (`rlcrate tune`): every trial a variant run on the manifest's seeds."""
 
-    space: dict[str, Dim] = Field(
-        min_length=1,
+    space: dict[str, Dim] | Literal["zoo"] = Field(
         description="Dotted manifest path (as in matrix:; checked with the matrix's paths, "
         "`runner.checks.manifest`) -> {choice: [...]}, {int: [lo, hi], step: n}, "
-        "{uniform: [lo, hi]} or {log_uniform: [lo, hi]}.",
+        "{uniform: [lo, hi]} or {log_uniform: [lo, hi]}; or `zoo`: the search space rl-zoo3 "
+        "tunes the algorithm over (its hyperparams_opt sampler, as the installed rl-zoo3 has it).",
     )
+
+    @field_validator("space", mode="wrap")
+    @classmethod
+    def _paths_or_a_name(cls, value: Any, handler: Any) -> dict[str, Dim] | str:
+        # one branch's errors only: a mapping's own, or the name's (not "Input should be 'zoo'"
+        # for every mapping with a bad dimension)
+        if isinstance(value, str):
+            if value != "zoo":
+                raise ValueError(f"expected a mapping of dotted paths, or zoo (got {value!r})")
+            return value
+        space = _PATHS.validate_python(value)
+        if not space:
+            raise ValueError("expected at least one dotted path, or zoo")
+        return space
+
+    def dims(self) -> dict[str, Dim]:
+        """The written space's dimensions (none for a named one: its trainer samples it)."""
+        return self.space if isinstance(self.space, dict) else {}
+
     sampler: Literal["tpe", "random", "grid", "qmc", "cmaes"] = Field(
         "tpe",
         description="Optuna's sampler, seeded from the manifest's first seed: tpe, random, grid "
         "(choice and int values only), qmc, cmaes (needs the cmaes package).",
     )
-    pruner: str = Field("none", description="none (pruning is not supported yet).")
+    pruner: Pruner = Field(
+        default_factory=lambda: Pruner(name="none"),
+        description="median, hyperband or none (the default), or {name, startup_trials, "
+        "warmup_steps, reduction_factor}: stops trials whose evaluations during training "
+        "(eval.every, which a pruner needs) fall behind.",
+    )
     objective: Objective = Field(default_factory=lambda: Objective())
     trials: int = Field(20, ge=1, le=MAX_TRIALS, description="Trials in the study.")
     parallel: int = Field(
         1, ge=1, le=MAX_TRIALS, description="Trials whose units run at once (Optuna ask/tell)."
     )
 
-    @field_validator("pruner")
+    @field_validator("objective")
     @classmethod
-    def _pruner(cls, pruner: str) -> str:
-        if pruner in ("median", "hyperband"):
-            raise ValueError(f"pruner {pruner} is not yet supported; use none")
-        if pruner != "none":
-            raise ValueError(f"expected none (got {pruner!r})")
-        return pruner
+    def _pruned_on_returns(cls, objective: Objective, info: ValidationInfo) -> Objective:
+        pruner = info.data.get("pruner")
+        pruned = isinstance(pruner, Pruner) and pruner.name != "none"
+        if pruned and objective.metric != "eval.mean_reward":
+            from pydantic_core import InitErrorDetails, PydanticCustomError
+
+            error = PydanticCustomError(
+                "rlcrate_pruned_metric",
+                f"a pruner judges trials on their eval returns during training, so the "
+                f"objective's metric must be eval.mean_reward (got {objective.metric}); or set "
+                "pruner: none",
+            )
+            details = InitErrorDetails(type=error, loc=("metric",), input=objective.metric)
+            raise ValidationError.from_exception_data("Objective", [details])
+        return objective
 
     @field_validator("sampler")
     @classmethod
     def _grid_is_discrete(cls, sampler: str, info: ValidationInfo) -> str:
         space = info.data.get("space") or {}
-        ranges = [p for p, d in space.items() if d.grid() is None]
+        if space == "zoo" and sampler == "grid":
+            raise ValueError("sampler grid needs a written space; rl-zoo3's samples ranges")
+        ranges = [p for p, d in space.items() if d.grid() is None] if space != "zoo" else []
         if sampler == "grid" and ranges:
             raise ValueError(
                 f"sampler grid takes choice and int values only; {', '.join(ranges)} "
@@ -152,6 +219,6 @@ class TuneSpec(Strict):
 
     def grid_size(self) -> builtins.int:
         size = 1
-        for dim in self.space.values():
+        for dim in self.dims().values():
             size *= len(dim.grid() or [])
         return size

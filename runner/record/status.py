@@ -48,6 +48,9 @@ class UnitStatus(BaseModel):
     train_steps_per_s: float | None = None
     resumed_from: int | None = None
     resumes: list[int] = Field(default_factory=list)
+    pruned_at: int | None = Field(
+        None, description="A study's pruner stopped its training at this step (rlcrate tune)."
+    )
     eval_mean: float | None = None
     eval_std: float | None = None
     recovered: str | None = Field(None, description="How a lost record was rebuilt.")

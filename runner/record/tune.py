@@ -29,9 +29,22 @@ class TrialRecord(_Record):
         default_factory=dict, description="Seed (as text) -> the objective's metric there."
     )
     objective: float | None = None
-    state: Literal["running", "complete", "failed"] = "running"
+    state: Literal["running", "complete", "pruned", "failed"] = "running"
     error: str | None = None
     wall_time_s: float | None = Field(None, description="From its first unit's start to its end.")
+    pruned_at: int | None = Field(
+        None, description="Pruned: the step whose evaluation the pruner stopped it on."
+    )
+    intermediate: dict[str, float] = Field(
+        default_factory=dict,
+        description="Step (as text) -> the objective's stat over the seeds' evaluations during "
+        "training there (eval.every), as reported to the pruner.",
+    )
+    bookkeeping_s: float | None = Field(
+        None,
+        description="The study's own time for it outside its units: asking, resolved.yaml, "
+        "judging, telling, tune.json.",
+    )
 
 
 class StudyRecord(_Record):
@@ -40,6 +53,8 @@ class StudyRecord(_Record):
     direction: str
     sampler: str
     sampler_seed: int = Field(description="The sampler's seed in the session that wrote this.")
+    pruner: str = "none"
+    replays: str = Field("", description="Whether the study replays exactly, and why.")
     optuna_version: str
     storage: str = Field(description="The study's storage, in the run directory.")
     trials: int = Field(description="Trials the study runs in all.")

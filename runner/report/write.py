@@ -21,6 +21,7 @@ from runner.report.sections import (
     units_section,
 )
 from runner.report.study import study_section
+from runner.report.videos import videos_section
 
 
 def write_report(run_dir: Path) -> Path:
@@ -47,6 +48,7 @@ def write_report(run_dir: Path) -> Path:
     lines += study_section(root) + hyperparameters_section(run) + lineage_section(run)
     lines += units_section(run) + eval_section(run, rows)
     lines += [f"![evaluation]({rel_path(ev, root)})", ""] if ev else []
+    lines += videos_section(run)
     field_ = varied_field(run)
     per_seed = {r["variant"]: r["per_seed"] for r in rows}
     if field_ and len(rows) > 1:

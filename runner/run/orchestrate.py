@@ -170,7 +170,8 @@ def run_units(
     from runner.executors.needs import unit_needs
     from runner.run.progress import ProgressView
 
-    unit_jobs = [j for j in opts.jobs or [] if j in ("train", "eval")]
+    # "video": `rlcrate eval --video`, the eval job recording eval.video (its defaults if unset)
+    unit_jobs = [j for j in opts.jobs or [] if j in ("train", "eval", "video")]
     if not unit_jobs:
         return {}
     units = res.units()

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.manifest.resolved import read_resolved
-from runner.manifest.schema import Manifest
+from runner.manifest.schema import Manifest, VideoSpec
 from runner.record.rundir import UnitRef
 from runner.record.seeding import derive, seed_everything
 from runner.record.status import read_status, write_status
@@ -76,6 +76,8 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
             write_status(unit_dir, "running", **fields)
         if "eval" in jobs:
             check_final(unit_dir)  # the model's files as training left them, before any read
+            if "video" in jobs and cfg.eval.video is None:  # `rlcrate eval --video`
+                cfg.eval.video = VideoSpec()
             fields.update(trainer.evaluate(cfg, unit_dir, seeds))
     except KeyboardInterrupt:
         remove_debris(unit_dir)

@@ -73,6 +73,12 @@ class Trainer(ABC):
     QUICK_EXIT: ClassVar[bool] = False
     # Its models are Stable-Baselines3 policies that `rlcrate export` can write as ONNX.
     EXPORTS_SB3_POLICY: ClassVar[bool] = False
+    # Its `train` evaluates every `eval.every` steps (the unit's evals.json) and stops early
+    # when the unit's prune request appears (`runner.record.evals`): what a study's pruner needs.
+    PERIODIC_EVAL: ClassVar[bool] = False
+    # Its `evaluate` records `eval.video` (the first episodes' frames, `runner.video`): a
+    # manifest asking for videos with a loop that cannot is refused by `validate`.
+    RECORDS_VIDEO: ClassVar[bool] = False
 
     @abstractmethod
     def check_params(self, cfg: Manifest, action_kind: str | None) -> list[FieldProblem]:
@@ -138,6 +144,16 @@ class Trainer(ABC):
         when `bench.inference` is off or the trainer cannot separate it), "envs", "vec_env"
         (what stepped them), and "profile" when `bench.profile` asks and the trainer can split
         a step."""
+
+    def space_problem(self, cfg: Manifest, name: str) -> str | None:
+        """Why `tune.space: NAME` (a search space this loop knows by name) cannot be sampled
+        for `cfg`; None when it can. Needs no heavy import (`validate` asks it)."""
+        return f"the {self.name} trainer knows no search space named {name!r}; write it out"
+
+    def sample_space(self, cfg: Manifest, name: str, trial: Any) -> dict[str, Any]:
+        """A trial's values from the named space (`trial`: an optuna.Trial, asked with no
+        fixed distributions), as dotted manifest path -> value."""
+        raise NotImplementedError(f"the {self.name} trainer knows no search space {name!r}")
 
     def first_step(self, cfg: Manifest, seeds: dict[str, int], mark: Callable[[], Any]) -> None:
         """For the bench's cold start (a trainer with `COLD_START = True`): build the env as its

@@ -306,7 +306,8 @@ def train_once(
             )
             forget_finished(unit_dir)
     fields = train()
-    if int(fields.get("timesteps_done") or 0) < budget:
+    # a study's pruner may stop it early (`pruned_at`): done, with the steps it trained
+    if int(fields.get("timesteps_done") or 0) < budget and not fields.get("pruned_at"):
         raise RuntimeError(
             f"training ended after {fields.get('timesteps_done')} of {budget} steps; "
             "the unit is not done"

@@ -38,6 +38,11 @@ def judge(s: Study, trial: TrialRecord, variant: ResolvedVariant) -> None:
     from runner.report.summary import summarize_variant
     from runner.tune.study import objective
 
+    if trial.pruned_at is None:  # a request written before the runner was stopped
+        trial.pruned_at = _requested(s, trial)
+    if trial.pruned_at is not None:
+        _pruned(s, trial)
+        return
     summary = summarize_variant(
         s.run_dir, trial.variant, variant.overrides, s.res.seeds, variant.config, {}
     )
@@ -55,6 +60,36 @@ def judge(s: Study, trial: TrialRecord, variant: ResolvedVariant) -> None:
     trial.error = None
     _tell(s, trial.number, trial.objective)
     s.record.best = b.number if (b := best(s)) else None
+
+
+def _requested(s: Study, trial: TrialRecord) -> int | None:
+    from runner.record.evals import prune_requested
+    from runner.record.rundir import UnitRef
+
+    for seed in s.res.seeds:
+        request = prune_requested(UnitRef(trial.variant, seed).dir(s.run_dir))
+        if request is not None:
+            return request.step
+    return None
+
+
+def _pruned(s: Study, trial: TrialRecord) -> None:
+    """A trial its pruner stopped: its objective is the value it was stopped on (what Optuna
+    records for a pruned trial: its last report), its per-seed values the seeds' there."""
+    import optuna
+
+    from runner.record.evals import read_evals
+    from runner.record.rundir import UnitRef
+
+    step = trial.pruned_at
+    per_seed = {}
+    for seed in s.res.seeds:
+        evals = read_evals(UnitRef(trial.variant, seed).dir(s.run_dir))
+        per_seed[str(seed)] = next((e.mean for e in evals if e.step == step), None)
+    trial.per_seed = per_seed
+    trial.objective = trial.intermediate.get(str(step))
+    trial.state, trial.error = "pruned", None
+    _tell(s, trial.number, state=optuna.trial.TrialState.PRUNED)
 
 
 def fail(s: Study, trial: TrialRecord, error: str) -> None:
@@ -87,6 +122,9 @@ def best(s: Study) -> TrialRecord | None:
 def line(s: Study, trial: TrialRecord) -> str:
     """One line per trial as it ends."""
     params = ", ".join(f"{p}={_short(v)}" for p, v in trial.params.items())
+    if trial.state == "pruned":
+        value = f"{trial.objective:.6g}" if trial.objective is not None else "?"
+        return f"{trial.variant}: pruned at step {trial.pruned_at} ({how(s)} = {value}); {params}"
     if trial.state != "complete":
         return f"{trial.variant}: failed ({trial.error}); {params}"
     seeds = ", ".join(f"{v:.4g}" for v in trial.per_seed.values() if v is not None)

@@ -45,6 +45,7 @@ from runner.run.orchestrate import (
     prepare_run_dir,
     run_units,
 )
+from runner.trainers import trainer_of
 from runner.tune.session import Study, open_session, resumed_run
 
 
@@ -106,6 +107,12 @@ def _can_run(manifest_path: Path, manifest: Manifest, opts: TuneOptions) -> Tune
             f"--executor {opts.executor.name}: as set, it returns once the units are submitted; "
             "a study waits on each trial's units to choose the next values"
         )
+    if spec.pruner.name != "none" and not opts.executor.executor.live_files:
+        raise UserInputError(
+            f"tune.pruner: {spec.pruner.name} reads each unit's evaluations while it trains, "
+            f"and the {opts.executor.name} executor brings a unit's files back when it ends; "
+            "use pruner: none with it, or another executor"
+        )
     check_installed(manifest)
     opts.executor.check_reachable()
     return spec
@@ -139,13 +146,30 @@ def _next_batch(s: Study, rerun: list[Any]) -> list[tuple[int, dict[str, Any]]]:
     """(number, values) of the next trials to run: those cut mid-way first, then new ones."""
     from runner.tune import study as optuna_side
 
-    batch = [(t.number, optuna_side.values(s.spec, t.params)) for t in rerun[: s.spec.parallel]]
+    batch = [(t.number, _values_of(s, t)) for t in rerun[: s.spec.parallel]]
     del rerun[: len(batch)]
     dists = optuna_side.distributions(s.spec)
     while len(batch) < s.spec.parallel and len(s.study.trials) < s.record.study.trials:
-        trial = s.study.ask(fixed_distributions=dists)
-        batch.append((trial.number, optuna_side.values(s.spec, trial.params)))
+        if isinstance(s.spec.space, str):  # a named space: the trainer's sampler asks
+            trial = s.study.ask()
+            values = trainer_of(s.manifest).sample_space(s.manifest, s.spec.space, trial)
+        else:
+            trial = s.study.ask(fixed_distributions=dists)
+            values = optuna_side.values(s.spec, trial.params)
+        batch.append((trial.number, values))
     return batch
+
+
+def _values_of(s: Study, trial: Any) -> dict[str, Any]:
+    """A trial cut mid-way: the values it ran with (tune.json's, for a named space, whose
+    Optuna params are the sampler's own, not manifest values)."""
+    from runner.tune import study as optuna_side
+
+    if isinstance(s.spec.space, str):
+        record = s.record.trial(trial.number)
+        assert record is not None, "a trial started is in tune.json before its units run"
+        return dict(record.params)
+    return optuna_side.values(s.spec, trial.params)
 
 
 def _run_study(s: Study, console: Console) -> Path:
@@ -155,9 +179,13 @@ def _run_study(s: Study, console: Console) -> Path:
     rerun = s.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
     for t in rerun:
         console.print(f"{variant_name(t.number)}: cut mid-way before; it runs again")
-    while batch := _next_batch(s, rerun):
+    while True:
+        asked = time.perf_counter()
+        batch = _next_batch(s, rerun)
+        if not batch:
+            break
         try:
-            _run_batch(s, batch, console)
+            _run_batch(s, batch, asked, console)
         except KeyboardInterrupt:
             records.write_tune(s.run_dir, s.record)
             _stopped(s, console)
@@ -181,8 +209,13 @@ def _catch_up(s: Study) -> None:
     records.write_tune(s.run_dir, s.record)
 
 
-def _run_batch(s: Study, batch: list[tuple[int, dict[str, Any]]], console: Console) -> None:
+def _run_batch(
+    s: Study, batch: list[tuple[int, dict[str, Any]]], asked: float, console: Console
+) -> None:
+    """Run the batch's trials' units together and judge each; `asked`: perf_counter() before
+    the batch was asked of the study."""
     from runner.tune import judge
+    from runner.tune.prune import Watch
 
     variants: dict[str, ResolvedVariant] = {}
     for number, params in batch:
@@ -200,14 +233,20 @@ def _run_batch(s: Study, batch: list[tuple[int, dict[str, Any]]], console: Conso
     _write_resolved(s, variants)
     records.write_tune(s.run_dir, s.record)
     sub = s.res.model_copy(update={"variants": variants})
+    trials = [next(t for t in s.record.trials if t.variant == name) for name in variants]
+    before = time.perf_counter() - asked  # asking, resolved.yaml, tune.json: shared by the batch
     started_at = time.time()
-    run_units(s.run_dir, sub, s.manifest, s.run_opts, console)
-    for name in variants:
-        trial = next(t for t in s.record.trials if t.variant == name)
-        trial.wall_time_s = round(time.time() - started_at, 3)
-        judge.judge(s, trial, variants[name])
+    with Watch(s, trials):  # the pruner, fed while the units train
+        run_units(s.run_dir, sub, s.manifest, s.run_opts, console)
+    ended = time.time()
+    for trial in trials:
+        t0 = time.perf_counter()
+        trial.wall_time_s = round(ended - started_at, 3)
+        judge.judge(s, trial, variants[trial.variant])
         console.print(escape(judge.line(s, trial)), soft_wrap=True, highlight=False)
         records.write_tune(s.run_dir, s.record)
+        trial.bookkeeping_s = round(before / len(trials) + time.perf_counter() - t0, 4)
+    records.write_tune(s.run_dir, s.record)
 
 
 def _first_line(exc: Exception) -> str:

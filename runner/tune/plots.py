@@ -24,7 +24,7 @@ def write_plots(run_dir: Path, study: Any, spec: TuneSpec) -> list[str]:
 
     complete = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
     wanted: dict[str, Any] = {"tune-history.png": views.plot_optimization_history}
-    if len(spec.space) >= 2 and len(complete) >= MIN_TRIALS_FOR_IMPORTANCE:
+    if (spec.space == "zoo" or len(spec.space) >= 2) and len(complete) >= MIN_TRIALS_FOR_IMPORTANCE:
         wanted["tune-importance.png"] = views.plot_param_importances
     if len(complete) >= 2:
         wanted["tune-parallel.png"] = views.plot_parallel_coordinate

@@ -51,6 +51,21 @@ def resumed_run(run_dir: Path, manifest: Manifest) -> tuple[Path, ResolvedRun]:
     return run_dir, res
 
 
+def replays(spec: TuneSpec) -> str:
+    """Whether the study, run again from its manifest, asks for the same trials (tune.json)."""
+    how = (
+        "exact: a seeded sampler; trials are asked tune.parallel at a time and told in their "
+        "order once all of them have ended, whatever order their units end in"
+    )
+    if spec.pruner.name == "none":
+        return how
+    return (
+        f"{how}; the pruner's decisions too (each is taken once every seed has reported the "
+        "step), but a pruned unit stops at its next check (about once a second), so the steps "
+        "it trained after the decision can differ"
+    )
+
+
 def open_session(
     run_dir: Path, res: ResolvedRun, manifest: Manifest, spec: TuneSpec, run_opts: RunOptions
 ) -> Study:
@@ -63,7 +78,8 @@ def open_session(
     # a resumed session seeds its sampler past the trials already drawn, so that it does not
     # draw the first session's values again
     seed = manifest.seeds[0] + told
-    study = optuna_side.open_study(run_dir, manifest.name, spec, seed)
+    pruned_by = optuna_side.pruner(spec, manifest.eval.every, manifest.train.timesteps)
+    study = optuna_side.open_study(run_dir, manifest.name, spec, seed, pruned_by)
     trials = spec.trials if spec.sampler != "grid" else min(spec.trials, spec.grid_size())
     record = old or TuneRecord(
         name=manifest.name,
@@ -75,6 +91,8 @@ def open_session(
             direction=spec.objective.direction,
             sampler=spec.sampler,
             sampler_seed=seed,
+            pruner=spec.pruner.name,
+            replays=replays(spec),
             optuna_version=optuna.__version__,
             storage=records.STUDY_FILE,
             trials=trials,

@@ -51,13 +51,13 @@ def distribution(dim: Dim) -> BaseDistribution:
 
 
 def distributions(spec: TuneSpec) -> dict[str, BaseDistribution]:
-    return {path: distribution(dim) for path, dim in spec.space.items()}
+    return {path: distribution(dim) for path, dim in spec.dims().items()}
 
 
 def values(spec: TuneSpec, params: dict[str, Any]) -> dict[str, Any]:
     """A trial's Optuna params as manifest values (dotted path -> value), in the space's order."""
     out = {}
-    for path, dim in spec.space.items():
+    for path, dim in spec.dims().items():
         raw = params[path]
         out[path] = json.loads(raw) if _encoded(dim) else raw
     return out
@@ -80,7 +80,7 @@ def sampler(spec: TuneSpec, seed: int) -> optuna.samplers.BaseSampler:
     if kind == "qmc":
         return optuna.samplers.QMCSampler(seed=seed)
     if kind == "grid":
-        grid = {p: _grid(d) for p, d in spec.space.items()}
+        grid = {p: _grid(d) for p, d in spec.dims().items()}
         return optuna.samplers.GridSampler(grid, seed=seed)
     import importlib.util
 
@@ -92,7 +92,24 @@ def sampler(spec: TuneSpec, seed: int) -> optuna.samplers.BaseSampler:
     return optuna.samplers.CmaEsSampler(seed=seed)
 
 
-def open_study(run_dir: Path, name: str, spec: TuneSpec, seed: int) -> optuna.Study:
+def pruner(spec: TuneSpec, every: int, timesteps: int) -> optuna.pruners.BasePruner:
+    """The manifest's pruner; its steps are training steps (an evaluation during training is
+    reported at the step it was due, a multiple of `eval.every`)."""
+    p = spec.pruner
+    if p.name == "median":
+        return optuna.pruners.MedianPruner(
+            n_startup_trials=p.startup_trials, n_warmup_steps=p.warmup_steps
+        )
+    if p.name == "hyperband":
+        return optuna.pruners.HyperbandPruner(
+            min_resource=every, max_resource=timesteps, reduction_factor=p.reduction_factor
+        )
+    return optuna.pruners.NopPruner()
+
+
+def open_study(
+    run_dir: Path, name: str, spec: TuneSpec, seed: int, pruned_by: optuna.pruners.BasePruner
+) -> optuna.Study:
     """The study in `run_dir`'s journal: made when new, loaded (every trial told so far) when
     the run is resumed."""
     storage = JournalStorage(JournalFileBackend(str(run_dir / STUDY_FILE)))
@@ -100,6 +117,7 @@ def open_study(run_dir: Path, name: str, spec: TuneSpec, seed: int) -> optuna.St
         study_name=name,
         storage=storage,
         sampler=sampler(spec, seed),
+        pruner=pruned_by,
         direction=spec.objective.direction,
         load_if_exists=True,
     )

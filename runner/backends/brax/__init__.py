@@ -167,6 +167,8 @@ class Brax(Backend):
         needs_train_extra=False,
         install=INSTALL,
         resume="the Brax state lives in JAX arrays on the device, not saved with a checkpoint",
+        video_needs="Brax's own renderer (brax.io.image, MuJoCo's renderer with an OpenGL "
+        "context), which rlcrate does not drive yet",
     )
 
     interfaces = (SB3_VEC_ENV, BRAX_ENV)

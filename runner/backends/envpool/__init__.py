@@ -85,6 +85,8 @@ class EnvPool(Backend):
         module="envpool",
         extra="envpool",
         resume="EnvPool's C++ thread pool holds its envs' state, which it cannot save",
+        video_needs="frames, which EnvPool's vectorised envs do not render (record an Atari "
+        "game's agent through Gymnasium's ALE env: backend gymnasium, id ALE/...)",
     )
 
     def available(self) -> str | None:

@@ -17,10 +17,10 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from runner.backends.base import Backend, RepeatsActions, Traits, unknown_id
-from runner.errors import BackendUnavailable, FieldError, FieldProblem, UserInputError
+from runner.errors import BackendUnavailable, FieldError, FieldProblem, UserInputError, first_error
 from runner.manifest.schema import ParallelSpec
 
 GAMES_DIR = Path(__file__).resolve().parents[2] / "games"  # runner/games
@@ -53,6 +53,9 @@ class GodotEnv(RepeatsActions):
     timeout: float = Field(
         60.0, gt=0, description="Seconds to wait for a Godot process to connect or answer a step."
     )
+    # eval.video: the full engine draws under a virtual display (`Godot.video_env`); no manifest
+    # field, so resolved.yaml never records it
+    _frames: bool = PrivateAttr(False)
 
 
 def bundled_games() -> list[str]:
@@ -218,6 +221,10 @@ def launch_argvs(env: GodotEnv, *, workers: int, instances: int, seed: int) -> l
                 f"Godot {need} binary"
             )
         head = [binary, "--path", str(path)]
+        if env._frames:
+            from runner.backends.godot.frames import drawing_head
+
+            head = drawing_head(path)
     paced = env.pacing == "paced"
     if not paced:
         head += ["--fixed-fps", str(UNPACED_FPS)]
@@ -288,6 +295,34 @@ class Godot(Backend):
 
         return GodotSplit(venv.unwrapped)
 
+    def check_video(self, env: GodotEnv) -> list[FieldProblem]:
+        from runner.backends.godot.frames import video_problems
+
+        try:
+            kind, _ = _target(env)
+        except FieldError:
+            return []  # check_env says what is wrong with env.id
+        return video_problems(kind)
+
+    def video_env(self, env: GodotEnv) -> GodotEnv:
+        """The same game, launched with the full engine under Xvfb, answering `frame`."""
+        self.require_env(env)
+        first_error(self.check_video(env))
+        drawn = env.model_copy()
+        drawn._frames = True
+        return drawn
+
+    def doctor_rows(self) -> list[tuple[str, bool, str]]:
+        """Whether eval.video can draw the bundled games here (the full engine, Xvfb)."""
+        from runner.backends.godot.frames import video_problems
+
+        found = video_problems("game")
+        if found:
+            return [("Godot eval.video", False, found[0].message)]
+        from runner.backends.godot.frames import drawing_binary
+
+        return [("Godot eval.video", True, f"{drawing_binary()} under xvfb-run")]
+
     def versions(self) -> dict[str, dict[str, Any]]:
         try:
             path, version = godot_binary()
@@ -313,5 +348,10 @@ class Godot(Backend):
         own = log_dir is None
         logs = Path(tempfile.mkdtemp(prefix="rlcrate-godot-")) if log_dir is None else Path(log_dir)
         return GodotVecEnv(
-            argvs, instances=instances, timeout=env.timeout, log_dir=logs, own_log_dir=own
+            argvs,
+            instances=instances,
+            timeout=env.timeout,
+            log_dir=logs,
+            own_log_dir=own,
+            frames=env._frames,
         )

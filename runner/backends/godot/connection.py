@@ -117,6 +117,21 @@ class GodotConnection(GodotEnv):
         self._phase = "a step"
         return out
 
+    def frame(self) -> Any:
+        """The first instance's arena as the game draws it now: an (H, W, 3) uint8 array (the
+        bundled games' `frame` message, answered by the full engine only)."""
+        import base64
+
+        self._phase = "a frame"
+        self._send_as_json({"type": "frame"})
+        answer = self._get_json_dict()
+        self._phase = "a step"
+        if answer.get("type") != "frame" or "error" in answer or "rgb" not in answer:
+            why = answer.get("error") or f"a '{answer.get('type')}' message"
+            raise RunnerError(f"{self.process.describe()} answered a frame request with {why}")
+        rgb = np.frombuffer(base64.b64decode(answer["rgb"]), dtype=np.uint8)
+        return rgb.reshape(int(answer["height"]), int(answer["width"]), 3)
+
     def from_numpy(self, action, order_ij=False):
         """godot-rl's conversion, without its per-agent Python loop for one action key."""
         if order_ij or self._action_key is None:

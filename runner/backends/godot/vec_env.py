@@ -32,10 +32,12 @@ class GodotVecEnv(VecEnv):
         timeout: float,
         log_dir: Path,
         own_log_dir: bool = False,
+        frames: bool = False,
     ):
         self.log_dir = log_dir
         self._own_log_dir = own_log_dir
         self.instances = instances
+        self.frames = frames  # its games draw and answer `frame` (eval.video)
         self.conns: list[GodotConnection] = []
         self.procs: list[GodotProcess] = []
         self._closed = False
@@ -174,9 +176,23 @@ class GodotVecEnv(VecEnv):
             returns.extend(c.call(method_name))
         return [returns[i] for i in self._get_indices(indices)]
 
+    def get_images(self) -> list[Any]:
+        """Each process's first instance as drawn now (the bundled games' `frame`, eval.video);
+        None for the other instances, and for every env of games that do not draw."""
+        if not self.frames:
+            return [None] * self.num_envs
+        try:
+            images = []
+            for c in self.conns:
+                images += [c.frame()] + [None] * (self.instances - 1)
+            return images
+        except BaseException:
+            self._fail()
+            raise
+
     def get_attr(self, attr_name: str, indices=None) -> list[Any]:
         if attr_name == "render_mode":
-            return [None for _ in self._get_indices(indices)]
+            return ["rgb_array" if self.frames else None for _ in self._get_indices(indices)]
         raise AttributeError(f"Godot envs have no attribute '{attr_name}' readable from Python")
 
     def set_attr(self, attr_name: str, value: Any, indices=None) -> None:

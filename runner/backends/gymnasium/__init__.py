@@ -7,6 +7,7 @@ surrogate): they step every env in one NumPy call, in-process, whatever `paralle
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from runner.backends.base import (
     Traits,
     unknown_id,
 )
-from runner.errors import BackendUnavailable, FieldError, FieldProblem
+from runner.errors import BackendUnavailable, FieldError, FieldProblem, first_error
 from runner.manifest.schema import ParallelSpec
 
 # Modules that register extra ids with Gymnasium when imported, by id namespace. Imported only
@@ -119,6 +120,49 @@ def _maker(
     return make
 
 
+def _render_modes(env_id: str) -> list[str] | None:
+    """The render modes the env's class declares (its `metadata`), None when its entry point is
+    no class that says."""
+    import gymnasium as gym
+    from gymnasium.envs.registration import load_env_creator
+
+    entry = gym.spec(env_id).entry_point
+    creator = load_env_creator(entry) if isinstance(entry, str) else entry
+    modes = getattr(creator, "metadata", {}).get("render_modes")
+    return list(modes) if modes is not None else None
+
+
+def gym_entry(env_id: str) -> str:
+    """The entry point of a registered id, as text ("" for a callable)."""
+    import gymnasium as gym
+
+    entry = gym.spec(env_id).entry_point
+    return entry if isinstance(entry, str) else ""
+
+
+def _video_problems(env: GymnasiumEnv) -> list[FieldProblem]:
+    if _available() is not None or _id_problems(env):
+        return []  # checked with the env, where its units run
+    if env.id == SURROGATE:
+        msg = f"{SURROGATE} steps every env in one NumPy call and renders no frames"
+        return [FieldProblem(("eval", "video"), msg)]
+    modes = _render_modes(env.id)
+    if modes is not None and "rgb_array" not in modes:
+        msg = f"{env.id} renders no rgb_array frames (its render modes: {', '.join(modes)})"
+        return [FieldProblem(("eval", "video"), msg)]
+    entry = gym_entry(env.id)
+    if entry.startswith("gymnasium.envs.mujoco") and not os.environ.get("MUJOCO_GL"):
+        msg = (
+            f"{env.id} renders through MuJoCo's OpenGL context, which a machine without a display "
+            "lacks: set MUJOCO_GL=osmesa (apt-get install libosmesa6) or MUJOCO_GL=egl (a GPU)"
+        )
+        return [FieldProblem(("eval", "video"), msg)]
+    if "render_mode" in env.kwargs:
+        msg = "eval.video renders the env as rgb_array itself; remove env.kwargs.render_mode"
+        return [FieldProblem(("env", "kwargs", "render_mode"), msg)]
+    return []
+
+
 class Gymnasium(Backend):
     """Any registered Gymnasium id, DummyVecEnv or SubprocVecEnv (see the module)."""
 
@@ -162,6 +206,15 @@ class Gymnasium(Backend):
 
     def gymnasium_id(self, env_id: str) -> str | None:
         return env_id
+
+    def check_video(self, env: GymnasiumEnv) -> list[FieldProblem]:
+        return _video_problems(env)
+
+    def video_env(self, env: GymnasiumEnv) -> GymnasiumEnv:
+        """The same env rendering rgb_array frames (DummyVecEnv's `get_images` renders them)."""
+        self.require_env(env)
+        first_error(self.check_video(env))
+        return env.model_copy(update={"kwargs": {**env.kwargs, "render_mode": "rgb_array"}})
 
     def is_atari(self, env_id: str) -> bool:
         return _is_ale(env_id)

@@ -199,6 +199,8 @@ class IsaacLab(Backend):
         determinism=STATISTICAL,
         install=INSTALL,
         resume="Isaac Sim's simulation state is not saved with a checkpoint",
+        video_needs="Isaac Sim's RTX renderer (an NVIDIA RTX GPU with its driver; Isaac Lab "
+        "renders nothing on a CPU)",
     )
 
     def available(self) -> str | None:

@@ -118,7 +118,7 @@ func tick() -> void:
 	if hit:
 		reward_acc -= WALL_PENALTY
 	if render:
-		update()
+		show_state()
 
 
 # Ends one agent step and returns the observation; reward, done and final_obs are left in the
@@ -161,7 +161,36 @@ func get_catches() -> int:
 	return catches
 
 
-func _draw() -> void:
-	draw_rect(Rect2(Vector2(), Vector2(W, H)), Color(0.8, 0.8, 0.8), false, 4.0)
-	draw_circle(ball_pos, BALL_R, Color(1.0, 0.6, 0.1))
-	draw_circle(agent_pos, AGENT_R, Color(0.2, 0.6, 1.0))
+# Drawn by the full engine only (`render`), straight into the renderer (VisualServer canvas
+# items, not `_draw`, which waits for the next idle frame): the walls once, then the ball and
+# the agent moved to the state. So a frame drawn on demand (sync.gd's `frame`, eval.video) shows
+# the state as it is, the first one after a reset included.
+var walls_item := RID()
+var ball_item := RID()
+var agent_item := RID()
+
+
+func show_state() -> void:
+	if walls_item.get_id() == 0:
+		walls_item = _item()
+		var c := [Vector2(0, 0), Vector2(W, 0), Vector2(W, H), Vector2(0, H)]
+		for k in range(4):
+			VisualServer.canvas_item_add_line(walls_item, c[k], c[(k + 1) % 4], Color(0.8, 0.8, 0.8), 4.0)
+		ball_item = _item()
+		VisualServer.canvas_item_add_circle(ball_item, Vector2(), BALL_R, Color(1.0, 0.6, 0.1))
+		agent_item = _item()
+		VisualServer.canvas_item_add_circle(agent_item, Vector2(), AGENT_R, Color(0.2, 0.6, 1.0))
+	VisualServer.canvas_item_set_transform(ball_item, Transform2D(0.0, ball_pos))
+	VisualServer.canvas_item_set_transform(agent_item, Transform2D(0.0, agent_pos))
+
+
+func _item() -> RID:
+	var item := VisualServer.canvas_item_create()
+	VisualServer.canvas_item_set_parent(item, get_canvas_item())
+	return item
+
+
+func _exit_tree() -> void:
+	for item in [walls_item, ball_item, agent_item]:
+		if item.get_id() != 0:
+			VisualServer.free_rid(item)

@@ -13,6 +13,10 @@
 # simulation ticks of all instances, and in decoding the action and encoding this message, as
 # measured by the engine's clock (the rollout profile splits the trainer's socket wait with them).
 #   call {method}                                     -> {type: call, returns: [...]}
+#   frame                                             -> {type: frame, width, height, rgb}
+# frame is rlcrate's extension for eval.video: the first instance's arena drawn now, as base64
+# RGB bytes, row by row from the top; only the full engine (godot3, with a display such as
+# Xvfb) draws: the server build answers {type: frame, error}.
 #   close                                             the game quits
 # The physics loop blocks on the socket while it waits for an action, so one agent step is
 # exactly `action_repeat` physics ticks of every instance. When the connection drops (the
@@ -146,6 +150,8 @@ func _serve_until_action() -> bool:
 					arena.reset_episode()
 					obs.append({"obs": arena.observe()})
 				_send({"type": "reset", "obs": obs})
+			"frame":
+				_send(_frame())
 			"call":
 				var returns := []
 				var method := str(msg.get("method", ""))
@@ -166,6 +172,24 @@ func _serve_until_action() -> bool:
 			var other:
 				printerr("ballchase: unknown message type %s" % str(other))
 	return false
+
+
+func _frame() -> Dictionary:
+	if OS.get_name() == "Server":
+		return {"type": "frame", "error": "the server build of Godot draws no frames"}
+	var arena = arenas[0]
+	arena.show_state()
+	VisualServer.force_draw(false)
+	var image := get_viewport().get_texture().get_data()
+	image.flip_y()
+	var margin := 4
+	var rect := Rect2(arena.position - Vector2(margin, margin), Vector2(Arena.W, Arena.H) + Vector2(2 * margin, 2 * margin))
+	image = image.get_rect(rect.clip(Rect2(Vector2(), image.get_size())))
+	image.convert(Image.FORMAT_RGB8)
+	return {
+		"type": "frame", "width": image.get_width(), "height": image.get_height(),
+		"rgb": Marshalls.raw_to_base64(image.get_data()),
+	}
 
 
 func _env_info() -> Dictionary:

@@ -19,7 +19,7 @@ from runner.record.status import read_status, write_status
 from runner.trainers.base import MODEL_FILE, STOPS_ITSELF, TB_DIR, Trainer, write_eval
 from runner.trainers.resume import Start, newest_readable, save_atomic, totals, train_once
 from runner.trainers.sb3 import algos
-from runner.trainers.sb3.common import load_model, make_env, make_model
+from runner.trainers.sb3.common import load_model, make_env, make_model, with_video_env
 from runner.trainers.sb3.files import (
     STATS_FILE,
     checkpoint_stats,
@@ -28,6 +28,7 @@ from runner.trainers.sb3.files import (
     restore_stats,
     save_stats,
 )
+from runner.trainers.sb3.periodic import periodic
 from runner.trainers.sb3.warm import start_files as start_files  # the contract's hook
 from runner.trainers.sb3.warm import warm_start
 
@@ -105,13 +106,14 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
         started = time.time()
         callback = progress_callback(cfg, unit_dir, started, start, exact)
         callback.logs_itself = logs_itself(model, start.steps_done, cfg.train.log_interval)
+        during = periodic(cfg, unit_dir, seeds["eval_env"])  # eval.every; None when 0
         try:
             if exact.approximate is None:  # a stop request waits for the next rollout boundary
                 STOPS_ITSELF.set()
             if cfg.train.timesteps > start.steps_done:  # 0 steps: a zero-shot transfer test
                 model.learn(
                     total_timesteps=cfg.train.timesteps - start.steps_done,
-                    callback=callback,
+                    callback=[callback, during] if during is not None else callback,
                     log_interval=None if callback.logs_itself else cfg.train.log_interval,
                     reset_num_timesteps=not start.steps_done,
                     progress_bar=False,
@@ -123,6 +125,8 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
         finally:
             STOPS_ITSELF.clear()
             _close_logger(model)  # the TensorBoard file whole, whatever ended the training
+            if during is not None:
+                during.close()
         segment = time.perf_counter() - callback.t0
         save_stats(model, unit_dir / STATS_FILE)  # first: a model on disk has its statistics
         save_atomic(model, unit_dir / MODEL_FILE)
@@ -133,7 +137,14 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
             {**final, "steps_per_s": fields["train_steps_per_s"], "started": started},
         )
         resumes = read_status(unit_dir).resumes
-        return {**fields, "train_started": started, "resumes": resumes, "resume": exact.level()}
+        pruned = {"pruned_at": during.pruned_at} if during and during.pruned_at else {}
+        return {
+            **fields,
+            "train_started": started,
+            "resumes": resumes,
+            "resume": exact.level(),
+            **pruned,
+        }
     finally:
         venv.close()
 
@@ -146,15 +157,20 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
     if not model_path.exists():
         raise FileNotFoundError(f"{model_path} is missing; run the train job first")
     one = ParallelSpec(envs=1, workers=1, mode="dummy")
+    video = cfg.eval.video
     # normalized: the training statistics, frozen, rewards as the env gives them (enjoy.py)
     venv = make_env(
-        cfg,
+        with_video_env(cfg) if video else cfg,
         seed=seeds["eval_env"],
         parallel=one,
         log_dir=unit_dir / "eval-logs",
         stats=unit_dir / STATS_FILE,
         training=False,
     )
+    if video:  # the same episodes, their frames written as they are stepped
+        from runner.video.capture import recording
+
+        venv = recording(venv, video, unit_dir)
     try:
         # The global generators seeded as SB3's own load seeded them (with the model's seed)
         # before the policy was built; the env keeps its eval seed (seed None: SB3 would
@@ -176,7 +192,12 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
         venv.close()
     assert isinstance(returns, list) and isinstance(lengths, list)  # return_episode_rewards=True
     returns = [float(r) for r in returns]
-    return write_eval(unit_dir, cfg, seeds["eval_env"], returns, lengths)
+    fields = write_eval(unit_dir, cfg, seeds["eval_env"], returns, lengths)
+    if video:  # after eval.json: a video that cannot be written fails the unit, not its eval
+        from runner.video.capture import finish
+
+        finish(venv, video, unit_dir)
+    return fields
 
 
 def bench(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
@@ -227,6 +248,21 @@ def deep_only(cfg: Manifest) -> list[str]:
     return unchecked(cfg.algo.name, cfg.algo.policy, cfg.algo.params)
 
 
+def space_problem(cfg: Manifest, name: str) -> str | None:
+    """`tune.space: zoo`: rl-zoo3's sampler for the algorithm (`zoo_space`)."""
+    if name != "zoo":
+        return f"the sb3 trainer knows one search space by name, zoo (got {name!r})"
+    from runner.trainers.sb3.zoo_space import problem
+
+    return problem(cfg)
+
+
+def sample_space(cfg: Manifest, name: str, trial: Any) -> dict[str, Any]:
+    from runner.trainers.sb3.zoo_space import sample
+
+    return sample(cfg, trial)
+
+
 class SB3(Trainer):
     """Every Stable-Baselines3 and sb3-contrib algorithm, on the backend's VecEnv."""
 
@@ -235,6 +271,8 @@ class SB3(Trainer):
     COLD_START = True
     QUICK_EXIT = True  # _train closes the TensorBoard logger; every env is closed
     EXPORTS_SB3_POLICY = True
+    PERIODIC_EVAL = True
+    RECORDS_VIDEO = True  # evaluate records eval.video through runner.video
 
     # the hooks are this module's functions
     check_params = staticmethod(check_params)
@@ -247,3 +285,5 @@ class SB3(Trainer):
     determinism_attempt = staticmethod(determinism_attempt)
     bench = staticmethod(bench)
     first_step = staticmethod(first_step)
+    space_problem = staticmethod(space_problem)
+    sample_space = staticmethod(sample_space)

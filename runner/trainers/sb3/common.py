@@ -43,6 +43,12 @@ def make_env(
         raise
 
 
+def with_video_env(cfg: Manifest) -> Manifest:
+    """`cfg` with its env as the backend renders it for `eval.video` (`Backend.video_env`)."""
+    env = get_backend(cfg.env.backend).video_env(cfg.env)
+    return cfg.model_copy(update={"env": env})
+
+
 def make_model(cfg: Manifest, venv: Any, *, seed: int | None, tb_dir: Path | None) -> Any:
     """The manifest's algorithm on `venv`, logging to TensorBoard in `tb_dir` (None: no logging).
     `seed` None: SB3 seeds nothing (neither the global generators nor `venv`)."""

@@ -1,0 +1,65 @@
+"""`reproduce` of a study's archive (a run made by `rlcrate tune`): the study is not searched
+again; its best complete trial (or its `--trials N` best) is rerun on the archived seeds, as a
+run whose variants are those trials under their own names, and compared unit by unit.
+
+The archived manifest resolves to one placeholder variant, where the study's resolved.yaml holds
+its trials: what must agree is everything but the variants, and each trial's variant must be the
+manifest with that trial's values (checked here before anything runs).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from runner.archive.verify import Verified
+from runner.errors import UserInputError
+from runner.manifest import ResolvedRun
+from runner.record.rundir import checked
+from runner.record.tune import TUNE_FILE, TuneRecord
+
+
+def study_of(v: Verified) -> TuneRecord | None:
+    """The archive's tune.json (None: not a study's run); a damaged one is refused."""
+    if TUNE_FILE not in v.files:
+        return None
+    record = checked(TuneRecord, v.json(TUNE_FILE))
+    if record is None:
+        raise UserInputError(f"{v.path}: its {TUNE_FILE} is damaged; nothing was rerun")
+    return record
+
+
+def pick_trials(v: Verified, record: TuneRecord, res: ResolvedRun, n: int | None) -> list[str]:
+    """The variants of the `n` (default 1) best complete trials, best first."""
+    sign = 1.0 if record.study.direction == "maximize" else -1.0
+    done = [
+        t
+        for t in record.trials
+        if t.state == "complete" and t.objective is not None and t.variant in res.variants
+    ]
+    done.sort(key=lambda t: (-sign * (t.objective or 0.0), t.number))
+    if not done:
+        raise UserInputError(f"{v.path}: the study has no complete trial to rerun")
+    k = n or 1
+    if k > len(done):
+        raise UserInputError(
+            f"--trials: the study has {len(done)} complete trial(s), fewer than {k}"
+        )
+    return [t.variant for t in done[:k]]
+
+
+def only(res: ResolvedRun, variants: list[str]) -> ResolvedRun:
+    return res.model_copy(update={"variants": {k: res.variants[k] for k in variants}})
+
+
+def same_study(res: ResolvedRun, rerun: ResolvedRun) -> bool:
+    """The archived study's run and its manifest resolved here agree but for the variants."""
+
+    def shape(r: ResolvedRun) -> ResolvedRun:
+        return r.without_interpreters().model_copy(update={"variants": {}, "sources": {}})
+
+    return shape(res) == shape(rerun)
+
+
+def as_matrix(res: ResolvedRun, variants: list[str]) -> list[dict[str, Any]]:
+    """The chosen trials as a list matrix, each entry named as its trial (`variant:`)."""
+    return [{"variant": name, **res.variants[name].overrides} for name in variants]

@@ -1,0 +1,198 @@
+"""`eval.video`: the evaluation's own episodes recorded as videos through the console script,
+decoded here (one frame per agent step, not blank, moving): CartPole after the fact
+(`rlcrate eval RUN --video`, MP4) and BallChase drawn by the full Godot engine under Xvfb (the
+manifest's eval.video, GIF); the same returns with and without recording, a video that cannot be
+written failing its unit but not its eval.json, and what cannot render refused in one line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from tests.helpers import rlcrate, run_dir_of, tiny_manifest
+
+iio = pytest.importorskip("imageio.v3")
+
+
+def _copy(run: Path, tmp_path: Path) -> Path:
+    """A copy of the shared finished run (`tiny_run`), for a test that changes it."""
+    return Path(shutil.copytree(run, tmp_path / run.name, ignore=shutil.ignore_patterns(".lock")))
+
+
+def _units(run: Path) -> list[Path]:
+    return sorted(run.glob("units/*/seed-*"))
+
+
+def _eval(unit: Path) -> dict:
+    return json.loads((unit / "eval.json").read_text())
+
+
+def _moving_pictures(frames: np.ndarray) -> None:
+    """Not blank (each frame has contrast), and the picture moves: between the first and the
+    last frame, pixels change far more than compression noise would change them."""
+    assert all(f.std() > 5 for f in frames), "a blank frame"
+    moved = (np.abs(frames[0].astype(int) - frames[-1]).max(axis=2) > 64).sum()
+    assert moved > 10, f"only {moved} pixels changed over the episode"
+
+
+@pytest.mark.slow
+@pytest.mark.gymnasium
+def test_eval_video_records_the_scored_episodes_and_changes_no_return(tiny_run, tmp_path):
+    run = _copy(tiny_run, tmp_path)
+    before = {u.relative_to(run): _eval(u) for u in _units(run)}
+    res = rlcrate("eval", str(run), "--video")
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    for unit in _units(run):
+        after = _eval(unit)
+        assert after["episodes"] == before[unit.relative_to(run)]["episodes"]  # bit for bit
+        record = json.loads((unit / "video/video.json").read_text())
+        assert [c["file"] for c in record["clips"]] == ["episode-0.mp4"]  # --video: one episode
+        frames = iio.imread(unit / "video/episode-0.mp4")
+        assert len(frames) == after["episodes"][0]["length"] == record["clips"][0]["frames"]
+        assert frames.shape[1:] == (400, 600, 3)  # CartPole's own frame size
+        _moving_pictures(frames)
+    report = (run / "report.md").read_text()
+    poster = "units/default/seed-0/video/episode-0.png"
+    assert f"]({poster})](units/default/seed-0/video/episode-0.mp4)" in report
+    assert (run / poster).is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.gymnasium
+def test_a_video_that_cannot_be_written_fails_the_unit_and_keeps_its_eval(tiny_run, tmp_path):
+    run = _copy(tiny_run, tmp_path)
+    unit = _units(run)[0]
+    want = _eval(unit)["episodes"]
+    (unit / "eval.json").unlink()  # so the one found after is this evaluation's
+    res = rlcrate(
+        "eval", str(run), "--video", env_extra={"IMAGEIO_FFMPEG_EXE": str(tmp_path / "no-ffmpeg")}
+    )
+    assert res.returncode == 1, res.stdout[-2000:] + res.stderr[-2000:]
+    assert "eval.video: cannot write" in res.stdout + res.stderr
+    assert "no-ffmpeg" in json.loads((unit / "status.json").read_text())["error"]
+    assert _eval(unit)["episodes"] == want
+
+
+def _drawing_godot() -> bool:
+    from tests.test_godot import HAVE_GODOT
+
+    if not HAVE_GODOT:
+        return False
+    from runner.backends.godot.frames import drawing_binary
+
+    return drawing_binary() is not None and shutil.which("xvfb-run") is not None
+
+
+@pytest.mark.slow
+@pytest.mark.godot
+@pytest.mark.skipif(not _drawing_godot(), reason="needs godot3, xvfb-run and godot-rl")
+def test_ballchase_drawn_under_xvfb_scores_what_headless_godot_scores(tmp_path):
+    """Two variants of one seed train alike (unpaced Godot is bitwise deterministic): one
+    evaluates in headless godot3-server, the other in the full engine under Xvfb, recorded as a
+    GIF from the manifest's eval.video; their returns must be the same."""
+    video = {"episodes": 2, "fps": 20, "format": "gif", "size": [100, 100]}
+    m = tiny_manifest(
+        name="drawn",
+        env={"backend": "godot", "id": "ballchase", "kwargs": {"episode_steps": 40}},
+        parallel={"envs": 1, "workers": 1},
+        train__timesteps=64,
+        eval={"episodes": 2},
+        matrix=[{"variant": "headless"}, {"variant": "drawn", "eval.video": video}],
+    )
+    path = tmp_path / "drawn.yaml"
+    path.write_text(yaml.safe_dump(m, sort_keys=False))
+    res = rlcrate("run", str(path), "--out", str(tmp_path / "runs"), report=True)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    run = run_dir_of(tmp_path / "runs", "drawn")
+    drawn, headless = run / "units/drawn/seed-0", run / "units/headless/seed-0"
+    episodes = _eval(drawn)["episodes"]
+    assert episodes == _eval(headless)["episodes"]  # bit for bit
+    assert not (headless / "video").exists()
+    report = (run / "report.md").read_text()
+    for i, episode in enumerate(episodes):
+        gif = drawn / f"video/episode-{i}.gif"
+        frames = iio.imread(gif)
+        assert frames.shape[1:] == (100, 100, 3)
+        # a GIF merges a frame identical to the one before it into that one's duration: the
+        # running time is one frame (50 ms at 20 fps) per agent step
+        ms = [iio.immeta(gif, index=k)["duration"] for k in range(len(frames))]
+        assert sum(ms) == 50 * episode["length"] and len(frames) <= episode["length"]
+        _moving_pictures(frames)
+        assert f"](units/drawn/seed-0/video/episode-{i}.gif)" in report
+
+
+def test_a_godot_project_of_ones_own_is_refused(write_manifest, tmp_path):
+    game = tmp_path / "game"
+    game.mkdir()
+    (game / "project.godot").write_text("config_version=4\n")
+    env = {"backend": "godot", "id": str(game)}
+    m = tiny_manifest(
+        env=env, parallel={"envs": 1, "workers": 1}, eval={"episodes": 1, "video": {}}
+    )
+    res = rlcrate("validate", str(write_manifest(m)))
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "eval.video: only rlcrate's bundled games send frames" in res.stderr
+
+
+def test_video_refused_in_one_line(write_manifest):
+    isaac = {"backend": "isaaclab", "id": "Isaac-Cartpole-Direct"}
+    m = tiny_manifest(env=isaac, eval={"episodes": 2, "video": {}})
+    m["parallel"] = {"envs": 2, "workers": 1}
+    path = write_manifest(m)
+    res = rlcrate("validate", str(path))
+    assert res.returncode == 2, res.stdout + res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert f"{path.name}:" in lines[0] and "eval.video:" in lines[0]
+    assert "Isaac Sim's RTX renderer" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("env", "video", "says"),
+    [
+        ({"id": "rlcrate/BallChaseSim-v0"}, {}, "eval.video: rlcrate/BallChaseSim-v0 "),
+        ({}, {"episodes": 3}, "video.episodes (3) exceeds episodes (2)"),
+        ({}, {"format": "webm"}, "eval.video.format: Input should be 'mp4' or 'gif'"),
+        ({}, {"size": [4, 1]}, "eval.video.size: expected [width, height], each from 2"),
+        ({"kwargs": {"render_mode": "human"}}, {}, "env.kwargs.render_mode: eval.video renders"),
+    ],
+    ids=["surrogate", "more-than-eval", "format", "size", "render-mode"],
+)
+def test_bad_video_input_is_one_line_at_its_field(write_manifest, env, video, says):
+    from runner.checks.load import load_manifest
+    from runner.errors import ManifestError
+
+    base = {"backend": "gymnasium", "id": "CartPole-v1"}
+    path = write_manifest(tiny_manifest(env={**base, **env}, eval={"episodes": 2, "video": video}))
+    with pytest.raises(ManifestError) as caught:
+        load_manifest(path)
+    lines = [str(p) for p in caught.value.problems]
+    assert len(lines) == 1 and says in lines[0] and f"{path.name}:" in lines[0], lines
+
+
+def test_an_archive_holds_the_videos_unless_told_not_to(tmp_path):
+    from runner.archive.pack import ArchiveOptions, run_files
+
+    unit = tmp_path / "units/default/seed-0"
+    (unit / "video").mkdir(parents=True)
+    for name in ("eval.json", "video/episode-0.mp4", "video/video.json"):
+        (unit / name).write_text("{}")
+    clips = ["units/default/seed-0/video/episode-0.mp4", "units/default/seed-0/video/video.json"]
+    assert set(clips) < set(run_files(tmp_path, ArchiveOptions()))
+    assert run_files(tmp_path, ArchiveOptions(videos=False)) == ["units/default/seed-0/eval.json"]
+
+
+def test_a_video_record_names_only_its_own_clips(tmp_path):
+    from runner.record.video import read_video
+
+    (tmp_path / "video").mkdir()
+    clip = {"episode": 0, "frames": 3, "width": 4, "height": 4, "record_s": 0.1}
+    for name, readable in (("episode-0.gif", True), ("../../model.zip", False), ("x)](y", False)):
+        record = {"format": "gif", "fps": 30, "clips": [{**clip, "file": name}]}
+        (tmp_path / "video/video.json").write_text(json.dumps(record))
+        assert (read_video(tmp_path) is not None) is readable, name
