@@ -1,11 +1,12 @@
 """Exact resume (issue 35): a unit killed with SIGKILL and resumed ends bit-identical to the same
 unit run without a stop: final parameters, TensorBoard scalars per step, eval.json.
 
-One run holds the three units compared (PPO, PPO with `normalize`, SAC on Pendulum, each on a
-DummyVecEnv of 2 envs), so the three runs below cost three runner processes, not nine; the
-uninterrupted one runs beside the killed one. Each unit kills itself (`RLCRATE_KILL_AT_STEP`, a
-fraction of its budget drawn from a fixed seed: 0.657: steps 672, 672 and 262) after a checkpoint
-and mid-rollout, with no chance to save anything.
+One run holds the four units compared (PPO, PPO with `normalize`, SAC on Pendulum, each on a
+DummyVecEnv of 2 envs; PPO on the BallChase surrogate's vectorised env), so the three runs below
+cost three runner processes, not twelve; the uninterrupted one runs beside the killed one. Each
+unit kills itself (`RLCRATE_KILL_AT_STEP`, a fraction of its budget drawn from a fixed seed:
+0.657, steps 672, 672, 262 and 672) after a checkpoint and mid-rollout, with no chance to save
+anything.
 """
 
 from __future__ import annotations

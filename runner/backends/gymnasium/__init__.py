@@ -198,11 +198,11 @@ class Gymnasium(Backend):
         return _id_problems(env) or _atari_problems(env)
 
     def resume_approximate(self, env: GymnasiumEnv) -> str | None:
-        if env.id == SURROGATE:
-            return f"{SURROGATE} keeps its envs' state in arrays not yet saved with a checkpoint"
         if self.is_atari(env.id) or env.atari is not None:
             return "the Atari emulator's state is not saved with a checkpoint"
-        return None  # each env's episode is recorded and replayed (runner.backends.replay)
+        # each env's episode is recorded and replayed (runner.backends.replay); the BallChase
+        # surrogate's state is its arrays (ballchase_vec)
+        return None
 
     def gymnasium_id(self, env_id: str) -> str | None:
         return env_id

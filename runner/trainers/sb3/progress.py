@@ -36,6 +36,7 @@ def progress_callback(
             self.t0 = time.perf_counter()
             self.saved_at: int | None = None  # the step of this segment's last checkpoint
             self.logs_itself = False  # a resumed on-policy segment (`exact.logs_itself`)
+            self.checkpoint_bytes: int | None = None  # the newest, for the progress display
 
         def _on_rollout_end(self) -> None:
             if self.logs_itself:
@@ -59,6 +60,9 @@ def progress_callback(
             if due or (stop and steps > start.steps_done):
                 exact.save(self.model, unit_dir, self.train_wall_s())
                 self.saved_at = steps
+                self.checkpoint_bytes = sum(
+                    p.stat().st_size for p in (unit_dir / "checkpoints").glob(f"step-{steps}.*")
+                )
                 self.next_ckpt = (steps // every + 1) * every if every else None
             if stop:
                 raise KeyboardInterrupt
@@ -76,7 +80,17 @@ def progress_callback(
                 rate = (steps - start.steps_done) / max(now - self.t0, 1e-9)
                 write_json_atomic(
                     unit_dir / "progress.json",
-                    {"steps": steps, "total": total, "steps_per_s": rate, "started": started},
+                    {
+                        "steps": steps,
+                        "total": total,
+                        "steps_per_s": rate,
+                        "started": started,
+                        **(
+                            {"checkpoint_bytes": self.checkpoint_bytes}
+                            if self.checkpoint_bytes
+                            else {}
+                        ),
+                    },
                     durable=False,
                 )
             return True
