@@ -48,6 +48,7 @@ def _manifest() -> dict:
             PPO,
             {**PPO, "algo.normalize": {"obs": True, "reward": True}, "train.log_interval": 3},
             SAC,
+            {**PPO, "env.id": "rlcrate/BallChaseSim-v0"},  # its state: arrays, not a replay
         ],
     )
 
@@ -106,7 +107,7 @@ def test_killed_units_resume_bit_identical(write_manifest, tmp_path):
     assert last.returncode == 0, last.stderr
     ref = run_dir_of(tmp_path / "full", "tiny")
     units = sorted((ref / "units").glob("*/seed-0"))
-    assert len(units) == 3
+    assert len(units) == 4
     for a in units:
         b = run / a.relative_to(ref)
         status = json.loads((b / "status.json").read_text())
