@@ -74,6 +74,8 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
         if "train" in jobs:
             fields.update(trainer.train(cfg, unit_dir, seeds))  # keeps a finished training
             write_status(unit_dir, "running", **fields)
+            if STOP.is_set():  # heard while a loop that stops itself finished its last rollout
+                raise KeyboardInterrupt
         if "eval" in jobs:
             check_final(unit_dir)  # the model's files as training left them, before any read
             if "video" in jobs and cfg.eval.video is None:  # `rlcrate eval --video`
