@@ -68,6 +68,8 @@ def test_gymnasium_run_directory(write_manifest, tmp_path):
             # at rollout boundaries below the budget: the final model.zip holds step 512
             assert sorted(p.name for p in (unit / "checkpoints").iterdir()) == [
                 "step-256.json",
+                "step-256.state.json",  # what an exact resume needs (test_exact_resume)
+                "step-256.state.npz",
                 "step-256.zip",
             ]
             assert json.loads((unit / "train.json").read_text())["timesteps_done"] == 512

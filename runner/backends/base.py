@@ -79,6 +79,10 @@ class Traits:
     # The ONNX layout `rlcrate export` writes by default for its units' policies: `sb3` (obs ->
     # action) or `godot-rl` (what godot-rl's Godot plugin loads, for a game's own inference).
     export_layout: str = "sb3"
+    # Why a stopped unit only resumes approximately ("" when resume is exact: the VecEnv's
+    # sub-envs answer `replay.REPLAY_STATE` and `replay.REPLAY`, so a checkpoint holds the
+    # episodes in progress); `resume_approximate()` names exceptions per env.
+    resume: str = "the backend's env state is not saved with a checkpoint"
     # What recording its evaluation as video (`eval.video`) would need, for the one-line refusal
     # of a backend whose `check_video` is the default (it records none).
     video_needs: str = "a renderer rlcrate can capture frames from"
@@ -217,6 +221,12 @@ class Backend(ABC):
         """Why this env does not repeat bitwise although the backend does (e.g. Godot paced:
         game time follows the wall clock). Default None."""
         return None
+
+    def resume_approximate(self, env: Any) -> str | None:
+        """Why a unit of this env, stopped and resumed, does not end bit-identical to one run
+        without a stop (its envs restart their episodes on resume). None: resume is exact.
+        Default: `TRAITS.resume`."""
+        return self.TRAITS.resume or None
 
     def env_files(self, env: Any) -> tuple[str, Path] | None:
         """(kind, path) of the files the env is made from (a game), hashed into archives.

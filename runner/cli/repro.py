@@ -124,6 +124,14 @@ def check_determinism_cmd(
         typer.Option("--steps", help="Env steps per attempt (default: 2 rollouts)."),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="The master seed both attempts use.")] = 0,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            "--resume",
+            help="Instead: train the slice, then train it again killed (SIGKILL) after a "
+            "checkpoint and resumed; `exact` when final parameters and TensorBoard scalars match.",
+        ),
+    ] = False,
 ) -> None:
     """Train a short slice of the first unit twice with the same seed; compare hashes of
     observations, actions, rewards and final parameters: `bitwise`, or the first divergence."""
@@ -136,6 +144,10 @@ def check_determinism_cmd(
     if seed < 0:  # NumPy's SeedSequence, which derives every seed, takes none below 0
         raise UserInputError(f"--seed: expected a master seed of 0 or more, got {seed}")
 
+    if resume:
+        from runner.run.check_resume import check_resume
+
+        raise typer.Exit(check_resume(manifest, steps, seed, console()))
     raise typer.Exit(check(manifest, steps, seed, console()))
 
 

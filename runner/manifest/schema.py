@@ -300,6 +300,12 @@ class TrainSpec(Strict):
     checkpoint_every: int = Field(
         0, ge=0, description="Save a checkpoint every N steps (0: only the final model)."
     )
+    keep_checkpoints: int = Field(
+        3,
+        ge=1,
+        description="How many of the newest checkpoints a unit keeps; older ones are removed "
+        "as new ones are saved, so a long run does not fill the disk.",
+    )
     log_interval: int = Field(1, ge=1, description="Log to TensorBoard every N rollouts.")
     init_from: InitFrom | None = Field(
         None,

@@ -102,6 +102,19 @@ def _determinism(backends: set[str]) -> dict[str, Any]:
         return {"error": str(exc)}
 
 
+def resume_levels(backends: set[str]) -> dict[str, str]:
+    """Per backend, how a stopped unit resumes (`determinism.resume_level`)."""
+    from runner.provenance.determinism import resume_level
+
+    out = {}
+    for name in sorted(backends):
+        try:
+            out[name] = resume_level(name)
+        except Exception as exc:  # provenance records what it can
+            out[name] = f"unknown: {exc}"
+    return out
+
+
 def collect(
     argv: list[str], manifest_path: Path, backends: set[str], interpreters: dict[str, str]
 ) -> dict[str, Any]:
@@ -141,6 +154,7 @@ def collect(
         },
         "packages": pkgs,
         "determinism": _determinism(backends),
+        "resume": resume_levels(backends),
         "started": time.time(),
         "started_iso": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "finished": None,

@@ -36,6 +36,17 @@ def declared(config: Manifest) -> tuple[str, str]:
     return BITWISE, f"{env.backend} on CPU with one torch thread"
 
 
+def resume_level(backend_name: str, env: Any = None) -> str:
+    """`exact`: a unit stopped at any moment (even SIGKILL) and resumed from a checkpoint ends
+    bit-identical to one run without a stop; `approximate: why` otherwise (its envs restart
+    their episodes on resume). `env`: one variant's env options, for the per-env exceptions."""
+    from runner.backends import get_backend
+
+    backend = get_backend(backend_name)
+    why = backend.resume_approximate(env) if env is not None else (backend.TRAITS.resume or None)
+    return f"approximate: {why}" if why else "exact"
+
+
 def level(config: Manifest, recorded: dict[str, Any] | None) -> tuple[str, str]:
     """The declared level, overruled by a `check-determinism` result recorded for this backend
     (in the archived run's provenance)."""

@@ -44,6 +44,8 @@ class Provenance(BaseModel):
     image: dict[str, str | None] = Field(default_factory=dict)
     packages: dict[str, str] = Field(default_factory=dict)
     determinism: dict[str, Any] = Field(default_factory=dict)
+    # per backend: `exact` (a stopped unit resumes bit-identical) or `approximate: why`
+    resume: dict[str, str] = Field(default_factory=dict)
     started: float | None = None
     started_iso: str | None = None
     finished: float | None = None

@@ -150,6 +150,9 @@ class Progress(BaseModel):
     steps: int = Field(0, ge=0)
     total: int = Field(0, ge=0)
     steps_per_s: float = Field(0.0, ge=0)
+    # bytes on disk of the newest checkpoint (model, statistics, state: an off-policy
+    # algorithm's replay buffer among it); None before the first
+    checkpoint_bytes: int | None = Field(None, ge=0)
 
 
 def read_progress(unit_dir: Path, *, strict: bool = False) -> Progress | None:

@@ -44,8 +44,15 @@ class ProgressView:
             if st == "running":
                 rate = prog.steps_per_s if prog else 0.0
                 left = (self.total_steps[u] - steps) / rate if rate else None
+                size = prog.checkpoint_bytes if prog else None
                 rows.append(
-                    (u.key, f"{steps:,}/{self.total_steps[u]:,}", f"{rate:,.0f}", _eta(left))
+                    (
+                        u.key,
+                        f"{steps:,}/{self.total_steps[u]:,}",
+                        f"{rate:,.0f}",
+                        _eta(left),
+                        f"{size / 1e6:,.1f} MB" if size is not None else "-",
+                    )
                 )
         total = sum(self.total_steps.values())
         elapsed = time.monotonic() - self.t0
@@ -63,7 +70,7 @@ class ProgressView:
             _eta(eta),
         )
         table = Table(box=None, show_header=bool(rows), pad_edge=False)
-        for col in ("running unit", "steps", "steps/s", "ETA"):
+        for col in ("running unit", "steps", "steps/s", "ETA", "checkpoint"):
             table.add_column(col, justify="left" if col == "running unit" else "right")
         for row in rows:
             table.add_row(*row)

@@ -20,7 +20,7 @@ from runner.record.seeding import derive, seed_everything
 from runner.record.status import read_status, write_status
 from runner.run.finish import record_failure, remove_debris
 from runner.trainers import quick_exit, trainer_of
-from runner.trainers.base import STOP
+from runner.trainers.base import STOP, STOPS_ITSELF
 from runner.trainers.resume import check_final
 
 
@@ -37,7 +37,8 @@ def unit_config(run_dir: Path, variant: str, seed: int, *, training: bool = Fals
 
 def _sigterm(signum: int, frame: Any) -> None:
     STOP.set()  # the trainer's loop stops at its next step, even if this exception is swallowed
-    raise KeyboardInterrupt
+    if not STOPS_ITSELF.is_set():  # else at its next rollout boundary, checkpointed exactly
+        raise KeyboardInterrupt
 
 
 def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
@@ -73,6 +74,8 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
         if "train" in jobs:
             fields.update(trainer.train(cfg, unit_dir, seeds))  # keeps a finished training
             write_status(unit_dir, "running", **fields)
+            if STOP.is_set():  # heard while a loop that stops itself finished its last rollout
+                raise KeyboardInterrupt
         if "eval" in jobs:
             check_final(unit_dir)  # the model's files as training left them, before any read
             if "video" in jobs and cfg.eval.video is None:  # `rlcrate eval --video`

@@ -47,6 +47,10 @@ EVAL_FIELDS = ("eval_mean", "eval_std")
 # per step does (raising KeyboardInterrupt itself): the handler's exception can land in code that
 # swallows it (a finalizer, a C callback), and the unit would then train on to the end.
 STOP = threading.Event()
+# Set while a loop checks STOP itself at its next consistent point (SB3 with an exactly resumable
+# env: the next rollout boundary, where a checkpoint holds all an exact resume needs); the
+# handler then only sets STOP, instead of raising wherever the loop happens to be.
+STOPS_ITSELF = threading.Event()
 
 
 class Trainer(ABC):

@@ -43,20 +43,40 @@ def save_atomic(model: Any, path: Path) -> None:
     replace_via(path, tmp, lambda t: model.save(str(t)))
 
 
-def save_checkpoint(model: Any, unit_dir: Path, train_wall_s: float) -> None:
-    """step-N.zip, then step-N.json with the training time it took to get there."""
+def save_checkpoint(
+    model: Any,
+    unit_dir: Path,
+    train_wall_s: float,
+    extra: Callable[[Path], Sequence[str]] | None = None,
+    keep: int = 0,
+) -> None:
+    """step-N.zip, then step-N.json with the training time it took to get there. `extra(path)`
+    writes more files beside step-N.zip (the state of an exact resume) and names them; they
+    are pinned with it. `keep` > 0: only the newest `keep` checkpoints stay (`prune`)."""
     from runner.trainers.sb3.files import checkpoint_stats, save_stats
 
     steps = model.num_timesteps
     path = unit_dir / "checkpoints" / f"step-{steps}.zip"
     save_stats(model, checkpoint_stats(path))  # first: a checkpoint on disk has its statistics
+    names = list(extra(path)) if extra is not None else []
     save_atomic(model, path)
     meta = {
         "timesteps": steps,
         "train_wall_time_s": train_wall_s,
-        "files": pins(path.parent, [path.name, checkpoint_stats(path).name]),
+        "files": pins(path.parent, [path.name, checkpoint_stats(path).name, *names]),
     }
     write_json_atomic(unit_dir / "checkpoints" / f"step-{steps}.json", meta)
+    if keep > 0:
+        prune(unit_dir, keep)
+
+
+def prune(unit_dir: Path, keep: int) -> None:
+    """Remove every file of all but the newest `keep` checkpoints (step-N.zip, step-N.json and
+    whatever else is named step-N.*), so a long run's checkpoints do not fill the disk."""
+    for _, path in checkpoints(unit_dir)[keep:]:
+        for member in path.parent.glob(f"{path.stem}.*"):
+            with contextlib.suppress(OSError):
+                member.unlink()
 
 
 def pins(folder: Path, names: Sequence[str]) -> dict[str, str]:

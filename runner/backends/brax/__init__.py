@@ -166,6 +166,7 @@ class Brax(Backend):
         determinism=STATISTICAL,
         needs_train_extra=False,
         install=INSTALL,
+        resume="the Brax state lives in JAX arrays on the device, not saved with a checkpoint",
         video_needs="Brax's own renderer (brax.io.image, MuJoCo's renderer with an OpenGL "
         "context), which rlcrate does not drive yet",
     )

@@ -84,6 +84,7 @@ class EnvPool(Backend):
     TRAITS = Traits(
         module="envpool",
         extra="envpool",
+        resume="EnvPool's C++ thread pool holds its envs' state, which it cannot save",
         video_needs="the equivalent Gymnasium env (EnvPool's vectorised envs render nothing): "
         "the gymnasium backend, and ale-py for an Atari game",
     )

@@ -256,6 +256,7 @@ class Godot(Backend):
         program_hint="apt-get install godot3-server",
         ids_are_paths=True,  # a game project folder or an exported binary
         export_layout="godot-rl",  # a policy trained in the game goes back into it
+        resume="the games run in Godot processes whose state cannot be saved",
     )
 
     def available(self) -> str | None:

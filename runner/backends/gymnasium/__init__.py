@@ -102,14 +102,20 @@ def _atari_problems(env: GymnasiumEnv) -> list[FieldProblem]:
     return found
 
 
-def _maker(env_id: str, kwargs: dict[str, Any], seed: int, atari_spec: Any = None):
+def _maker(
+    env_id: str, kwargs: dict[str, Any], seed: int, atari_spec: Any = None, replay: bool = True
+):
     def make():
         import gymnasium as gym
 
         _register_plugins(env_id)
         e = gym.make(env_id, **kwargs)
         e.action_space.seed(seed)
-        return atari.wrap_env(e, atari_spec) if atari_spec else e
+        if not replay or atari_spec or _is_ale(env_id):  # an emulator's state is its own
+            return atari.wrap_env(e, atari_spec) if atari_spec else e
+        from runner.backends.replay import Replayable
+
+        return Replayable(e)  # outermost: a VecEnv's env_method reaches its methods
 
     return make
 
@@ -163,7 +169,7 @@ class Gymnasium(Backend):
     name = "gymnasium"
     example_id = "CartPole-v1"
     Options = GymnasiumEnv
-    TRAITS = Traits(module="gymnasium", extra="gymnasium")
+    TRAITS = Traits(module="gymnasium", extra="gymnasium", resume="")  # record and replay
 
     interfaces = (SB3_VEC_ENV, GYMNASIUM_ENV)
 
@@ -186,10 +192,17 @@ class Gymnasium(Backend):
         if interface != GYMNASIUM_ENV:
             return super().make_env(env, parallel, interface=interface, seed=seed, log_dir=log_dir)
         self.require_env(env)
-        return _maker(env.id, atari.gym_kwargs(env), seed, env.atari)()
+        return _maker(env.id, atari.gym_kwargs(env), seed, env.atari, replay=False)()
 
     def check_env(self, env: GymnasiumEnv) -> list[FieldProblem]:
         return _id_problems(env) or _atari_problems(env)
+
+    def resume_approximate(self, env: GymnasiumEnv) -> str | None:
+        if self.is_atari(env.id) or env.atari is not None:
+            return "the Atari emulator's state is not saved with a checkpoint"
+        # each env's episode is recorded and replayed (runner.backends.replay); the BallChase
+        # surrogate's state is its arrays (ballchase_vec)
+        return None
 
     def gymnasium_id(self, env_id: str) -> str | None:
         return env_id

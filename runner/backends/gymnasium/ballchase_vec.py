@@ -9,6 +9,11 @@ import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 
 from runner.backends.gymnasium.ballchase import BallChase, Config, spaces
+from runner.backends.replay import REPLAY, REPLAY_STATE, digest
+
+# The simulation's state: what an exact resume saves per env.
+STATE = ("agent_pos", "agent_vel", "move", "ball_pos", "ball_vel", "prev_dist", "steps", "catches",
+         "rng")  # fmt: skip
 
 
 class BallChaseVecEnv(VecEnv):  # type: ignore[misc]
@@ -53,7 +58,12 @@ class BallChaseVecEnv(VecEnv):  # type: ignore[misc]
         raise AttributeError("the BallChase surrogate's state is set through .sim, not set_attr")
 
     def env_method(self, method_name: str, *args, indices=None, **kwargs) -> list[Any]:
-        """The game's call methods: get_ball_position, get_catches."""
+        """The game's call methods: get_ball_position, get_catches; and an exact resume's
+        (`replay`): each env's whole state as data, put back as it was."""
+        if method_name == REPLAY_STATE:
+            return [self._state(i) for i in self._get_indices(indices)]
+        if method_name == REPLAY:
+            return [self._restore(i, args[0]) for i in self._get_indices(indices)]
         if method_name == "get_ball_position":
             values: Any = self.sim.ball_pos.tolist()
         elif method_name == "get_catches":
@@ -61,6 +71,18 @@ class BallChaseVecEnv(VecEnv):  # type: ignore[misc]
         else:
             raise AttributeError(f"the BallChase surrogate has no method '{method_name}'")
         return [values[i] for i in self._get_indices(indices)]
+
+    def _state(self, i: int) -> dict[str, Any]:
+        """Env i's state arrays (its episode so far, its generator) as JSON numbers (float32
+        and uint64 values are exact there); no actions to replay."""
+        start = {k: getattr(self.sim, k)[i].tolist() for k in STATE}
+        return {"start": start, "obs": digest(self.sim.observe()[i]), "actions": np.zeros((0,))}
+
+    def _restore(self, i: int, state: dict[str, Any]) -> bool:
+        for key in STATE:
+            target = getattr(self.sim, key)
+            target[i] = np.asarray(state["start"][key], dtype=target.dtype)
+        return digest(self.sim.observe()[i]) == state["obs"]
 
     def env_is_wrapped(self, wrapper_class: type, indices=None) -> list[bool]:
         return [False for _ in self._get_indices(indices)]

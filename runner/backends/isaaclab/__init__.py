@@ -198,6 +198,7 @@ class IsaacLab(Backend):
         needs_gpu=True,
         determinism=STATISTICAL,
         install=INSTALL,
+        resume="Isaac Sim's simulation state is not saved with a checkpoint",
         video_needs="Isaac Sim's RTX renderer (an NVIDIA RTX GPU with its driver; Isaac Lab "
         "renders nothing on a CPU)",
     )

@@ -16,16 +16,9 @@ from runner.backends.base import SB3_VEC_ENV
 from runner.errors import FieldProblem
 from runner.manifest.schema import Manifest, ParallelSpec
 from runner.record.rundir import write_json_atomic
-from runner.record.status import read_status
-from runner.trainers.base import MODEL_FILE, STOP, TB_DIR, Trainer, write_eval
-from runner.trainers.resume import (
-    Start,
-    newest_readable,
-    save_atomic,
-    save_checkpoint,
-    totals,
-    train_once,
-)
+from runner.record.status import read_status, write_status
+from runner.trainers.base import MODEL_FILE, STOPS_ITSELF, TB_DIR, Trainer, write_eval
+from runner.trainers.resume import Start, newest_readable, save_atomic, totals, train_once
 from runner.trainers.sb3 import algos
 from runner.trainers.sb3.common import load_model, make_env, make_model, with_video_env
 from runner.trainers.sb3.files import (
@@ -41,53 +34,6 @@ from runner.trainers.sb3.warm import start_files as start_files  # the contract'
 from runner.trainers.sb3.warm import warm_start
 
 ENV_INTERFACE = SB3_VEC_ENV  # every backend's: Stable-Baselines3 steps a VecEnv
-
-
-def _callback(cfg: Manifest, unit_dir: Path, started: float, start: Start):
-    from stable_baselines3.common.callbacks import BaseCallback
-
-    total = cfg.train.timesteps
-    every = cfg.train.checkpoint_every
-
-    class Progress(BaseCallback):
-        """Writes progress.json about once a second and checkpoints every `checkpoint_every`."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.last_write = 0.0
-            self.next_ckpt = (start.steps_done // every + 1) * every if every else None
-            self.t0 = time.perf_counter()
-
-        def train_wall_s(self) -> float:
-            return start.wall_before_s + time.perf_counter() - self.t0
-
-        def _on_rollout_start(self) -> None:
-            # A rollout boundary, after the previous rollout's update: a checkpoint taken here
-            # holds every update of the steps it counts (one taken mid-rollout would count
-            # steps whose update it lacks; at the budget, a resume would then skip the last
-            # update). The loop ends at the budget before another rollout, so no checkpoint
-            # is ever taken there: the final model.zip is the only record of a finished unit.
-            steps = self.model.num_timesteps
-            if self.next_ckpt is not None and steps >= self.next_ckpt:
-                save_checkpoint(self.model, unit_dir, self.train_wall_s())
-                self.next_ckpt = (steps // every + 1) * every
-
-        def _on_step(self) -> bool:
-            if STOP.is_set():  # asked to stop, though the handler's exception was swallowed
-                raise KeyboardInterrupt
-            steps = self.model.num_timesteps
-            now = time.perf_counter()
-            if now - self.last_write >= 1.0:
-                self.last_write = now
-                rate = (steps - start.steps_done) / max(now - self.t0, 1e-9)
-                write_json_atomic(
-                    unit_dir / "progress.json",
-                    {"steps": steps, "total": total, "steps_per_s": rate, "started": started},
-                    durable=False,
-                )
-            return True
-
-    return Progress()
 
 
 def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
@@ -111,12 +57,14 @@ def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any
     )
 
 
-def _resume_from(cfg: Manifest, path: Path, venv: Any, seed: int) -> Any:
-    """A checkpoint and, when normalizing, the statistics saved with it (either unreadable:
-    the checkpoint is, and an older one is tried)."""
+def _resume_from(cfg: Manifest, path: Path, venv: Any, seed: int, exact: Any) -> Any:
+    """A checkpoint and, when normalizing, the statistics saved with it, then the state of an
+    exact resume (any of them unreadable or another unit's: the checkpoint is, and an older
+    one is tried)."""
     model = load_model(cfg, path, venv, seed=seed, resume=True)
     if cfg.algo.normalize is not None:
         restore_stats(venv, checkpoint_stats(path))
+    exact.load(model, path)
     return model
 
 
@@ -128,11 +76,15 @@ def _close_logger(model: Any) -> None:
 
 
 def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+    from runner.trainers.sb3.exact import Exact, logs_itself
+    from runner.trainers.sb3.progress import progress_callback
+
     venv = make_env(cfg, seed=seeds["env"], log_dir=unit_dir)
+    exact = Exact(cfg, seeds)
     try:
         start = newest_readable(
             unit_dir,
-            lambda path: _resume_from(cfg, path, venv, seeds["model"]),
+            lambda path: _resume_from(cfg, path, venv, seeds["model"], exact),
             cfg.train.timesteps,
         )
         if start is not None:
@@ -141,27 +93,38 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
             # one folder per segment: the report joins them at the step this one resumed from
             segment_dir = unit_dir / TB_DIR / f"resumed-{start.steps_done}"
             start.model.set_logger(configure(str(segment_dir), ["tensorboard"]))
+            exact.after_logger(start.model)  # what the update before the stop recorded
+            # every checkpoint step this unit was continued from, oldest first; recorded now,
+            # so a segment stopped in turn still counts
+            write_status(
+                unit_dir, "running", resumes=[*read_status(unit_dir).resumes, start.steps_done]
+            )
         else:
             start = Start(make_model(cfg, venv, seed=seeds["model"], tb_dir=unit_dir / TB_DIR))
             if cfg.train.init_from is not None:
                 warm_start(start.model, venv, cfg)
         model = start.model
         started = time.time()
-        callback = _callback(cfg, unit_dir, started, start)
+        callback = progress_callback(cfg, unit_dir, started, start, exact)
+        callback.logs_itself = logs_itself(model, start.steps_done, cfg.train.log_interval)
         during = periodic(cfg, unit_dir, seeds["eval_env"])  # eval.every; None when 0
         try:
+            if exact.approximate is None:  # a stop request waits for the next rollout boundary
+                STOPS_ITSELF.set()
             if cfg.train.timesteps > start.steps_done:  # 0 steps: a zero-shot transfer test
                 model.learn(
                     total_timesteps=cfg.train.timesteps - start.steps_done,
                     callback=[callback, during] if during is not None else callback,
-                    log_interval=cfg.train.log_interval,
+                    log_interval=None if callback.logs_itself else cfg.train.log_interval,
                     reset_num_timesteps=not start.steps_done,
                     progress_bar=False,
                 )
         except KeyboardInterrupt:
-            save_checkpoint(model, unit_dir, callback.train_wall_s())
+            if callback.saved_at != model.num_timesteps:  # mid-rollout: one without state
+                exact.save(model, unit_dir, callback.train_wall_s(), boundary=False)
             raise
         finally:
+            STOPS_ITSELF.clear()
             _close_logger(model)  # the TensorBoard file whole, whatever ended the training
             if during is not None:
                 during.close()
@@ -174,11 +137,15 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
             unit_dir / "progress.json",
             {**final, "steps_per_s": fields["train_steps_per_s"], "started": started},
         )
-        # every checkpoint step this unit was continued from, oldest first
         resumes = read_status(unit_dir).resumes
-        resumes += [start.steps_done] if start.steps_done else []
         pruned = {"pruned_at": during.pruned_at} if during and during.pruned_at else {}
-        return {**fields, "train_started": started, "resumes": resumes, **pruned}
+        return {
+            **fields,
+            "train_started": started,
+            "resumes": resumes,
+            "resume": exact.level(),
+            **pruned,
+        }
     finally:
         venv.close()
 

@@ -1,0 +1,104 @@
+"""The SB3 trainer's exact resume, as the training loop uses it: which checkpoints hold state,
+whose state it is, and the test hook that stops a unit dead.
+
+- `Exact.save(model, unit_dir, wall)`: a checkpoint at a rollout boundary with its state
+  (`state.write_state`), the older ones pruned to `train.keep_checkpoints`.
+- `Exact.load(model, path)`: the state put back (`state.restore`); `Exact.after_logger(model)`
+  puts back the logger's pending values once the resumed segment's logger is set.
+- `RLCRATE_KILL_AT_STEP=N` (tests only): the unit sends itself SIGKILL at its first step at or
+  past N (a fraction such as 0.6: of `train.timesteps`), as a lost machine would stop it: no
+  handler runs, nothing is flushed. With `RLCRATE_KILL_SIGNAL=TERM`, SIGTERM instead: the stop
+  a unit hears from its executor (Ctrl-C, Slurm's signal before the time limit).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from runner.backends import get_backend
+from runner.manifest.schema import Manifest
+from runner.trainers.resume import save_checkpoint
+from runner.trainers.sb3 import state
+
+KILL_ENV = "RLCRATE_KILL_AT_STEP"
+KILL_SIGNAL_ENV = "RLCRATE_KILL_SIGNAL"  # KILL (default) or TERM: a stop the unit hears
+
+
+class KillHook:
+    """`RLCRATE_KILL_AT_STEP`: the step at which the unit signals itself, once."""
+
+    def __init__(self, budget: int) -> None:
+        self.due = _kill_step(os.environ.get(KILL_ENV, ""), budget)
+        name = os.environ.get(KILL_SIGNAL_ENV, "KILL")
+        self.signal = signal.SIGTERM if name == "TERM" else signal.SIGKILL
+
+    def check(self, steps: int) -> None:
+        if self.due is not None and steps >= self.due:
+            self.due = None
+            os.kill(os.getpid(), self.signal)
+
+
+def _kill_step(value: str, budget: int) -> int | None:
+    if value.isdigit():
+        return int(value)
+    try:
+        fraction = float(value)
+    except ValueError:
+        return None
+    return int(fraction * budget) if 0 < fraction < 1 else None
+
+
+def logs_itself(model: Any, steps_done: int, log_interval: int) -> bool:
+    """Whether a resumed segment's logs are written by the callback (`learn` then gets
+    `log_interval=None`). On-policy `learn` counts its iterations from 0 at every call and logs
+    when that count is a multiple of `log_interval`, so a segment resumed from iteration I0
+    would log at other steps than the uninterrupted unit; the callback logs at the unit's own
+    multiples instead, where `learn` would have (after the rollout, before its update)."""
+    from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+
+    return isinstance(model, OnPolicyAlgorithm) and log_interval > 1 and steps_done > 0
+
+
+class Exact:
+    """One unit's exact-resume settings: its identity and whether its envs can be replayed."""
+
+    def __init__(self, cfg: Manifest, seeds: dict[str, int]) -> None:
+        self.approximate = get_backend(cfg.env.backend).resume_approximate(cfg.env)
+        self.keep = cfg.train.keep_checkpoints
+        self.identity = {
+            "algo": cfg.algo.name,
+            "backend": cfg.env.backend,
+            "env": cfg.env.id,
+            "n_envs": cfg.parallel.envs,
+            "seed": seeds["model"],
+            "env_seed": seeds["env"],
+        }
+        self._pending: Callable[[], None] | None = None
+
+    def level(self) -> str:
+        """`exact`, or `approximate: why`."""
+        return f"approximate: {self.approximate}" if self.approximate else "exact"
+
+    def save(self, model: Any, unit_dir: Path, wall_s: float, *, boundary: bool = True) -> None:
+        """A checkpoint; at a rollout boundary with its state (a stop mid-rollout has none:
+        the rollout in progress cannot be saved, so resuming from it is approximate)."""
+
+        def extra(path: Path) -> list[str]:
+            return state.write_state(model, path, self.identity, self.approximate is None)
+
+        save_checkpoint(model, unit_dir, wall_s, extra if boundary else None, self.keep)
+
+    def load(self, model: Any, path: Path) -> None:
+        say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+        self._pending = state.restore(model, path, self.identity, say)
+        if self.approximate and self._pending is not None:
+            say(f"resume is approximate: {self.approximate}")
+
+    def after_logger(self, model: Any) -> None:
+        if self._pending is not None:
+            self._pending()
