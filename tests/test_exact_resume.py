@@ -189,3 +189,23 @@ def test_check_determinism_resume_says_exact(write_manifest):
     path = write_manifest(tiny_manifest())
     assert check_resume(path, 512, 0, Console(file=out, width=200)) == 0, out.getvalue()
     assert "exact: final parameters and TensorBoard scalars identical" in out.getvalue()
+
+
+def test_what_a_checkpoint_cannot_hold_makes_the_level_approximate():
+    """Dict observations (and with them SB3's Dict replay buffer) are not saved: the unit's
+    recorded level says so, not `exact`; a plain ReplayBuffer is."""
+    from stable_baselines3 import PPO, SAC
+    from stable_baselines3.common.envs import SimpleMultiObsEnv
+
+    from runner.manifest.schema import Manifest
+    from runner.record.seeding import derive
+    from runner.trainers.sb3.exact import Exact
+
+    cfg = Manifest.model_validate(tiny_manifest())
+    dict_obs = Exact(cfg, derive(0))
+    assert dict_obs.level() == "exact"  # gymnasium's CartPole: replayable
+    dict_obs.check_model(PPO("MultiInputPolicy", SimpleMultiObsEnv(), n_steps=16, batch_size=16))
+    assert dict_obs.level().startswith("approximate: Dict observations")
+    plain = Exact(cfg, derive(0))
+    plain.check_model(SAC("MlpPolicy", "Pendulum-v1", buffer_size=100))
+    assert plain.level() == "exact"

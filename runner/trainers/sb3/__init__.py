@@ -104,6 +104,7 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
             if cfg.train.init_from is not None:
                 warm_start(start.model, venv, cfg)
         model = start.model
+        exact.check_model(model)  # Dict observations, another replay buffer: approximate
         started = time.time()
         callback = progress_callback(cfg, unit_dir, started, start, exact)
         callback.logs_itself = logs_itself(model, start.steps_done, cfg.train.log_interval)

@@ -80,6 +80,25 @@ class Exact:
         }
         self._pending: Callable[[], None] | None = None
 
+    def check_model(self, model: Any) -> None:
+        """What of this model a checkpoint cannot hold makes its resume approximate too: Dict
+        observations (SB3's last observation is then a mapping) and a replay buffer other than
+        a plain ReplayBuffer (Dict, HER), which are not saved."""
+        if self.approximate is not None:
+            return
+        from gymnasium import spaces
+
+        from runner.trainers.sb3.state import saveable_buffer
+
+        buffer = getattr(model, "replay_buffer", None)
+        if isinstance(model.observation_space, spaces.Dict):
+            self.approximate = "Dict observations: checkpoints do not hold the last observation"
+        elif buffer is not None and not saveable_buffer(buffer):
+            self.approximate = (
+                f"its replay buffer ({type(buffer).__name__}) is not saved, only a plain "
+                "ReplayBuffer"
+            )
+
     def level(self) -> str:
         """`exact`, or `approximate: why`."""
         return f"approximate: {self.approximate}" if self.approximate else "exact"

@@ -63,7 +63,7 @@ def _buffer(model: Any) -> Any | None:
     return getattr(model, "replay_buffer", None)
 
 
-def _saveable_buffer(buf: Any) -> bool:
+def saveable_buffer(buf: Any) -> bool:
     from stable_baselines3.common.buffers import ReplayBuffer
 
     return type(buf) is ReplayBuffer
@@ -110,7 +110,7 @@ def capture(model: Any, identity: dict[str, Any], with_env: bool) -> tuple[dict,
     arrays.update(_episode_arrays(model))
     buf = _buffer(model)
     if buf is not None:
-        if not _saveable_buffer(buf):
+        if not saveable_buffer(buf):
             with_env = False  # a buffer it cannot save: the resumed unit refills it
         else:
             n = buf.buffer_size if buf.full else buf.pos
@@ -181,7 +181,7 @@ def _restore_buffer(model: Any, doc: dict[str, Any], arrays: dict[str, Any], pat
     buf, saved = _buffer(model), doc.get("buffer")
     if buf is None or saved is None:
         return
-    if not _saveable_buffer(buf):
+    if not saveable_buffer(buf):
         raise RunFileError(f"{path}: a replay buffer of this kind is not restored")
     n = int(saved["rows"])
     for name in BUFFER_FIELDS:
