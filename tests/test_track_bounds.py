@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -71,7 +72,12 @@ def trained(tmp_path_factory):
     started = time.monotonic()
     made = rlcrate("run", str(path), "--out", str(tmp / "runs"), timeout=300)
     assert made.returncode == 0, made.stdout + made.stderr
-    return run_dir_of(tmp / "runs", "tiny"), time.monotonic() - started
+    took = time.monotonic() - started
+    # MLflow imported once before any bound is timed: from a fresh clone (installed without
+    # bytecode, `make test`) the first import compiles its modules, which on a loaded two-core
+    # machine took longer than the upload's whole bound; the bounds are on calls, not on that
+    subprocess.run([sys.executable, "-c", "import mlflow"], check=True, timeout=300)
+    return run_dir_of(tmp / "runs", "tiny"), took
 
 
 def _copy_tracked_at(run: Path, tmp_path: Path, uri: str, experiment: str = "tiny") -> Path:
