@@ -176,19 +176,37 @@ def test_sigterm_stops_at_the_next_rollout_boundary_and_resumes_exactly(tmp_path
 
 
 @pytest.mark.gymnasium
-def test_check_determinism_resume_says_exact(write_manifest):
+def test_check_determinism_resume_says_exact_and_is_remembered(
+    write_manifest, tmp_path, monkeypatch
+):
     """`rlcrate check-determinism --resume`: trained, killed after a checkpoint, resumed, in
-    fresh processes; exact for CartPole (its command line is test_cli's to check)."""
+    fresh processes; exact for CartPole (its command line is test_cli's to check). The verdict
+    is remembered for this environment and later runs' provenance carries it; one that found a
+    difference would lower the declared level."""
     from io import StringIO
 
     from rich.console import Console
 
+    from runner import provenance
+    from runner.provenance.determinism import resume_level
     from runner.run.check_resume import check_resume
 
+    monkeypatch.setenv("RLCRATE_CACHE_DIR", str(tmp_path / "cache"))
     out = StringIO()
     path = write_manifest(tiny_manifest())
     assert check_resume(path, 512, 0, Console(file=out, width=200)) == 0, out.getvalue()
     assert "exact: final parameters and TensorBoard scalars identical" in out.getvalue()
+    (entry,) = json.loads((tmp_path / "cache/determinism.json").read_text()).values()
+    checked = entry["resume"]["gymnasium"]
+    assert checked["result"] == "exact" and checked["differ"] == []
+    assert checked["steps"] == 512 and checked["resumed_from"], checked
+    assert "gymnasium" not in entry  # check-determinism's own verdicts are kept apart
+    prov = provenance.collect(["rlcrate"], path, {"gymnasium"}, {})
+    assert prov["resume_checked"]["gymnasium"] == checked and prov["resume"]["gymnasium"] == "exact"
+    differed = {**checked, "result": "approximate", "differ": ["params"]}
+    assert resume_level("gymnasium", checked=differed) == (
+        "approximate: check-determinism --resume found params differ (on CartPole-v1)"
+    )
 
 
 def test_what_a_checkpoint_cannot_hold_makes_the_level_approximate():

@@ -102,17 +102,28 @@ def _determinism(backends: set[str]) -> dict[str, Any]:
         return {"error": str(exc)}
 
 
-def resume_levels(backends: set[str]) -> dict[str, str]:
-    """Per backend, how a stopped unit resumes (`determinism.resume_level`)."""
+def resume_levels(backends: set[str], checked: dict[str, Any]) -> dict[str, str]:
+    """Per backend, how a stopped unit resumes (`determinism.resume_level`), overruled by a
+    `check-determinism --resume` recorded here that found otherwise (`checked`)."""
     from runner.provenance.determinism import resume_level
 
     out = {}
     for name in sorted(backends):
         try:
-            out[name] = resume_level(name)
+            out[name] = resume_level(name, checked=checked.get(name))
         except Exception as exc:  # provenance records what it can
             out[name] = f"unknown: {exc}"
     return out
+
+
+def _resume_checked(backends: set[str]) -> dict[str, Any]:
+    """`rlcrate check-determinism --resume` results recorded for this environment."""
+    try:
+        from runner.provenance.determinism import recorded
+
+        return recorded(backends, resume=True)
+    except Exception as exc:  # provenance records what it can
+        return {"error": str(exc)}
 
 
 def collect(
@@ -154,7 +165,8 @@ def collect(
         },
         "packages": pkgs,
         "determinism": _determinism(backends),
-        "resume": resume_levels(backends),
+        "resume": resume_levels(backends, checked := _resume_checked(backends)),
+        "resume_checked": checked,
         "started": time.time(),
         "started_iso": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "finished": None,

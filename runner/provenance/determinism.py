@@ -36,15 +36,23 @@ def declared(config: Manifest) -> tuple[str, str]:
     return BITWISE, f"{env.backend} on CPU with one torch thread"
 
 
-def resume_level(backend_name: str, env: Any = None) -> str:
+def resume_level(backend_name: str, env: Any = None, checked: dict[str, Any] | None = None) -> str:
     """`exact`: a unit stopped at any moment (even SIGKILL) and resumed from a checkpoint ends
     bit-identical to one run without a stop; `approximate: why` otherwise (its envs restart
-    their episodes on resume). `env`: one variant's env options, for the per-env exceptions."""
+    their episodes on resume). `env`: one variant's env options, for the per-env exceptions.
+    `checked`: a `check-determinism --resume` result recorded for this backend here, which
+    overrules a declared `exact` it contradicts."""
     from runner.backends import get_backend
 
     backend = get_backend(backend_name)
     why = backend.resume_approximate(env) if env is not None else (backend.TRAITS.resume or None)
-    return f"approximate: {why}" if why else "exact"
+    if why:
+        return f"approximate: {why}"
+    if checked and checked.get("result") != "exact":
+        differ = " and ".join(checked.get("differ") or ["the results"])
+        on = checked.get("env")
+        return f"approximate: check-determinism --resume found {differ} differ (on {on})"
+    return "exact"
 
 
 def level(config: Manifest, recorded: dict[str, Any] | None) -> tuple[str, str]:
@@ -86,19 +94,26 @@ def fingerprint() -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def record(backend: str, result: dict[str, Any]) -> None:
-    """Remember a check's result for this environment; later runs put it in provenance."""
+RESUME = "resume"  # the key, beside the backends' own, of `check-determinism --resume` results
+
+
+def record(backend: str, result: dict[str, Any], *, resume: bool = False) -> None:
+    """Remember a check's result for this environment (`resume`: a `check-determinism
+    --resume` one); later runs put it in provenance."""
     from runner.record.rundir import read_json, write_json_atomic
 
     path = cache_file()
     data = read_json(path) or {}
-    data.setdefault(fingerprint(), {})[backend] = result
+    mine = data.setdefault(fingerprint(), {})
+    (mine.setdefault(RESUME, {}) if resume else mine)[backend] = result
     write_json_atomic(path, data)
 
 
-def recorded(backends: set[str]) -> dict[str, Any]:
-    """The check results recorded for this environment, for the given backends."""
+def recorded(backends: set[str], *, resume: bool = False) -> dict[str, Any]:
+    """The check results recorded for this environment, for the given backends (`resume`:
+    those of `check-determinism --resume`)."""
     from runner.record.rundir import read_json
 
     data = (read_json(cache_file()) or {}).get(fingerprint(), {})
-    return {b: data[b] for b in sorted(backends) if b in data}
+    data = data.get(RESUME, {}) if resume else data
+    return {b: data[b] for b in sorted(backends) if b in data and b != RESUME}

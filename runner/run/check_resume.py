@@ -6,7 +6,9 @@ its trainer's own `train` with a checkpoint every quarter of the slice: once to 
 killed with SIGKILL at a step drawn from the seed (after a checkpoint, as a lost machine stops
 it); and once more in the killed unit's directory, which resumes it. The final parameters
 (every tensor of the model's files) and the TensorBoard scalars per step (wall-clock `time/`
-tags aside) are compared: `exact`, or what differs. Exit status 0 exact, 1 differs.
+tags aside) are compared: `exact`, or what differs. Exit status 0 exact, 1 differs. The result
+is remembered for this environment beside `check-determinism`'s own and written into later runs'
+provenance (`resume_checked`; one that differs lowers a declared `exact` in `resume`).
 """
 
 from __future__ import annotations
@@ -111,6 +113,7 @@ def check_resume(manifest_path: Path, steps: int | None, seed: int, console: Con
     """Train, stop, resume, compare; print the verdict. Exit status: 0 exact, 1 differs."""
     from runner.checks.load import load_manifest
     from runner.manifest import resolved
+    from runner.provenance import determinism
     from runner.provenance.determinism import resume_level
     from runner.run.check_determinism import default_steps, units_python
 
@@ -136,6 +139,19 @@ def check_resume(manifest_path: Path, steps: int | None, seed: int, console: Con
     took = round(time.perf_counter() - t0, 1)
     differ = [what for what in ("params", "scalars") if full[what] != resumed[what]]
     where = f"resumed from step {', '.join(map(str, resumed['resumes'])) or 'none'}"
+    result = {
+        "result": "approximate" if differ else "exact",
+        "differ": differ,
+        "declared": resume_level(backend, manifest.env),
+        "env": manifest.env.id,
+        "algo": manifest.algo.name,
+        "steps": steps,
+        "killed_at": kill,
+        "resumed_from": resumed["resumes"],
+        "seconds": took,
+        "checked": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    determinism.record(backend, result, resume=True)
     if not differ:
         console.print(
             f"exact: final parameters and TensorBoard scalars identical ({where}; {took} s)"
