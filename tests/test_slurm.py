@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from tests import slurm_cluster
-from tests.helpers import rlcrate, run_dir_of, tiny_manifest, toy_manifest
+from tests.helpers import (
+    checkout_env,
+    rlcrate,
+    run_dir_of,
+    start_run,
+    tiny_manifest,
+    toy_manifest,
+)
 
 
 @pytest.fixture(scope="module")
@@ -135,18 +142,31 @@ def test_requeued_unit_completes_from_its_checkpoint(slurm, write_manifest, tmp_
 
 @pytest.mark.slow
 @pytest.mark.slurm
-def test_time_limit_signal_checkpoints_and_requeues(slurm, write_manifest, tmp_path):
-    """submitit's signal (SIGUSR2, sent by Slurm before the time limit): the unit checkpoints,
-    submitit requeues the job, and the unit finishes from its checkpoint."""
-    run = _detached(write_manifest, tmp_path, train__timesteps=12000, train__checkpoint_every=0)
+def test_time_limit_signal_requeues_and_the_unit_resumes_exactly(slurm, write_manifest, tmp_path):
+    """submitit's signal (SIGUSR2, sent by Slurm before the time limit): the SB3 unit finishes
+    the rollout in progress, checkpoints there with its state, submitit requeues the job, and
+    the requeued unit resumes exactly: final parameters and eval.json identical to the same
+    unit trained without a stop (run beside it, by the local executor)."""
+    from tests.test_exact_resume import params_hash
+
+    # no periodic checkpoints (the signal's is the only one); 6,144 steps: seconds of training
+    # left when the signal lands at 1,024 or more
+    path = write_manifest(tiny_manifest(train__timesteps=6144, train__checkpoint_every=0))
+    out = rlcrate(
+        "run", str(path), "--out", str(tmp_path / "runs"), "-x", "slurm", "--time", "30",
+        "--detach",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    run = run_dir_of(tmp_path / "runs", "tiny")
     jid = json.loads((run / "slurm/jobs.json").read_text())["default/seed-0"]
     progress = run / "units/default/seed-0/progress.json"
     _wait(
-        lambda: progress.exists() and json.loads(progress.read_text())["steps"] >= 2048,
+        lambda: progress.exists() and json.loads(progress.read_text())["steps"] >= 1024,
         300,
-        "the unit to train a few thousand steps",
+        "the unit to train a thousand steps",
     )
     subprocess.run(["scancel", "--signal=USR2", jid], check=True, env=slurm)
+    whole = start_run(path, tmp_path / "whole", env_extra=checkout_env())
     _wait(
         # the unit's own record first: `rlcrate status` (a whole process) only once it says done
         lambda: _status(run).get("state") == "done" and rlcrate("status", str(run)).returncode == 0,
@@ -154,11 +174,16 @@ def test_time_limit_signal_checkpoints_and_requeues(slurm, write_manifest, tmp_p
         "the requeued unit to finish",
     )
     st = _status(run)
-    assert (
-        st["resumed_from"] and st["resumed_from"] >= 2048
-    )  # no periodic checkpoints: the signal's
+    assert st["resumed_from"] and 1024 <= st["resumed_from"] < 6144, st
+    assert st["resume"] == "exact", st
     log = (run / "units/default/seed-0/unit.log").read_text()
     assert log.count(f"[slurm job {jid}]") == 2
+    assert whole.wait(timeout=300) == 0, whole.communicate()
+    ref = run_dir_of(tmp_path / "whole", "tiny") / "units/default/seed-0"
+    unit = run / "units/default/seed-0"
+    assert params_hash(unit) == params_hash(ref)
+    episodes = (json.loads((u / "eval.json").read_text())["episodes"] for u in (unit, ref))
+    assert next(episodes) == next(episodes)
 
 
 @pytest.mark.slow
