@@ -46,7 +46,15 @@ def _manifest() -> dict:
         # log_interval 3: the resumed segment logs at the unit's multiples of 3 rollouts
         matrix=[
             PPO,
-            {**PPO, "algo.normalize": {"obs": True, "reward": True}, "train.log_interval": 3},
+            # and evaluations during training, under training's statistics: each seeded by its
+            # number, so the resumed unit's are the unstopped one's
+            {
+                **PPO,
+                "algo.normalize": {"obs": True, "reward": True},
+                "train.log_interval": 3,
+                "eval.every": 256,
+                "eval.every_episodes": 2,
+            },
             SAC,
             {**PPO, "env.id": "rlcrate/BallChaseSim-v0"},  # its state: arrays, not a replay
         ],
@@ -121,6 +129,9 @@ def test_killed_units_resume_bit_identical(write_manifest, tmp_path):
         assert len(sa) > 20 and sa == sb, a.parent.name
         ea, eb = (json.loads((u / "eval.json").read_text()) for u in (a, b))
         assert ea["episodes"] == eb["episodes"] and ea["mean"] == eb["mean"]
+        if "normalize" in a.parent.name:
+            va, vb = ((u / "evals.json").read_text() for u in (a, b))
+            assert va == vb and len(json.loads(va)["evaluations"]) == 4, va
         # the state is data: JSON and arrays, pinned by the checkpoint's record
         ckpts = sorted((b / "checkpoints").glob("step-*.json"))
         names = {n for c in ckpts if ".state" not in c.name

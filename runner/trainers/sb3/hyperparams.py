@@ -88,10 +88,13 @@ def gamma(cfg: Manifest) -> float:
     return float(default.default) if default is not None else 0.99
 
 
-def normalize_env(venv: Any, cfg: Manifest, *, stats: Path | None, training: bool) -> Any:
+def normalize_env(
+    venv: Any, cfg: Manifest, *, stats: Path | None, training: bool, synced: bool = False
+) -> Any:
     """`venv` under VecNormalize when the manifest asks for it (its settings from the manifest).
     `stats`: statistics to start from (a resumed unit); evaluation (`training` False) needs
-    them and freezes them, with reward normalization off (rl-zoo3's enjoy.py)."""
+    them and freezes them, with reward normalization off (rl-zoo3's enjoy.py), unless `synced`:
+    the caller copies training's statistics in before each use (evaluations during training)."""
     spec = cfg.algo.normalize
     if spec is None:
         return venv
@@ -99,7 +102,7 @@ def normalize_env(venv: Any, cfg: Manifest, *, stats: Path | None, training: boo
 
     from runner.trainers.sb3.files import require_stats, restore_stats
 
-    if not training:
+    if not training and not synced:
         assert stats is not None, "evaluation freezes the model's own statistics"
         require_stats(stats)
     env = VecNormalize(

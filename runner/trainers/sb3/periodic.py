@@ -26,26 +26,12 @@ def _eval_env(cfg: Manifest, seed: int) -> Any:
     """One env as training's, unnormalized, then under a frozen VecNormalize whose statistics
     are copied from training's before each evaluation (SB3's EvalCallback does the same)."""
     from runner.trainers.sb3.common import make_env
+    from runner.trainers.sb3.hyperparams import normalize_env
 
     plain = cfg.model_copy(update={"algo": cfg.algo.model_copy(update={"normalize": None})})
     one = ParallelSpec(envs=1, workers=1, mode="dummy")
     venv = make_env(plain, seed=seed, parallel=one)
-    spec = cfg.algo.normalize
-    if spec is None:
-        return venv
-    from stable_baselines3.common.vec_env import VecNormalize
-
-    from runner.trainers.sb3.hyperparams import gamma
-
-    return VecNormalize(
-        venv,
-        training=False,
-        norm_obs=spec.obs,
-        norm_reward=False,
-        clip_obs=spec.clip_obs,
-        gamma=gamma(cfg),
-        epsilon=spec.epsilon,
-    )
+    return normalize_env(venv, cfg, stats=None, training=False, synced=True)
 
 
 def periodic(cfg: Manifest, unit_dir: Path, seed: int) -> Any:
