@@ -11,6 +11,8 @@ Steps (each records its figures, or why it was skipped or failed, and the time i
              Isaac-Cartpole-Direct and the locomotion task Isaac-Velocity-Flat-AnymalD, 4096 envs
              (AnymalD's USD comes from Isaac's asset root: the machine needs its network)
   sb3        SB3 PPO on CartPole through `rlcrate run`, device cuda vs cpu (steps/s)
+  resume     `rlcrate check-determinism --resume` of SB3 SAC on Pendulum on cuda:0 (its checkpoints
+             carry the CUDA generators; GPU kernels need not repeat, so `approximate` is an answer)
   scaling    `rlcrate bench` env-only steps/s over 1..16 workers: EnvPool Pong, Godot BallChase
 The whole run stops starting new steps at DEADLINE_S (420 s) so it ends well inside 8 minutes.
 
@@ -138,6 +140,19 @@ def sb3(tmp: Path) -> dict[str, object]:
     return out
 
 
+def resume(tmp: Path) -> dict[str, object]:
+    m = {"rlcrate": 1, "name": "gpu-resume", "env": {"backend": "gymnasium",
+         "id": "Pendulum-v1"}, "parallel": {"envs": 2, "mode": "dummy"},
+         "algo": {"name": "SAC", "device": "cuda", "params": {"learning_starts": 100,
+         "buffer_size": 5000}}, "train": {"timesteps": 2000}, "eval": {"episodes": 1},
+         "seeds": [0]}  # fmt: skip
+    path = tmp / "gpu-resume.yaml"
+    path.write_text(yaml.safe_dump(m))
+    args = ["validate", "--deep"] if DRY else ["check-determinism", "--resume", "--steps", "2000"]
+    res = _sh([str(EXE), args[0], *args[1:], str(path)], min(180, _left()))
+    return {"rc": res.returncode, "out": (res.stdout + res.stderr).strip()[-800:]}
+
+
 def scaling(tmp: Path) -> dict[str, object]:
     sweep = {"parallel.workers": [1, 2, 4, 8, 16]}
     envpool = {"rlcrate": 1, "name": "gpu-envpool", "env": {"backend": "envpool",
@@ -169,6 +184,7 @@ def main() -> None:
             ("isaaclab", lambda: isaaclab(where)),
             ("rsl_rl", lambda: rsl_rl(where)),
             ("sb3", lambda: sb3(where)),
+            ("resume", lambda: resume(where)),
             ("scaling", lambda: scaling(where)),
         ]
         unknown = only - {name for name, _ in steps}

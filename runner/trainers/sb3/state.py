@@ -3,8 +3,9 @@
 Beside `step-N.zip` (weights, optimizers, counters) a checkpoint taken at a rollout boundary has
 `step-N.state.json` and `step-N.state.npz`, data only (JSON and arrays read without pickles):
 
-- the generators: Python's `random`, NumPy's global one, torch's, and the model's action and
-  observation spaces' (SAC's first random actions);
+- the generators: Python's `random`, NumPy's global one, torch's (and each CUDA device's, where
+  torch has started CUDA), and the model's action and observation spaces' (SAC's first random
+  actions);
 - the loop's bookkeeping: the episode statistics window (`ep_info_buffer`, `ep_success_buffer`),
   the logger's values recorded but not yet written (an update's losses, written with the next
   rollout's statistics), and for off-policy algorithms the replay buffer;
@@ -107,6 +108,9 @@ def capture(model: Any, identity: dict[str, Any], with_env: bool) -> tuple[dict,
         "buffer": None,
     }
     arrays: dict[str, Any] = {"torch_rng": torch.get_rng_state().numpy(), "numpy_keys": np_state[1]}
+    if torch.cuda.is_initialized():  # a model on a GPU draws (SAC's noise) from the device's
+        for i, state in enumerate(torch.cuda.get_rng_state_all()):
+            arrays[f"cuda_rng.{i}"] = state.numpy()
     arrays.update(_episode_arrays(model))
     buf = _buffer(model)
     if buf is not None:
@@ -238,3 +242,10 @@ def _restore_generators(rng: dict[str, Any], arrays: dict[str, Any]) -> None:
     name, pos, has_gauss, cached = rng["numpy"]
     np.random.set_state((name, arrays["numpy_keys"], pos, has_gauss, cached))
     torch.set_rng_state(torch.from_numpy(arrays["torch_rng"].copy()))
+    cuda = [arrays[k] for k in sorted(arrays, key=_device_order) if k.startswith("cuda_rng.")]
+    if cuda and torch.cuda.is_available() and torch.cuda.device_count() == len(cuda):
+        torch.cuda.set_rng_state_all([torch.from_numpy(a.copy()) for a in cuda])
+
+
+def _device_order(key: str) -> int:
+    return int(key.rpartition(".")[2]) if key.startswith("cuda_rng.") else -1
