@@ -15,6 +15,7 @@ to the host, and JAX does not cache such programs.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import zipfile
 from pathlib import Path
@@ -120,10 +121,15 @@ def test_brax_ppo_twice_and_sb3_adapter_in_one_run(write_manifest, tmp_path):
             native,
             *again,
             {"variant": "adapter", "algo.params": {"n_steps": 32, "batch_size": 64, "n_epochs": 1},
-             "train.timesteps": 512, **PHYSICS},
+             "train.timesteps": 512, **PHYSICS,
+             # recorded through the VecEnv's get_images: Brax's drawing, software OpenGL
+             "eval.video": {"episodes": 1, "format": "gif", "size": [48, 36]}},
         ],
     )  # fmt: skip
-    res = rlcrate("run", str(write_manifest(m)), "--out", str(tmp_path / "r"))
+    res = rlcrate(
+        "run", str(write_manifest(m)), "--out", str(tmp_path / "r"),
+        env_extra={"MUJOCO_GL": "osmesa"},
+    )  # fmt: skip
     assert res.returncode == 0, res.stdout + res.stderr
     run = run_dir_of(tmp_path / "r", m["name"])
     units = [run / "units" / v["variant"] / "seed-0" for v in (native, *again)]
@@ -155,6 +161,9 @@ def test_brax_ppo_twice_and_sb3_adapter_in_one_run(write_manifest, tmp_path):
     ev = json.loads((unit / "eval.json").read_text())
     assert ev["n_episodes"] == 3 and all(0 < e["length"] <= 50 for e in ev["episodes"])
     assert (unit / "model.zip").is_file() and list((unit / "tb").rglob("events.out.tfevents.*"))
+    (clip,) = json.loads((unit / "video/video.json").read_text())["clips"]
+    assert clip["frames"] == ev["episodes"][0]["length"]
+    assert (unit / "video/episode-0.gif").is_file()
 
 
 def _in_gpu_env() -> bool:
@@ -201,3 +210,71 @@ def test_bench_measures_brax_points_in_brax_python(write_manifest, tmp_path):
     assert points["native"]["train"]["env_fraction"] is None
     assert points["adapter"]["vec_env"] == "BraxVecEnv"
     assert 0 < points["adapter"]["train"]["env_fraction"] < 1
+
+
+# Brax's PPO evaluation with eval.video, in a fresh process (MuJoCo reads MUJOCO_GL when first
+# imported): the policy as initialised, saved as a trained one is (compiling PPO's training
+# epoch for a physics env costs about a minute here; the evaluation is what is tested)
+EVAL_DRAWN = """
+import json, sys
+from pathlib import Path
+from runner.manifest.schema import Manifest
+from runner.record.seeding import derive
+from runner.trainers import brax_ppo
+cfg, unit, seeds = Manifest.model_validate(json.loads(sys.argv[1])), Path(sys.argv[2]), derive(0)
+config = brax_ppo._config(cfg, brax_ppo.jax_env(cfg).env, seeds)
+brax_ppo.save_params(unit / "model.zip", brax_ppo._template(config), config)
+headless = cfg.model_copy(update={"eval": cfg.eval.model_copy(update={"video": None})})
+brax_ppo.evaluate(headless, unit, seeds)
+(unit / "headless.json").write_bytes((unit / "eval.json").read_bytes())
+brax_ppo.evaluate(cfg, unit, seeds)
+"""
+
+
+@pytest.mark.slow
+def test_brax_ppo_evaluation_drawn_by_brax_scores_what_it_scores_headless(tmp_path):
+    """Brax's PPO plays every evaluation episode in one jitted scan; eval.video draws the first
+    ones afterwards from the states that scan kept, with Brax's own drawing (MuJoCo's renderer,
+    software OpenGL): one frame per agent step, the very episodes eval.json scores, whose
+    returns are the same as without a video."""
+    import imageio.v3 as iio
+    import numpy as np
+
+    from tests.helpers import checkout_env
+
+    video = {"episodes": 2, "fps": 10, "format": "gif", "size": [64, 48]}
+    m = brax_manifest(eval={"episodes": 3, "video": video})
+    unit = tmp_path / "unit"
+    unit.mkdir()
+    res = subprocess.run(
+        [sys.executable, "-c", EVAL_DRAWN, json.dumps(m), str(unit)],
+        capture_output=True,
+        text=True,
+        env=checkout_env(MUJOCO_GL="osmesa", JAX_PLATFORMS="cpu"),
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    headless, drawn = (json.loads((unit / f).read_text()) for f in ("headless.json", "eval.json"))
+    assert drawn["episodes"] == headless["episodes"]  # bit for bit
+    record = json.loads((unit / "video/video.json").read_text())
+    assert [c["episode"] for c in record["clips"]] == [0, 1]
+    for clip, episode in zip(record["clips"], drawn["episodes"], strict=False):
+        frames = iio.imread(unit / "video" / clip["file"])
+        # a GIF merges a frame identical to the one before it: the running time is one frame
+        # (100 ms at 10 fps) per agent step
+        ms = [iio.immeta(unit / "video" / clip["file"], index=k)["duration"]
+              for k in range(len(frames))]  # fmt: skip
+        assert clip["frames"] == episode["length"] and sum(ms) == 100 * episode["length"]
+        assert frames.shape[1:] == (48, 64, 3) and frames.std() > 5  # drawn, not blank
+        assert len(frames) > 1 and np.abs(np.diff(frames.astype(int), axis=0)).mean() > 0
+
+
+def test_brax_video_needs_an_opengl_context_and_a_physics_system(write_manifest, monkeypatch):
+    monkeypatch.delenv("MUJOCO_GL", raising=False)
+    m = brax_manifest(eval={"episodes": 2, "video": {}})
+    res = _validate(write_manifest, m)
+    assert res.returncode == 2 and "set MUJOCO_GL=osmesa" in res.stderr, res.stderr
+    m = brax_manifest(env=FAST, eval={"episodes": 2, "video": {}})
+    monkeypatch.setenv("MUJOCO_GL", "osmesa")
+    res = _validate(write_manifest, m)
+    assert res.returncode == 2 and "`fast` has no physics system to draw" in res.stderr, res.stderr

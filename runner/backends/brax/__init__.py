@@ -34,7 +34,7 @@ from runner.backends.base import (
     gpu_env_python,
     unknown_id,
 )
-from runner.errors import BackendUnavailable, FieldProblem
+from runner.errors import BackendUnavailable, FieldProblem, first_error
 from runner.manifest.schema import ParallelSpec
 
 PIPELINES = ("generalized", "positional", "spring", "mjx")
@@ -167,8 +167,6 @@ class Brax(Backend):
         needs_train_extra=False,
         install=INSTALL,
         resume="the Brax state lives in JAX arrays on the device, not saved with a checkpoint",
-        video_needs="Brax's own renderer (brax.io.image, MuJoCo's renderer with an OpenGL "
-        "context), which rlcrate does not drive yet",
     )
 
     interfaces = (SB3_VEC_ENV, BRAX_ENV)
@@ -215,6 +213,17 @@ class Brax(Backend):
 
     def action_kind(self, env: BraxEnv) -> str | None:
         return "Box"  # every Brax env takes continuous actions in [-1, 1]
+
+    def check_video(self, env: BraxEnv) -> list[FieldProblem]:
+        """Brax's own drawing (MuJoCo's renderer) needs an OpenGL context (`frames`)."""
+        from runner.backends.brax.frames import video_problems
+
+        return video_problems(env.id)
+
+    def video_env(self, env: BraxEnv) -> BraxEnv:
+        """The same env: its VecEnv draws the first env's state on `get_images`."""
+        first_error(self.check_video(env))
+        return env
 
     def check_parallel(self, parallel: ParallelSpec) -> list[FieldProblem]:
         if parallel.workers != 1:

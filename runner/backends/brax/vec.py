@@ -44,6 +44,8 @@ class BraxVecEnv(VecEnv):  # type: ignore[misc]
         import jax
 
         self._reset, self._step = _jitted(env, n_envs, episode_length, action_repeat)
+        self._env = env
+        self._painter: Any = None  # eval.video's (backends.brax.frames), made on first use
         self._key = jax.random.PRNGKey(seed)
         self._state: Any = None
         self._actions: np.ndarray | None = None
@@ -82,6 +84,19 @@ class BraxVecEnv(VecEnv):  # type: ignore[misc]
 
     def close(self) -> None:
         self._state = None
+        if self._painter is not None:
+            self._painter.close()
+            self._painter = None
+
+    def get_images(self) -> list[Any]:
+        """The first env's state as Brax draws it (eval.video), None for the others."""
+        from runner.backends.brax.frames import Painter
+
+        if self._painter is None:
+            self._painter = Painter(self._env.sys)
+        pipeline = self._state.pipeline_state
+        first = self._painter.frame(np.asarray(pipeline.q[0]), np.asarray(pipeline.qd[0]))
+        return [first] + [None] * (self.num_envs - 1)
 
     def seed(self, seed: int | None = None) -> list[None]:
         if seed is not None:

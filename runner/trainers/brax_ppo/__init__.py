@@ -20,7 +20,7 @@ import os
 import time
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from runner.backends.base import BRAX_ENV, JaxEnv
 from runner.manifest.schema import Manifest
@@ -28,9 +28,6 @@ from runner.record.rundir import write_json_atomic
 from runner.trainers.base import MODEL_FILE, REWARD_TAG, TB_DIR, Trainer, write_eval
 from runner.trainers.brax_ppo.params import check_limits, check_params
 from runner.trainers.resume import newest_readable, step_in_name
-
-if TYPE_CHECKING:
-    import numpy as np
 
 __all__ = [
     "BraxPPO",
@@ -294,9 +291,13 @@ def _tuples(network: dict[str, Any]) -> dict[str, Any]:
     return {k: tuple(v) if isinstance(v, list) else v for k, v in network.items()}
 
 
-def _episodes(cfg: Manifest, policy: Any, seed: int) -> tuple[np.ndarray, np.ndarray]:
+def _episodes(cfg: Manifest, policy: Any, seed: int) -> tuple[Any, Any, Any]:
     """Returns and lengths of `eval.episodes` independent episodes, each on one env with its own
-    key from `seed` (run side by side with vmap; each is the same as run alone)."""
+    key from `seed` (run side by side with vmap; each is the same as run alone), and the joint
+    positions and velocities (q, qd) of the state each agent step acted on, per episode and step
+    (None for an env without a physics system): eval.video's frames are drawn from them. They
+    are kept whether or not a video is asked for, so the compiled program, and with it every
+    return, is the same either way."""
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -305,24 +306,33 @@ def _episodes(cfg: Manifest, policy: Any, seed: int) -> tuple[np.ndarray, np.nda
     task = jax_env(cfg)
     env = EpisodeWrapper(task.env, task.episode_length, task.action_repeat)
     steps = -(-task.episode_length // task.action_repeat)
+    drawable = hasattr(task.env, "sys")
 
-    def one(key: Any) -> tuple[Any, Any]:
+    def pose(state: Any) -> Any:
+        return (state.pipeline_state.q, state.pipeline_state.qd) if drawable else None
+
+    def one(key: Any) -> tuple[Any, Any, Any]:
         key_reset, key_act = jax.random.split(key)
 
-        def body(carry: Any, _: Any) -> tuple[Any, None]:
+        def body(carry: Any, _: Any) -> tuple[Any, Any]:
             state, key, ret, n, alive = carry
             key, k = jax.random.split(key)
             action, _ = policy(state.obs, k)
             nxt = env.step(state, action)
-            return (nxt, key, ret + nxt.reward * alive, n + alive, alive * (1 - nxt.done)), None
+            carry = (nxt, key, ret + nxt.reward * alive, n + alive, alive * (1 - nxt.done))
+            return carry, pose(state)  # the state this step acted on
 
         init = (env.reset(key_reset), key_act, 0.0, 0.0, 1.0)
-        (_, _, ret, n, _), _ = jax.lax.scan(body, init, None, length=steps)
-        return ret, n
+        (_, _, ret, n, _), poses = jax.lax.scan(body, init, None, length=steps)
+        return ret, n, poses
 
     keys = jax.random.split(jax.random.PRNGKey(seed), cfg.eval.episodes)
-    returns, lengths = jax.jit(jax.vmap(one))(keys)
-    return np.asarray(returns, dtype=np.float64), np.asarray(jnp.round(lengths), dtype=np.int64)
+    returns, lengths, poses = jax.jit(jax.vmap(one))(keys)
+    return (
+        np.asarray(returns, dtype=np.float64),
+        np.asarray(jnp.round(lengths), dtype=np.int64),
+        None if poses is None else tuple(np.asarray(a) for a in poses),
+    )
 
 
 def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
@@ -336,8 +346,40 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
     params = load_params(model_path, config)
     make_policy = ppo_networks.make_inference_fn(_networks(config))
     policy = make_policy(params, deterministic=cfg.eval.deterministic)
-    returns, lengths = _episodes(cfg, policy, seeds["eval_env"])
-    return write_eval(unit_dir, cfg, seeds["eval_env"], returns, lengths)
+    returns, lengths, poses = _episodes(cfg, policy, seeds["eval_env"])
+    fields = write_eval(unit_dir, cfg, seeds["eval_env"], returns, lengths)
+    if cfg.eval.video is not None:  # after eval.json: a video that fails keeps the eval
+        _record_video(cfg, unit_dir, lengths, poses)
+    return fields
+
+
+def _record_video(cfg: Manifest, unit_dir: Path, lengths: Any, poses: Any) -> None:
+    """The first `eval.video.episodes` evaluation episodes, drawn from the states they kept: one
+    frame per agent step, the state that step acted on (as every other backend's recordings)."""
+    from runner.backends.brax.frames import DEFAULT_SIZE, Painter
+    from runner.video.offline import record_episodes
+
+    spec = cfg.eval.video
+    assert spec is not None
+    if poses is None:
+        from runner.video.capture import VideoFailed
+
+        msg = f"eval.video: {cfg.env.id} has no physics system to draw; eval.json is kept"
+        raise VideoFailed(msg)
+    w, h = spec.size or DEFAULT_SIZE
+    painter = Painter(jax_env(cfg).env.sys, (w, h))
+    q, qd = poses
+    try:
+        record_episodes(
+            (
+                (painter.frame(q[i, t], qd[i, t]) for t in range(int(lengths[i])))
+                for i in range(min(spec.episodes, len(lengths)))
+            ),
+            spec,
+            unit_dir,
+        )
+    finally:
+        painter.close()
 
 
 def bench(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
@@ -409,5 +451,6 @@ class BraxPPO(Trainer):
     train = staticmethod(train)
     evaluate = staticmethod(evaluate)
     start_files = staticmethod(start_files)
+    RECORDS_VIDEO = True  # drawn from the states its evaluation keeps (backends.brax.frames)
     determinism_attempt = staticmethod(determinism_attempt)
     bench = staticmethod(bench)
