@@ -1,12 +1,12 @@
 """Exact resume (issue 35): a unit killed with SIGKILL and resumed ends bit-identical to the same
 unit run without a stop: final parameters, TensorBoard scalars per step, eval.json.
 
-One run holds the four units compared (PPO, PPO with `normalize`, SAC on Pendulum, each on a
-DummyVecEnv of 2 envs; PPO on the BallChase surrogate's vectorised env), so the three runs below
-cost three runner processes, not twelve; the uninterrupted one runs beside the killed one. Each
-unit kills itself (`RLCRATE_KILL_AT_STEP`, a fraction of its budget drawn from a fixed seed:
-0.657, steps 672, 672, 262 and 672) after a checkpoint and mid-rollout, with no chance to save
-anything.
+One run holds the units compared (PPO, PPO with `normalize`, SAC on Pendulum, each on a
+DummyVecEnv of 2 envs; PPO on the BallChase surrogate's vectorised env; PPO on Brax's `fast`
+through the adapter, where Brax is installed), so the three runs below cost three runner
+processes, not fifteen; the uninterrupted one runs beside the killed one. Each unit kills itself
+(`RLCRATE_KILL_AT_STEP`, a fraction of its budget drawn from a fixed seed: 0.657, steps 672, 672,
+262, 672 and 672) after a checkpoint and mid-rollout, with no chance to save anything.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from runner.backends import get_backend
 from runner.record.datafiles import torch_load
 from runner.trainers.sb3.exact import KILL_ENV
 from tests.helpers import checkout_env, rlcrate, run_dir_of, start_run, tiny_manifest
@@ -36,11 +37,16 @@ SAC = {
 
 
 PPO = {"algo.name": "PPO", "algo.params": {"n_steps": 64, "batch_size": 64, "n_epochs": 2}}
+BRAX = {
+    **PPO,
+    "env": {"backend": "brax", "id": "fast", "kwargs": {"episode_length": 50}},
+}
 
 
 def _manifest() -> dict:
     return tiny_manifest(
         algo={"name": "PPO"},
+        parallel={"envs": 2, "workers": 1},  # gymnasium's default mode (dummy); Brax has none
         train__timesteps=1024,
         train__checkpoint_every=256,
         # log_interval 3: the resumed segment logs at the unit's multiples of 3 rollouts
@@ -57,6 +63,8 @@ def _manifest() -> dict:
             },
             SAC,
             {**PPO, "env.id": "rlcrate/BallChaseSim-v0"},  # its state: arrays, not a replay
+            # Brax through SB3's adapter: the Brax state's arrays and key stream
+            *([BRAX] if get_backend("brax").available() is None else []),
         ],
     )
 
@@ -115,7 +123,7 @@ def test_killed_units_resume_bit_identical(write_manifest, tmp_path):
     assert last.returncode == 0, last.stderr
     ref = run_dir_of(tmp_path / "full", "tiny")
     units = sorted((ref / "units").glob("*/seed-0"))
-    assert len(units) == 4
+    assert len(units) == len(_manifest()["matrix"])
     for a in units:
         b = run / a.relative_to(ref)
         status = json.loads((b / "status.json").read_text())

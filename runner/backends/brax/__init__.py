@@ -166,7 +166,10 @@ class Brax(Backend):
         determinism=STATISTICAL,
         needs_train_extra=False,
         install=INSTALL,
-        resume="the Brax state lives in JAX arrays on the device, not saved with a checkpoint",
+        # Stable-Baselines3 through the adapter: the Brax state's arrays and the key stream are
+        # the env part of a checkpoint (BraxVecEnv's replay methods); brax_ppo's own loop keeps
+        # its env state inside Brax's jitted training and resumes approximately
+        resume="",
     )
 
     interfaces = (SB3_VEC_ENV, BRAX_ENV)

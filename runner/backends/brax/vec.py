@@ -12,6 +12,10 @@ import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 
+from runner.backends.replay import REPLAY, REPLAY_STATE, digest
+
+_NONE = np.zeros((0,))  # no actions to replay: the state itself is saved
+
 
 def _jitted(env: Any, n_envs: int, episode_length: int, action_repeat: int) -> tuple[Any, Any]:
     import jax
@@ -112,7 +116,46 @@ class BraxVecEnv(VecEnv):  # type: ignore[misc]
         raise AttributeError("Brax envs do not support set_attr")
 
     def env_method(self, method_name: str, *args: Any, indices: Any = None, **kwargs: Any) -> Any:
+        """Only an exact resume's (`backends.replay` names): each env's state as data, and put
+        back as it was."""
+        if method_name == REPLAY_STATE:
+            return [self._env_state(i) for i in self._indices(indices)]
+        if method_name == REPLAY:
+            return [self._put_env_state(i, args[0]) for i in self._indices(indices)]
         raise AttributeError("Brax envs do not support env_method")
+
+    def _env_state(self, i: int) -> dict[str, Any]:
+        """Env i's slice of every array of the Brax state (JSON numbers: float32 and integer
+        values are exact there), and the key stream's position; nothing to replay."""
+        import jax
+
+        leaves = [np.asarray(leaf)[i].tolist() for leaf in jax.tree.leaves(self._state)]
+        start = {"leaves": leaves, "key": np.asarray(self._key).tolist()}
+        return {"start": start, "obs": digest(np.asarray(self._state.obs[i])), "actions": _NONE}
+
+    def _put_env_state(self, i: int, state: dict[str, Any]) -> bool:
+        """Env i's arrays set from `state` (the others' kept), in a state of the same shapes:
+        a fresh reset's when there is none yet. False when they do not fit, or do not give the
+        saved observation."""
+        import jax
+
+        if self._state is None:
+            self._state = self._reset(self._next_key())
+        leaves, tree = jax.tree.flatten(self._state)
+        saved = state["start"]["leaves"]
+        if len(saved) != len(leaves):
+            return False
+        out = []
+        for leaf, value in zip(leaves, saved, strict=True):
+            arr = np.array(leaf)  # a writable copy
+            row = np.asarray(value, dtype=arr.dtype)
+            if row.shape != arr.shape[1:]:
+                return False
+            arr[i] = row
+            out.append(arr)
+        self._state = jax.tree.unflatten(tree, out)
+        self._key = jax.numpy.asarray(state["start"]["key"], dtype=jax.numpy.uint32)
+        return digest(np.asarray(self._state.obs[i])) == state["obs"]
 
     def env_is_wrapped(self, wrapper_class: Any, indices: Any = None) -> list[bool]:
         return [False] * len(self._indices(indices))
