@@ -203,6 +203,20 @@ def test_a_godot_project_and_an_exported_game_of_ones_own_are_read_off_the_scree
         assert not list(Path(tempfile.gettempdir()).glob("rlcrate-screen-*"))  # removed
 
 
+def test_a_godot_4_project_is_refused_in_one_line(write_manifest, tmp_path):
+    game = tmp_path / "game"
+    game.mkdir()
+    (game / "project.godot").write_text("config_version=5\n")
+    env = {"backend": "godot", "id": str(game)}
+    m = tiny_manifest(
+        env=env, parallel={"envs": 1, "workers": 1}, eval={"episodes": 1, "video": {}}
+    )
+    res = rlcrate("validate", str(write_manifest(m)))
+    assert res.returncode == 2, res.stdout + res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "eval.video: a Godot 4 project cannot be recorded" in lines[0]
+
+
 def test_video_refused_in_one_line(write_manifest):
     isaac = {"backend": "isaaclab", "id": "Isaac-Cartpole-Direct"}
     m = tiny_manifest(env=isaac, eval={"episodes": 2, "video": {}})
