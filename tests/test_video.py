@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
+from runner.backends.godot import GAMES_DIR
 from tests.helpers import rlcrate, run_dir_of, tiny_manifest
 
 iio = pytest.importorskip("imageio.v3")
@@ -126,17 +128,93 @@ def test_ballchase_drawn_under_xvfb_scores_what_headless_godot_scores(tmp_path):
         assert f"](units/drawn/seed-0/video/episode-{i}.gif)" in report
 
 
-def test_a_godot_project_of_ones_own_is_refused(write_manifest, tmp_path):
+def _game_of_ones_own(tmp_path: Path) -> tuple[Path, Path]:
+    """The bundled BallChase copied as a project of one's own (it speaks godot-rl's protocol;
+    its `frame` extension is not what records it), laid out as a game made for any window size
+    (2D stretch from its 400x400 arena), and a stand-in for its exported binary: an executable
+    file that is that game (the full engine under a display, the server build without one, as
+    an exported desktop game cannot start without a display)."""
+    project = Path(shutil.copytree(GAMES_DIR / "ballchase", tmp_path / "my-game"))
+    with (project / "project.godot").open("a") as f:
+        f.write(
+            "\n[display]\nwindow/size/width=400\nwindow/size/height=400\n"
+            'window/stretch/mode="2d"\nwindow/stretch/aspect="keep"\n'
+        )
+    binary = tmp_path / "my-game.x86_64"
+    binary.write_text(
+        "#!/bin/sh\n"
+        f'if [ -n "$DISPLAY" ]; then exec godot3 --path {project} "$@"; fi\n'
+        f'exec godot3-server --path {project} "$@"\n'
+    )
+    binary.chmod(0o755)
+    server = tmp_path / "my-game.server"  # exported with the server template: draws nothing
+    server.write_text(f'#!/bin/sh\nexec godot3-server --path {project} "$@"\n')
+    server.chmod(0o755)
+    return project, binary, server
+
+
+@pytest.mark.slow
+@pytest.mark.godot
+@pytest.mark.skipif(
+    not (_drawing_godot() and shutil.which("godot3-server")),
+    reason="needs godot3, godot3-server, xvfb-run and godot-rl",
+)
+def test_a_godot_project_and_an_exported_game_of_ones_own_are_read_off_the_screen(tmp_path):
+    """Four variants of one seed train alike: one evaluates headless, one records the project
+    and one the exported game, each frame read off its Xvfb's framebuffer file (no `frame`
+    message); the same returns, one frame per agent step, not blank, moving. The fourth is a
+    game exported with the server template: its screen stays black, which fails its unit in
+    one line saying what to do, and keeps its eval.json."""
+    project, binary, server = _game_of_ones_own(tmp_path)
+    video = {"episodes": 1, "fps": 20, "format": "gif", "size": [64, 64]}
+    m = tiny_manifest(
+        name="own",
+        env={"backend": "godot", "id": str(project), "kwargs": {"episode_steps": 24}},
+        parallel={"envs": 1, "workers": 1},
+        train__timesteps=64,
+        eval={"episodes": 1},
+        matrix=[
+            {"variant": "headless"},
+            {"variant": "project", "eval.video": video},
+            {"variant": "binary", "env.id": str(binary), "eval.video": video},
+            {"variant": "server", "env.id": str(server), "eval.video": video},
+        ],
+    )
+    path = tmp_path / "own.yaml"
+    path.write_text(yaml.safe_dump(m, sort_keys=False))
+    res = rlcrate("run", str(path), "--out", str(tmp_path / "runs"))
+    assert res.returncode == 1, res.stdout[-2000:] + res.stderr[-2000:]
+    run = run_dir_of(tmp_path / "runs", "own")
+    episodes = _eval(run / "units/headless/seed-0")["episodes"]
+    blank = run / "units/server/seed-0"
+    error = json.loads((blank / "status.json").read_text())["error"]
+    assert "every frame of episode-0.gif is one colour" in error and "desktop template" in error
+    assert "\n" not in error and _eval(blank)["episodes"] == episodes
+    for variant in ("project", "binary"):
+        unit = run / f"units/{variant}/seed-0"
+        assert _eval(unit)["episodes"] == episodes  # bit for bit
+        gif = unit / "video/episode-0.gif"
+        frames = iio.imread(gif)
+        assert frames.shape[1:] == (64, 64, 3)
+        ms = [iio.immeta(gif, index=k)["duration"] for k in range(len(frames))]
+        assert sum(ms) == 50 * episodes[0]["length"]  # one frame (50 ms) per agent step
+        assert all(f.std() > 5 for f in frames), "a blank frame"
+        assert len(frames) > episodes[0]["length"] // 2, "the picture stands still"
+        assert not list(Path(tempfile.gettempdir()).glob("rlcrate-screen-*"))  # removed
+
+
+def test_a_godot_4_project_is_refused_in_one_line(write_manifest, tmp_path):
     game = tmp_path / "game"
     game.mkdir()
-    (game / "project.godot").write_text("config_version=4\n")
+    (game / "project.godot").write_text("config_version=5\n")
     env = {"backend": "godot", "id": str(game)}
     m = tiny_manifest(
         env=env, parallel={"envs": 1, "workers": 1}, eval={"episodes": 1, "video": {}}
     )
     res = rlcrate("validate", str(write_manifest(m)))
     assert res.returncode == 2, res.stdout + res.stderr
-    assert "eval.video: only rlcrate's bundled games send frames" in res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "eval.video: a Godot 4 project cannot be recorded" in lines[0]
 
 
 def test_video_refused_in_one_line(write_manifest):

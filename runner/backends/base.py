@@ -256,13 +256,20 @@ class Backend(ABC):
             )
         ]
 
-    def video_env(self, env: Any) -> Any:
+    def video_env(self, env: Any, *, size: tuple[int, int] | None = None) -> Any:
         """The env options (`Options`) of an evaluation that is recorded: the same env, its
         frames rendered, so that the VecEnv's `get_images()` returns each env's current frame
-        and the episodes' returns stay those of `env`. Asked only when `check_video` found no
-        problem. Default: refused."""
+        and the episodes' returns stay those of `env`. `size`: eval.video's [width, height]
+        (None: the env's own), for an env that can draw at a size asked for (the frames are
+        scaled to it in any case). Asked only when `check_video` found no problem. Default:
+        refused."""
         first_error(self.check_video(env))
         return env
+
+    def video_blank_hint(self, env: Any) -> str:
+        """What to do when every frame of a recorded episode is one colour (the env drew
+        nothing): the end of the one line that fails the video."""
+        return f"{env.id} drew nothing; check that it renders on this machine"
 
     def video_equivalent(self, env: Any) -> tuple[Any, str] | None:
         """For a backend whose envs render nothing themselves: the options (`Options` of another

@@ -24,9 +24,11 @@ class VideoFailed(RunnerError):
     """A video could not be written; the evaluation itself went on and was recorded."""
 
 
-def recording(venv: Any, spec: VideoSpec, unit_dir: Path) -> Any:
+def recording(venv: Any, spec: VideoSpec, unit_dir: Path, *, blank_hint: str = "") -> Any:
     """`venv` (one env, rendering rgb_array frames) wrapped in the capture; after the
-    evaluation, `finish(capture)` writes video.json or raises what went wrong."""
+    evaluation, `finish(capture)` writes video.json or raises what went wrong: among it, an
+    episode whose every frame is one colour (the env drew nothing: `blank_hint` says what to
+    do, `Backend.video_blank_hint`)."""
     import shutil
 
     from stable_baselines3.common.vec_env import VecEnvWrapper
@@ -60,9 +62,12 @@ def recording(venv: Any, spec: VideoSpec, unit_dir: Path) -> Any:
                 self._grab()
 
         def _end_episode(self) -> None:
-            if self.writer is not None:
+            writer = self.writer
+            if writer is not None:
                 self._guarded(lambda w: self.clips.append(w.close()))
                 self.writer = None
+                if self.failure is None and writer.frames and not writer.drawn:
+                    self.failure = f"every frame of {writer.file} is one colour: {blank_hint}"
             self._next_episode()  # the env has reset: this frame starts the next episode
 
         def _grab(self) -> None:

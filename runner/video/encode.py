@@ -22,6 +22,7 @@ class EpisodeWriter:
         self.folder, self.episode, self.spec = folder, episode, spec
         self.file = f"episode-{episode}.{spec.format}"
         self.frames = 0
+        self.drawn = False  # a frame of more than one colour came
         self.seconds = 0.0
         self.size: tuple[int, int] | None = None
         self.poster: Any = None
@@ -30,6 +31,7 @@ class EpisodeWriter:
     def add(self, frame: Any) -> None:
         t0 = time.perf_counter()
         frame = self._scaled(frame)
+        self.drawn = self.drawn or bool((frame != frame[0, 0]).any())
         if self.writer is None:
             self.writer = self._open()
         self.writer.append_data(frame)

@@ -53,9 +53,10 @@ class GodotEnv(RepeatsActions):
     timeout: float = Field(
         60.0, gt=0, description="Seconds to wait for a Godot process to connect or answer a step."
     )
-    # eval.video: the full engine draws under a virtual display (`Godot.video_env`); no manifest
-    # field, so resolved.yaml never records it
+    # eval.video: the full engine draws under a virtual display (`Godot.video_env`), in a window
+    # of `_window` (None: the game's own); no manifest field, so resolved.yaml never records it
     _frames: bool = PrivateAttr(False)
+    _window: tuple[int, int] | None = PrivateAttr(None)
 
 
 def bundled_games() -> list[str]:
@@ -203,37 +204,25 @@ def _kwarg(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def launch_argvs(env: GodotEnv, *, workers: int, instances: int, seed: int) -> list[list[str]]:
-    """The argv of each Godot process (the supervisor appends --port)."""
+def launch_argvs(
+    env: GodotEnv, *, workers: int, instances: int, seed: int, screens: list[Path] | None = None
+) -> list[list[str]]:
+    """The argv of each Godot process (the supervisor appends --port); `screens`: the folder of
+    each process's framebuffer file, when a game of one's own is drawn (eval.video)."""
     import numpy as np
 
     kind, path = _target(env)
-    if kind == "binary":
-        # As godot-rl launches exported games: no window, no render loop.
-        head = [str(path), "--disable-render-loop", "--headless"]
-    else:
-        binary, version = godot_binary()
-        need = 4 if kind == "project" and _project_major(path) == 4 else 3
-        if not version.startswith(f"{need}."):
-            raise BackendUnavailable(
-                f"{env.id} is a Godot {need} project but the Godot binary "
-                f"{binary} is version {version}; set {GODOT_ENV_VAR} to a "
-                f"Godot {need} binary"
-            )
-        head = [binary, "--path", str(path)]
-        if env._frames:
-            from runner.backends.godot.frames import drawing_head
-
-            head = drawing_head(path)
+    head = _head(env, kind, path)
+    heads = [_screen_head(env, kind, path, d) for d in screens] if screens else [head] * workers
     paced = env.pacing == "paced"
-    if not paced:
-        head += ["--fixed-fps", str(UNPACED_FPS)]
+    pace = [] if paced else ["--fixed-fps", str(UNPACED_FPS)]
     # Independent per-process seed streams; consecutive run seeds never share a stream.
     seeds = np.random.SeedSequence(seed).generate_state(workers)
     extra = [f"--{k}={_kwarg(v)}" for k, v in env.kwargs.items()]
     return [
         [
-            *head,
+            *heads[p],
+            *pace,
             f"--env_seed={int(seeds[p]) & 0x7FFFFFFF}",
             f"--speedup={env.speedup if paced else 1:g}",
             f"--action_repeat={env.action_repeat}",
@@ -242,6 +231,35 @@ def launch_argvs(env: GodotEnv, *, workers: int, instances: int, seed: int) -> l
         ]
         for p in range(workers)
     ]
+
+
+def _head(env: GodotEnv, kind: str, path: Path) -> list[str]:
+    """The start of a headless process's argv (of a bundled game's drawing one, eval.video)."""
+    if kind == "binary":
+        # As godot-rl launches exported games: no window, no render loop.
+        return [str(path), "--disable-render-loop", "--headless"]
+    binary, version = godot_binary()
+    need = 4 if kind == "project" and _project_major(path) == 4 else 3
+    if not version.startswith(f"{need}."):
+        raise BackendUnavailable(
+            f"{env.id} is a Godot {need} project but the Godot binary "
+            f"{binary} is version {version}; set {GODOT_ENV_VAR} to a "
+            f"Godot {need} binary"
+        )
+    if env._frames and kind == "game":
+        from runner.backends.godot.frames import drawing_head
+
+        return drawing_head(path)
+    return [binary, "--path", str(path)]
+
+
+def _screen_head(env: GodotEnv, kind: str, path: Path, fbdir: Path) -> list[str]:
+    """A drawing process of a game of one's own, in a window of eval.video's size or else the
+    project's own (an exported game's: Godot's default)."""
+    from runner.backends.godot.frames import DEFAULT_WINDOW, project_window, screen_head
+
+    window = env._window or (project_window(path) if kind == "project" else DEFAULT_WINDOW)
+    return screen_head(kind, path, window, fbdir)
 
 
 class Godot(Backend):
@@ -299,29 +317,50 @@ class Godot(Backend):
         from runner.backends.godot.frames import video_problems
 
         try:
-            kind, _ = _target(env)
+            kind, path = _target(env)
         except FieldError:
             return []  # check_env says what is wrong with env.id
-        return video_problems(kind)
+        return video_problems(kind, godot4=kind == "project" and _project_major(path) == 4)
 
-    def video_env(self, env: GodotEnv) -> GodotEnv:
-        """The same game, launched with the full engine under Xvfb, answering `frame`."""
+    def video_env(self, env: GodotEnv, *, size: tuple[int, int] | None = None) -> GodotEnv:
+        """The same game, launched with the full engine under Xvfb: a bundled game answering
+        `frame`, a game of one's own in a window of `size` (None: its own) read off the
+        screen."""
         self.require_env(env)
         first_error(self.check_video(env))
         drawn = env.model_copy()
         drawn._frames = True
+        drawn._window = size
         return drawn
 
+    def video_blank_hint(self, env: GodotEnv) -> str:
+        try:
+            kind, _ = _target(env)
+        except FieldError:
+            kind = "game"
+        if kind == "binary":
+            return (
+                f"{env.id} drew nothing under Xvfb: a game exported with a server (headless) "
+                "template draws nothing; export it with a desktop template, or give its project "
+                "folder as env.id"
+            )
+        return f"{env.id} drew nothing under Xvfb: check that its main scene shows the game"
+
     def doctor_rows(self) -> list[tuple[str, bool, str]]:
-        """Whether eval.video can draw the bundled games here (the full engine, Xvfb)."""
-        from runner.backends.godot.frames import video_problems
+        """Whether eval.video can draw Godot games here (the full engine, Xvfb)."""
+        from runner.backends.godot.frames import drawing_binary, video_problems
 
         found = video_problems("game")
         if found:
             return [("Godot eval.video", False, found[0].message)]
-        from runner.backends.godot.frames import drawing_binary
-
-        return [("Godot eval.video", True, f"{drawing_binary()} under xvfb-run")]
+        return [
+            (
+                "Godot eval.video",
+                True,
+                f"{drawing_binary()} under xvfb-run: bundled games, Godot 3 projects and "
+                "exported games (read off the Xvfb screen); not Godot 4 projects",
+            )
+        ]
 
     def versions(self) -> dict[str, dict[str, Any]]:
         try:
@@ -342,9 +381,20 @@ class Godot(Backend):
             raise UserInputError(problem)
         workers = parallel.workers
         instances = parallel.envs // workers
-        argvs = launch_argvs(env, workers=workers, instances=instances, seed=seed)
+        from runner.backends.godot.screen import Screen
         from runner.backends.godot.vec_env import GodotVecEnv
 
+        on_screen = env._frames and _target(env)[0] != "game"
+        screens = [Screen() for _ in range(workers)] if on_screen else []
+        try:
+            argvs = launch_argvs(
+                env, workers=workers, instances=instances, seed=seed,
+                screens=[s.dir for s in screens] or None,
+            )  # fmt: skip
+        except BaseException:
+            for screen in screens:
+                screen.close()
+            raise
         own = log_dir is None
         logs = Path(tempfile.mkdtemp(prefix="rlcrate-godot-")) if log_dir is None else Path(log_dir)
         return GodotVecEnv(
@@ -354,4 +404,5 @@ class Godot(Backend):
             log_dir=logs,
             own_log_dir=own,
             frames=env._frames,
+            screens=screens or None,
         )

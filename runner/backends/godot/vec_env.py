@@ -11,6 +11,7 @@ from gymnasium import spaces
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
 from runner.backends.godot.connection import GodotConnection
+from runner.backends.godot.screen import Screen
 from runner.backends.godot.supervisor import GodotProcess
 from runner.errors import RunnerError
 
@@ -33,11 +34,15 @@ class GodotVecEnv(VecEnv):
         log_dir: Path,
         own_log_dir: bool = False,
         frames: bool = False,
+        screens: list[Screen] | None = None,
     ):
         self.log_dir = log_dir
         self._own_log_dir = own_log_dir
         self.instances = instances
-        self.frames = frames  # its games draw and answer `frame` (eval.video)
+        # its games draw (eval.video): bundled ones answer `frame`, others are read off the
+        # screen of each process's Xvfb (`screens`, one a process, removed on close)
+        self.frames = frames
+        self.screens = screens
         self.conns: list[GodotConnection] = []
         self.procs: list[GodotProcess] = []
         self._closed = False
@@ -157,6 +162,8 @@ class GodotVecEnv(VecEnv):
             proc.kill(grace=grace if sent else 0.0)
         for c in self.conns:
             c.connection.close()
+        for screen in self.screens or []:
+            screen.close()
         if self._own_log_dir and not self._failed:
             shutil.rmtree(self.log_dir, ignore_errors=True)
 
@@ -177,15 +184,16 @@ class GodotVecEnv(VecEnv):
         return [returns[i] for i in self._get_indices(indices)]
 
     def get_images(self) -> list[Any]:
-        """Each process's first instance as drawn now (the bundled games' `frame`, eval.video);
-        None for the other instances, and for every env of games that do not draw."""
+        """Each process's first instance as drawn now (the bundled games' `frame`, eval.video),
+        or each process's whole screen (a game of one's own); None for the other instances, and
+        for every env of games that do not draw."""
         if not self.frames:
             return [None] * self.num_envs
         try:
-            images = []
-            for c in self.conns:
-                images += [c.frame()] + [None] * (self.instances - 1)
-            return images
+            rest = [None] * (self.instances - 1)
+            if self.screens:
+                return [x for s in self.screens for x in (s.grab(), *rest)]
+            return [x for c in self.conns for x in (c.frame(), *rest)]
         except BaseException:
             self._fail()
             raise

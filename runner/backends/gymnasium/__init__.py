@@ -210,7 +210,7 @@ class Gymnasium(Backend):
     def check_video(self, env: GymnasiumEnv) -> list[FieldProblem]:
         return _video_problems(env)
 
-    def video_env(self, env: GymnasiumEnv) -> GymnasiumEnv:
+    def video_env(self, env: GymnasiumEnv, *, size: tuple[int, int] | None = None) -> GymnasiumEnv:
         """The same env rendering rgb_array frames (DummyVecEnv's `get_images` renders them)."""
         self.require_env(env)
         first_error(self.check_video(env))

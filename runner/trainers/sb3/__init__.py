@@ -181,7 +181,8 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
     if video:  # the same episodes, their frames written as they are stepped
         from runner.video.capture import recording
 
-        venv = recording(venv, video, unit_dir)
+        blank = get_backend(cfg.env.backend).video_blank_hint(cfg.env)
+        venv = recording(venv, video, unit_dir, blank_hint=blank)
     try:
         # The global generators seeded as SB3's own load seeded them (with the model's seed)
         # before the policy was built; the env keeps its eval seed (seed None: SB3 would
@@ -228,7 +229,8 @@ def record_equivalent(
     venv = make_env(
         drawn, seed=seeds["eval_env"], parallel=one, stats=unit_dir / STATS_FILE, training=False
     )
-    venv = recording(venv, video, unit_dir)
+    blank = get_backend(drawn.env.backend).video_blank_hint(env)
+    venv = recording(venv, video, unit_dir, blank_hint=blank)
     try:
         set_random_seed(seeds["model"])
         model = load_model(cfg, unit_dir / MODEL_FILE, venv, seed=None)

@@ -45,7 +45,9 @@ def make_env(
 
 def with_video_env(cfg: Manifest) -> Manifest:
     """`cfg` with its env as the backend renders it for `eval.video` (`Backend.video_env`)."""
-    env = get_backend(cfg.env.backend).video_env(cfg.env)
+    video = cfg.eval.video
+    size = (video.size[0], video.size[1]) if video and video.size else None
+    env = get_backend(cfg.env.backend).video_env(cfg.env, size=size)
     return cfg.model_copy(update={"env": env})
 
 
