@@ -223,8 +223,9 @@ class Brax(Backend):
 
         return video_problems(env.id)
 
-    def video_env(self, env: BraxEnv) -> BraxEnv:
-        """The same env: its VecEnv draws the first env's state on `get_images`."""
+    def video_env(self, env: BraxEnv, *, size: tuple[int, int] | None = None) -> BraxEnv:
+        """The same env: its VecEnv draws the first env's state on `get_images` (at Brax's
+        own frame size; the writer scales it to `size`)."""
         first_error(self.check_video(env))
         return env
 
