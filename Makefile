@@ -131,7 +131,9 @@ gpu-env: $(GPU_STAMP)
 # which `make test` and `make test-latest` already run.
 # Brax's bench test (30 s here, mostly compiling) runs under `make test` only: its code path is the
 # same in both environments, and Brax's training and evaluation still run in this one (one native
-# unit: the same seed trained twice, bit for bit, is `make test`'s).
+# unit: the same seed trained twice, bit for bit, is `make test`'s). So does brax_ppo's evaluation
+# drawn for eval.video (its drawing is MuJoCo's, the same in both; the GPU environment records
+# SB3's Brax unit, through the adapter, in the training test).
 # The order is the workers' (each takes the next file once two or fewer of its tests are left):
 # the first Isaac Lab task compiles Warp's kernels (about two minutes here, from a fresh clone), so
 # the second worker starts with Brax and the conformance tests rather than compiling them too.
@@ -139,7 +141,8 @@ GPU_ENV_TESTS := tests/test_isaaclab.py tests/test_isaaclab_picks.py \
                  tests/test_brax.py tests/test_registry.py \
                  tests/test_isaaclab_rsl_rl.py tests/test_cli.py \
                  tests/test_gpu_env.py tests/test_trainers.py \
-                 --deselect tests/test_brax.py::test_bench_measures_brax_points_in_brax_python
+                 --deselect tests/test_brax.py::test_bench_measures_brax_points_in_brax_python \
+                 --deselect tests/test_brax.py::test_brax_ppo_evaluation_drawn_by_brax_scores_what_it_scores_headless
 test-gpu-env: venv gpu-env
 	PYTHONPATH=$(GPU_TOOLS) $(GPU_ENV)/bin/python -m pytest -q -p no:cacheprovider \
 	    -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder \
