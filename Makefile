@@ -7,10 +7,11 @@ TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 # godot3, xvfb, xauth: the full engine under a virtual display, for eval.video's Godot frames;
 # libosmesa6: MuJoCo's software OpenGL (MUJOCO_GL=osmesa), for its envs' eval.video.
+# x11-xserver-utils: xsetroot, which paints a test's Xvfb screen (tests/test_godot_screen.py).
 # chromium: the docs tests load the built site in it (headless) and take screenshots.
 # docker.io, docker-registry: the image tests start a Docker Engine and a registry of their own.
-APT_PACKAGES := godot3-server godot3 xvfb xauth libosmesa6 buildah podman debootstrap uidmap tini slurm-wlm munge chromium \
-                docker.io docker-registry
+APT_PACKAGES := godot3-server godot3 xvfb xauth libosmesa6 x11-xserver-utils buildah podman debootstrap uidmap tini \
+                slurm-wlm munge chromium docker.io docker-registry
 
 .PHONY: venv system-deps quickstart test test-images test-fast test-latest test-gpu-env lint type \
         all clean \
