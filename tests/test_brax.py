@@ -100,6 +100,43 @@ def test_brax_ppo_only_on_brax(write_manifest):
     assert "the brax_ppo trainer steps brax-env envs, which the gymnasium backend" in out.stderr
 
 
+@pytest.mark.skipif(brax.interpreter() is not None, reason="Brax is in another Python here")
+def test_the_adapters_state_round_trips_as_data_and_steps_on_the_same():
+    """The env part of an exact resume for SB3 on Brax: each env's slice of the Brax state and
+    the key stream the adapter resets envs from, as JSON data; put into a fresh adapter, it steps
+    on exactly as the original does, past episode ends (where resets draw keys). A state that
+    does not fit is refused, not put half. (SB3's whole kill-and-resume on Brax, through
+    `check-determinism --resume`, costs minutes of compiling here: see the run-directory guide.)"""
+    import numpy as np
+
+    from runner.backends.replay import REPLAY, REPLAY_STATE
+    from runner.manifest.schema import ParallelSpec
+
+    env, three = brax.Options.model_validate(FAST), ParallelSpec(envs=3)
+    a = brax.make_vec_env(env, three, seed=7, log_dir=None)
+    rng = np.random.default_rng(0)
+
+    def act() -> np.ndarray:
+        return rng.uniform(-1, 1, (3, *a.action_space.shape)).astype(np.float32)
+
+    a.reset()
+    for _ in range(30):
+        a.step(act())
+    # what a checkpoint keeps: start and obs as JSON, the (empty) actions as an array
+    saved = [{**s, **json.loads(json.dumps({k: s[k] for k in ("start", "obs")}))}
+             for s in a.env_method(REPLAY_STATE)]  # fmt: skip
+    assert all(len(s["actions"]) == 0 for s in saved)
+    b = brax.make_vec_env(env, three, seed=0, log_dir=None)  # another seed: all comes from saved
+    assert all(b.env_method(REPLAY, s, indices=[i])[0] for i, s in enumerate(saved))
+    for _ in range(40):  # 30 + 40 > episode_length 50: every env resets on the way
+        action = act()
+        for x, y in zip(a.step(action)[:3], b.step(action)[:3], strict=True):
+            assert np.array_equal(x, y)
+    bad = {**saved[0], "start": json.loads(json.dumps(saved[0]["start"]))}
+    bad["start"]["leaves"][0] = [1.0, 2.0]  # another shape
+    assert b.env_method(REPLAY, bad, indices=[0]) == [False]
+
+
 @pytest.mark.slow
 def test_brax_ppo_twice_and_sb3_adapter_in_one_run(write_manifest, tmp_path):
     """Brax's own PPO as two variants of the same seed (same result, bit for bit) and SB3's PPO
@@ -223,7 +260,9 @@ from runner.record.seeding import derive
 from runner.trainers import brax_ppo
 cfg, unit, seeds = Manifest.model_validate(json.loads(sys.argv[1])), Path(sys.argv[2]), derive(0)
 config = brax_ppo._config(cfg, brax_ppo.jax_env(cfg).env, seeds)
-brax_ppo.save_params(unit / "model.zip", brax_ppo._template(config), config)
+import jax
+initial = jax.jit(lambda: brax_ppo._template(config))()  # one program, not each op on its own
+brax_ppo.save_params(unit / "model.zip", initial, config)
 headless = cfg.model_copy(update={"eval": cfg.eval.model_copy(update={"video": None})})
 brax_ppo.evaluate(headless, unit, seeds)
 (unit / "headless.json").write_bytes((unit / "eval.json").read_bytes())

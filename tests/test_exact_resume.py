@@ -2,11 +2,11 @@
 unit run without a stop: final parameters, TensorBoard scalars per step, eval.json.
 
 One run holds the units compared (PPO, PPO with `normalize`, SAC on Pendulum, each on a
-DummyVecEnv of 2 envs; PPO on the BallChase surrogate's vectorised env; PPO on Brax's `fast`
-through the adapter, where Brax is installed), so the three runs below cost three runner
-processes, not fifteen; the uninterrupted one runs beside the killed one. Each unit kills itself
-(`RLCRATE_KILL_AT_STEP`, a fraction of its budget drawn from a fixed seed: 0.657, steps 672, 672,
-262, 672 and 672) after a checkpoint and mid-rollout, with no chance to save anything.
+DummyVecEnv of 2 envs; PPO on the BallChase surrogate's vectorised env), so the three runs below
+cost three runner processes, not twelve; the uninterrupted one runs beside the killed one. Each
+unit kills itself (`RLCRATE_KILL_AT_STEP`, a fraction of its budget drawn from a fixed seed:
+0.657, steps 672, 672, 262 and 672) after a checkpoint and mid-rollout, with no chance to save
+anything. Brax's adapter state: tests/test_brax.py.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from runner.backends import get_backend
 from runner.record.datafiles import torch_load
 from runner.trainers.sb3.exact import KILL_ENV
 from tests.helpers import checkout_env, rlcrate, run_dir_of, start_run, tiny_manifest
@@ -37,10 +36,6 @@ SAC = {
 
 
 PPO = {"algo.name": "PPO", "algo.params": {"n_steps": 64, "batch_size": 64, "n_epochs": 2}}
-BRAX = {
-    **PPO,
-    "env": {"backend": "brax", "id": "fast", "kwargs": {"episode_length": 50}},
-}
 
 
 def _manifest() -> dict:
@@ -63,8 +58,6 @@ def _manifest() -> dict:
             },
             SAC,
             {**PPO, "env.id": "rlcrate/BallChaseSim-v0"},  # its state: arrays, not a replay
-            # Brax through SB3's adapter: the Brax state's arrays and key stream
-            *([BRAX] if get_backend("brax").available() is None else []),
         ],
     )
 
@@ -107,6 +100,7 @@ def scalars(unit: Path) -> dict[tuple[str, int], float]:
     return out
 
 
+@pytest.mark.slow  # three runner processes train four units each
 @pytest.mark.gymnasium
 def test_killed_units_resume_bit_identical(write_manifest, tmp_path):
     draw = random.Random(35)
@@ -194,6 +188,7 @@ def test_sigterm_stops_at_the_next_rollout_boundary_and_resumes_exactly(tmp_path
     assert scalars(a) == scalars(b)
 
 
+@pytest.mark.slow  # three training processes
 @pytest.mark.gymnasium
 def test_check_determinism_resume_says_exact_and_is_remembered(
     write_manifest, tmp_path, monkeypatch

@@ -53,7 +53,9 @@ class BraxVecEnv(VecEnv):  # type: ignore[misc]
         self._key = jax.random.PRNGKey(seed)
         self._state: Any = None
         self._actions: np.ndarray | None = None
-        obs = gym.spaces.Box(-np.inf, np.inf, (env.observation_size,), np.float32)
+        from runner.backends.brax import observation_size
+
+        obs = gym.spaces.Box(-np.inf, np.inf, (observation_size(env),), np.float32)
         act = gym.spaces.Box(-1.0, 1.0, (env.action_size,), np.float32)
         super().__init__(n_envs, obs, act)
 

@@ -171,13 +171,14 @@ def load_params(path: Path, config: dict[str, Any]) -> Any:
             saved = {name: arrays[name] for name in arrays.files}
     except (OSError, KeyError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         raise RunFileError(f"{path}: its parameters are not readable as arrays ({exc})") from None
-    leaves, tree = jax.tree_util.tree_flatten_with_path(_template(config))
+    # the tree's shapes only (jax.eval_shape): building it would run each initializer
+    leaves, tree = jax.tree_util.tree_flatten_with_path(jax.eval_shape(lambda: _template(config)))
     out = []
     for keys, like in leaves:
         name = jax.tree_util.keystr(keys)
         arr = saved.pop(name, None)
-        if arr is None or arr.shape != np.shape(like) or arr.dtype.kind not in "biuf":
-            raise RunFileError(f"{path}: its parameter {name} is missing or not {np.shape(like)}")
+        if arr is None or arr.shape != tuple(like.shape) or arr.dtype.kind not in "biuf":
+            raise RunFileError(f"{path}: its parameter {name} is missing or not {like.shape}")
         out.append(arr)
     if saved:
         raise RunFileError(f"{path}: it holds parameters this network has not: {sorted(saved)[:3]}")
@@ -270,10 +271,12 @@ def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any
 def _config(cfg: Manifest, env: Any, seeds: dict[str, int]) -> dict[str, Any]:
     """What builds the policy's networks, from the manifest and its env (saved beside the
     parameters for people to read; loading builds it again, never reads it)."""
+    from runner.backends.brax import observation_size
+
     params = dict(cfg.algo.params)
     network = dict(params.pop("network", {}) or {})
     return {
-        "env": cfg.env.id, "observation_size": env.observation_size,
+        "env": cfg.env.id, "observation_size": observation_size(env),
         "action_size": env.action_size, "network": network,
         "normalize_observations": bool(params.get("normalize_observations", False)),
     }  # fmt: skip
@@ -291,7 +294,7 @@ def _tuples(network: dict[str, Any]) -> dict[str, Any]:
     return {k: tuple(v) if isinstance(v, list) else v for k, v in network.items()}
 
 
-def _episodes(cfg: Manifest, policy: Any, seed: int) -> tuple[Any, Any, Any]:
+def _episodes(cfg: Manifest, task: JaxEnv, policy: Any, seed: int) -> tuple[Any, Any, Any]:
     """Returns and lengths of `eval.episodes` independent episodes, each on one env with its own
     key from `seed` (run side by side with vmap; each is the same as run alone), and the joint
     positions and velocities (q, qd) of the state each agent step acted on, per episode and step
@@ -303,7 +306,6 @@ def _episodes(cfg: Manifest, policy: Any, seed: int) -> tuple[Any, Any, Any]:
     import numpy as np
     from brax.envs.wrappers.training import EpisodeWrapper
 
-    task = jax_env(cfg)
     env = EpisodeWrapper(task.env, task.episode_length, task.action_repeat)
     steps = -(-task.episode_length // task.action_repeat)
     drawable = hasattr(task.env, "sys")
@@ -342,18 +344,19 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
     model_path = unit_dir / MODEL_FILE
     if not model_path.exists():
         raise FileNotFoundError(f"{model_path} is missing; run the train job first")
-    config = _config(cfg, jax_env(cfg).env, seeds)
+    task = jax_env(cfg)  # made once: each making runs the physics system's setup again
+    config = _config(cfg, task.env, seeds)
     params = load_params(model_path, config)
     make_policy = ppo_networks.make_inference_fn(_networks(config))
     policy = make_policy(params, deterministic=cfg.eval.deterministic)
-    returns, lengths, poses = _episodes(cfg, policy, seeds["eval_env"])
+    returns, lengths, poses = _episodes(cfg, task, policy, seeds["eval_env"])
     fields = write_eval(unit_dir, cfg, seeds["eval_env"], returns, lengths)
     if cfg.eval.video is not None:  # after eval.json: a video that fails keeps the eval
-        _record_video(cfg, unit_dir, lengths, poses)
+        _record_video(cfg, task, unit_dir, lengths, poses)
     return fields
 
 
-def _record_video(cfg: Manifest, unit_dir: Path, lengths: Any, poses: Any) -> None:
+def _record_video(cfg: Manifest, task: JaxEnv, unit_dir: Path, lengths: Any, poses: Any) -> None:
     """The first `eval.video.episodes` evaluation episodes, drawn from the states they kept: one
     frame per agent step, the state that step acted on (as every other backend's recordings)."""
     from runner.backends.brax.frames import DEFAULT_SIZE, Painter
@@ -367,7 +370,7 @@ def _record_video(cfg: Manifest, unit_dir: Path, lengths: Any, poses: Any) -> No
         msg = f"eval.video: {cfg.env.id} has no physics system to draw; eval.json is kept"
         raise VideoFailed(msg)
     w, h = spec.size or DEFAULT_SIZE
-    painter = Painter(jax_env(cfg).env.sys, (w, h))
+    painter = Painter(task.env.sys, (w, h))
     q, qd = poses
     try:
         record_episodes(
