@@ -37,9 +37,14 @@ def _sha(path: Path) -> str:
 
 @pytest.mark.slow  # trains CartPole twice (interrupted, resumed) and runs an MLflow server
 @pytest.mark.gymnasium
-def test_mlflow_params_metrics_artifact_and_resumed_unit(write_manifest, tmp_path, mlflow_uri):
+def test_mlflow_params_metrics_artifact_and_resumed_unit(
+    write_manifest, tmp_path, mlflow_uri, monkeypatch
+):
     # toy_climb (no torch): what is tested is the upload; SB3's own TensorBoard files reach
     # MLflow in the next test, and W&B's after it. 1 ms per vector step: about 5 s of training.
+    # Each call may take a minute: CI once saw the test's own server need more than the default
+    # 15 s to open a run on a loaded machine (the bounds are test_track_bounds's to test)
+    monkeypatch.setenv("RLCRATE_TRACK_CALL_TIMEOUT_S", "60")
     m = toy_manifest(
         name="tiny",
         train__timesteps=8_000,
