@@ -54,12 +54,20 @@ quickstart: venv
 # Everything but the image tests, which have a target of their own (below).
 TEST_WORKERS ?= 2
 XDIST := -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
-# Brax's training test runs once, in the GPU environment's stage (test-gpu-env, on the CPU: the
-# CUDA lock's JAX); here Brax's checks and its bench train it with the CPU lock's JAX.
-ONCE_IN_GPU_ENV := --deselect tests/test_brax.py::test_brax_ppo_twice_and_sb3_adapter_in_one_run
+# The whole suite with three workers: from a fresh clone on the 2-core VM, 1227 s against 1279 s
+# with two (the waits of one test overlap the work of two others); the image, GPU-environment and
+# fast stages keep two.
+SUITE_WORKERS ?= 3
+# Brax's tests that train or compile its programs run once, in the GPU environment's stage
+# (test-gpu-env, on the CPU: the same Brax and JAX versions, with JAX's CUDA plugin); here Brax's
+# checks and the adapter's state run with the CPU lock's.
+ONCE_IN_GPU_ENV := --deselect tests/test_brax.py::test_brax_ppo_twice_and_sb3_adapter_in_one_run \
+    --deselect tests/test_brax.py::test_bench_measures_brax_points_in_brax_python \
+    --deselect tests/test_brax.py::test_brax_ppo_evaluation_drawn_by_brax_scores_what_it_scores_headless
 test: export RLCRATE_ENGINE ?= buildah
 test: venv system-deps
-	$(BIN)/pytest -q $(XDIST) -m "not image" --durations=20 $(ONCE_IN_GPU_ENV)
+	$(BIN)/pytest -q -n $(SUITE_WORKERS) --dist loadscope --no-loadscope-reorder -m "not image" \
+	    --durations=20 $(ONCE_IN_GPU_ENV)
 
 # The image tests (marker `image`): the CPU image built with buildah from a debootstrapped base
 # (twice: the second build, without cache, must give the same digest) and with docker (BuildKit)
@@ -130,20 +138,15 @@ gpu-env: $(GPU_STAMP)
 # own checks, and a smoke subset of the fast suite in its Python and package set (every backend's
 # conformance tests, the trainers, the CLI). The rest of the fast suite tests rlcrate's own code,
 # which `make test` and `make test-latest` already run.
-# Brax's bench test (30 s here, mostly compiling) runs under `make test` only: its code path is the
-# same in both environments, and Brax's training and evaluation still run in this one (one native
-# unit: the same seed trained twice, bit for bit, is `make test`'s). So does brax_ppo's evaluation
-# drawn for eval.video (its drawing is MuJoCo's, the same in both; the GPU environment records
-# SB3's Brax unit, through the adapter, in the training test).
+# Brax's tests that compile (training, bench, brax_ppo's evaluation drawn for eval.video) run
+# here only (see ONCE_IN_GPU_ENV).
 # The order is the workers' (each takes the next file once two or fewer of its tests are left):
 # the first Isaac Lab task compiles Warp's kernels (about two minutes here, from a fresh clone), so
 # the second worker starts with Brax and the conformance tests rather than compiling them too.
 GPU_ENV_TESTS := tests/test_isaaclab.py tests/test_isaaclab_picks.py \
                  tests/test_brax.py tests/test_registry.py \
                  tests/test_isaaclab_rsl_rl.py tests/test_cli.py \
-                 tests/test_gpu_env.py tests/test_trainers.py \
-                 --deselect tests/test_brax.py::test_bench_measures_brax_points_in_brax_python \
-                 --deselect tests/test_brax.py::test_brax_ppo_evaluation_drawn_by_brax_scores_what_it_scores_headless
+                 tests/test_gpu_env.py tests/test_trainers.py
 test-gpu-env: venv gpu-env
 	PYTHONPATH=$(GPU_TOOLS) $(GPU_ENV)/bin/python -m pytest -q -p no:cacheprovider \
 	    -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder \

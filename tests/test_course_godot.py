@@ -79,16 +79,17 @@ def test_profile_splits_the_socket_wait_with_the_engine_tick(tmp_path: Path):
     assert proc.stdout.count("the bottleneck is") == 2
 
 
-def test_ppo_vs_sac_on_continuous_ballchase_runs_paired(tmp_path: Path):
+def test_ppo_and_sac_train_on_continuous_ballchase_from_one_seed(tmp_path: Path):
     path = shrunk(
         "ballchase-ppo-vs-sac.yaml",
         tmp_path,
         **{
             # one PPO rollout (64 x 8 envs) and 256 SAC updates after its random start: both
-            # algorithms train on the continuous game; the two seeds make the pairs
+            # algorithms train on the continuous game from the same seed (one seed: the manifest's
+            # pairing over seeds is the report's, tested in test_report and test_stats)
             "train.timesteps": 512,
             "eval.episodes": 2,
-            "seeds": [0, 1],
+            "seeds": [0],
             "env.kwargs": {"action_space": "continuous", "episode_steps": 100},
         },
     )
@@ -104,7 +105,7 @@ def test_ppo_vs_sac_on_continuous_ballchase_runs_paired(tmp_path: Path):
     assert "SAC" in json.dumps(summary) and "PPO" in json.dumps(summary)
 
 
-def test_batch_scaling_runs_its_first_variants(tmp_path: Path):
+def test_batch_scaling_runs_its_baseline(tmp_path: Path):
     path = shrunk(
         "ballchase-batch-scaling.yaml",
         tmp_path,
@@ -116,14 +117,14 @@ def test_batch_scaling_runs_its_first_variants(tmp_path: Path):
         },
     )
     data = yaml.safe_load(path.read_text())
-    # the baseline and the envs-doubled control: one Godot process of 8 and one of 16 instances
-    # (every variant is the same game and loop at another size; two Godot launches a variant)
-    data["matrix"] = data["matrix"][:2]
+    # the baseline: one Godot process of 8 instances (every variant is the same game and loop at
+    # another size; two Godot launches a variant)
+    data["matrix"] = data["matrix"][:1]
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     proc = rlcrate("run", str(path), "--out", str(tmp_path / "runs"), timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     units = run_dir_of(tmp_path / "runs", "ballchase-batch-scaling") / "units"
-    assert len([p for p in units.iterdir() if p.is_dir()]) == 2
+    assert len([p for p in units.iterdir() if p.is_dir()]) == 1
 
 
 def test_scaling_curve_over_instances_benches(tmp_path: Path):
