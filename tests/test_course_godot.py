@@ -105,28 +105,6 @@ def test_ppo_and_sac_train_on_continuous_ballchase_from_one_seed(tmp_path: Path)
     assert "SAC" in json.dumps(summary) and "PPO" in json.dumps(summary)
 
 
-def test_batch_scaling_runs_its_baseline(tmp_path: Path):
-    path = shrunk(
-        "ballchase-batch-scaling.yaml",
-        tmp_path,
-        **{
-            "train.timesteps": 1024,
-            "eval.episodes": 1,
-            "seeds": [0],
-            "env.kwargs": {"episode_steps": 100},
-        },
-    )
-    data = yaml.safe_load(path.read_text())
-    # the baseline: one Godot process of 8 instances (every variant is the same game and loop at
-    # another size; two Godot launches a variant)
-    data["matrix"] = data["matrix"][:1]
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    proc = rlcrate("run", str(path), "--out", str(tmp_path / "runs"), timeout=900)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    units = run_dir_of(tmp_path / "runs", "ballchase-batch-scaling") / "units"
-    assert len([p for p in units.iterdir() if p.is_dir()]) == 1
-
-
 def test_scaling_curve_over_instances_benches(tmp_path: Path):
     path = shrunk(
         "ballchase-scaling.yaml",
