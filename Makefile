@@ -140,13 +140,14 @@ gpu-env: $(GPU_STAMP)
 # which `make test` and `make test-latest` already run.
 # Brax's tests that compile (training, bench, brax_ppo's evaluation drawn for eval.video) run
 # here only (see ONCE_IN_GPU_ENV).
-# The order is the workers' (each takes the next file once two or fewer of its tests are left):
-# the first Isaac Lab task compiles Warp's kernels (about two minutes here, from a fresh clone), so
-# the second worker starts with Brax and the conformance tests rather than compiling them too.
-GPU_ENV_TESTS := tests/test_isaaclab.py tests/test_isaaclab_picks.py \
-                 tests/test_brax.py tests/test_registry.py \
-                 tests/test_isaaclab_rsl_rl.py tests/test_cli.py \
-                 tests/test_gpu_env.py tests/test_trainers.py
+# The order is the workers' (each takes the next file once two or fewer of its tests are left;
+# tests/conftest.py puts Brax's first): the first Isaac Lab task compiles Warp's kernels (about two
+# minutes here, from a fresh clone), so one worker runs both Isaac Lab modules in turn (380 s of
+# tests) while the other runs Brax's and the conformance tests (260 s), rather than the Isaac
+# modules waiting on each other across workers (the stage took 426 s in that order).
+GPU_ENV_TESTS := tests/test_isaaclab.py tests/test_isaaclab_rsl_rl.py \
+                 tests/test_isaaclab_picks.py tests/test_brax.py tests/test_registry.py \
+                 tests/test_cli.py tests/test_gpu_env.py tests/test_trainers.py
 test-gpu-env: venv gpu-env
 	PYTHONPATH=$(GPU_TOOLS) $(GPU_ENV)/bin/python -m pytest -q -p no:cacheprovider \
 	    -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder \
