@@ -141,11 +141,13 @@ gpu-env: $(GPU_STAMP)
 # Brax's tests that compile (training, bench, brax_ppo's evaluation drawn for eval.video) run
 # here only (see ONCE_IN_GPU_ENV).
 # The order is the workers' (each takes the next file once two or fewer of its tests are left;
-# tests/conftest.py puts Brax's first): the first Isaac Lab task compiles Warp's kernels (about two
-# minutes here, from a fresh clone), so one worker runs both Isaac Lab modules in turn (380 s of
-# tests) while the other runs Brax's and the conformance tests (260 s), rather than the Isaac
-# modules waiting on each other across workers (the stage took 426 s in that order).
-GPU_ENV_TESTS := tests/test_isaaclab.py tests/test_isaaclab_rsl_rl.py \
+# tests/conftest.py puts Brax's first): one worker starts with Brax's tests (about 195 s), the
+# other with RSL-RL's (about 255 s), whose first Isaac Lab task compiles Warp's kernels (about two
+# minutes from a fresh clone, cached in .cache/warp); the first free worker then takes the other
+# Isaac Lab module (about 125 s), with the kernels compiled, and the conformance tests fill the
+# rest: about 325 s a worker. (Both Isaac Lab modules behind the conformance tests on one worker
+# made the stage 426 s.)
+GPU_ENV_TESTS := tests/test_isaaclab_rsl_rl.py tests/test_isaaclab.py \
                  tests/test_isaaclab_picks.py tests/test_brax.py tests/test_registry.py \
                  tests/test_cli.py tests/test_gpu_env.py tests/test_trainers.py
 test-gpu-env: venv gpu-env
