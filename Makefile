@@ -85,7 +85,8 @@ test-fast: venv
 
 # The fast tests again, in a second venv with the newest versions pyproject.toml's ranges allow
 # (no constraints; torch stays at the CPU pin, as the newest default build is the multi-GB CUDA
-# one), so an upstream release that breaks rlcrate fails CI rather than a user's install.
+# one), so an upstream release that breaks rlcrate fails CI rather than a user's install. Three
+# workers, as in `make test`: most of these tests start a console script and wait on it.
 LATEST ?= .venv-latest
 test-latest:
 	test -x $(LATEST)/bin/python || $(PY) -m venv $(LATEST)
@@ -94,7 +95,8 @@ test-latest:
 	    -e '.[all,dev,docs]'
 	$(LATEST)/bin/pip install -q $(NO_COMPILE) --upgrade --no-deps rl-zoo3  # its hyperparams/*.yml, as in venv
 	$(LATEST)/bin/pip list --format=freeze > $(LATEST)/versions.txt
-	$(LATEST)/bin/pytest $(FAST)
+	$(LATEST)/bin/pytest -q -p no:cacheprovider -n $(SUITE_WORKERS) --dist loadscope \
+	    --no-loadscope-reorder -m "not slow"
 
 # The GPU environment: Python 3.12 with exactly images/cuda/requirements.lock (hashes checked),
 # the lock Dockerfile.cuda installs: Isaac Lab 3.0 and RSL-RL, torch 2.11 (its CUDA build, which
