@@ -135,6 +135,9 @@ def test_the_adapters_state_round_trips_as_data_and_steps_on_the_same():
     bad = {**saved[0], "start": json.loads(json.dumps(saved[0]["start"]))}
     bad["start"]["leaves"][0] = [1.0, 2.0]  # another shape
     assert b.env_method(REPLAY, bad, indices=[0]) == [False]
+    action = act()  # the refused state changed nothing
+    for x, y in zip(a.step(action)[:3], b.step(action)[:3], strict=True):
+        assert np.array_equal(x, y)
 
 
 @pytest.mark.slow

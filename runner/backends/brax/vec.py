@@ -52,6 +52,11 @@ class BraxVecEnv(VecEnv):  # type: ignore[misc]
         self._painter: Any = None  # eval.video's (backends.brax.frames), made on first use
         self._key = jax.random.PRNGKey(seed)
         self._state: Any = None
+        # the state's arrays on the host, the state they were copied from, and whether they
+        # are that state's own (see _host)
+        self._host_arrays: list[np.ndarray] = []
+        self._host_of: Any = None
+        self._host_writable = False
         self._actions: np.ndarray | None = None
         from runner.backends.brax import observation_size
 
@@ -126,36 +131,45 @@ class BraxVecEnv(VecEnv):  # type: ignore[misc]
             return [self._put_env_state(i, args[0]) for i in self._indices(indices)]
         raise AttributeError("Brax envs do not support env_method")
 
+    def _host(self, writable: bool = False) -> list[np.ndarray]:
+        """Every array of the Brax state on the host, copied once for the state object they
+        come from: an exact resume asks for, then puts back, one env at a time, and a copy of
+        the whole state per env would be quadratic in the number of envs (thousands on a GPU).
+        `writable`: the state itself becomes these copies, so that the envs put back one after
+        the other all land in them."""
+        import jax
+
+        if self._host_of is not self._state or (writable and not self._host_writable):
+            leaves, tree = jax.tree.flatten(self._state)
+            copies = [np.array(leaf) if writable else np.asarray(leaf) for leaf in leaves]
+            if writable:
+                self._state = jax.tree.unflatten(tree, copies)
+            self._host_arrays, self._host_of, self._host_writable = copies, self._state, writable
+        return self._host_arrays
+
     def _env_state(self, i: int) -> dict[str, Any]:
         """Env i's slice of every array of the Brax state (JSON numbers: float32 and integer
         values are exact there), and the key stream's position; nothing to replay."""
-        import jax
-
-        leaves = [np.asarray(leaf)[i].tolist() for leaf in jax.tree.leaves(self._state)]
+        leaves = [leaf[i].tolist() for leaf in self._host()]
         start = {"leaves": leaves, "key": np.asarray(self._key).tolist()}
         return {"start": start, "obs": digest(np.asarray(self._state.obs[i])), "actions": _NONE}
 
     def _put_env_state(self, i: int, state: dict[str, Any]) -> bool:
         """Env i's arrays set from `state` (the others' kept), in a state of the same shapes:
-        a fresh reset's when there is none yet. False when they do not fit, or do not give the
-        saved observation."""
+        a fresh reset's when there is none yet. False, and nothing changed, when they do not
+        fit; False when they do not give the saved observation."""
         import jax
 
         if self._state is None:
             self._state = self._reset(self._next_key())
-        leaves, tree = jax.tree.flatten(self._state)
-        saved = state["start"]["leaves"]
-        if len(saved) != len(leaves):
+        arrays, saved = self._host(writable=True), state["start"]["leaves"]
+        if len(saved) != len(arrays):
             return False
-        out = []
-        for leaf, value in zip(leaves, saved, strict=True):
-            arr = np.array(leaf)  # a writable copy
-            row = np.asarray(value, dtype=arr.dtype)
-            if row.shape != arr.shape[1:]:
-                return False
+        rows = [np.asarray(v, dtype=arr.dtype) for arr, v in zip(arrays, saved, strict=True)]
+        if any(row.shape != arr.shape[1:] for arr, row in zip(arrays, rows, strict=True)):
+            return False
+        for arr, row in zip(arrays, rows, strict=True):
             arr[i] = row
-            out.append(arr)
-        self._state = jax.tree.unflatten(tree, out)
         self._key = jax.numpy.asarray(state["start"]["key"], dtype=jax.numpy.uint32)
         return digest(np.asarray(self._state.obs[i])) == state["obs"]
 
