@@ -66,8 +66,8 @@ def recording(venv: Any, spec: VideoSpec, unit_dir: Path, *, blank_hint: str = "
             if writer is not None:
                 self._guarded(lambda w: self.clips.append(w.close()))
                 self.writer = None
-                if self.failure is None and writer.frames and not writer.drawn:
-                    self.failure = f"every frame of {writer.file} is one colour: {blank_hint}"
+                if self.failure is None and writer.blank:
+                    self.failure = f"{writer.blank}: {blank_hint}"
             self._next_episode()  # the env has reset: this frame starts the next episode
 
         def _grab(self) -> None:

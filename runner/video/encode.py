@@ -40,6 +40,12 @@ class EpisodeWriter:
         self.frames += 1
         self.seconds += time.perf_counter() - t0
 
+    @property
+    def blank(self) -> str:
+        """Why the clip is of no use when frames came and all were one colour (the env drew
+        nothing), else ""."""
+        return f"every frame of {self.file} is one colour" if self.frames and not self.drawn else ""
+
     def _scaled(self, frame: Any) -> Any:
         import numpy as np
 

@@ -38,10 +38,9 @@ def record_episodes(
                 f"eval.video: cannot write {folder / writer.file}: {type(exc).__name__}: {exc}; "
                 "eval.json is kept"
             ) from exc
-        if writer.frames and not writer.drawn:
+        if writer.blank:
             raise VideoFailed(
-                f"eval.video: every frame of {writer.file} is one colour (the renderer drew "
-                "nothing); eval.json is kept"
+                f"eval.video: {writer.blank} (the renderer drew nothing); eval.json is kept"
             )
     record = VideoRecord(format=spec.format, fps=spec.fps, clips=clips, equivalent=None)
     write_video_record(unit_dir, record)
