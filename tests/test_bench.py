@@ -52,10 +52,12 @@ def test_tiny_sweep_writes_bench_json_and_plot(tmp_path: Path):
             s = p[key]["steps_per_s"]
             assert 0 < s["min"] <= s["median"] <= s["max"] and len(s["runs"]) == 2
         assert 0 < p["train"]["env_fraction"] < 1
-        # the policy's forward pass costs CartPole steps, the update costs more: compared on
-        # each rate's best repeat, the one a busy machine disturbed least (256-step repeats)
+        # the policy's forward pass costs CartPole steps several times over: compared on each
+        # rate's best repeat, the one a busy machine disturbed least (256-step repeats). Inference
+        # against training is no test's to order: their gap here is inside a loaded machine's
+        # noise (CI once measured inference at 779 steps/s, training at 1077)
         best = {k: p[k]["steps_per_s"]["max"] for k in rates}
-        assert best["env_only"] > best["inference"] > best["train"], best
+        assert best["env_only"] > max(best["inference"], best["train"]), best
         # a fresh Python (torch's import, the env) to its first step: seconds, not minutes
         assert 0.2 < p["cold_start"]["seconds"] < 120, p["cold_start"]
         assert set(p["efficiency"]) == rates
