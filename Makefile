@@ -54,10 +54,11 @@ quickstart: venv
 # Everything but the image tests, which have a target of their own (below).
 TEST_WORKERS ?= 2
 XDIST := -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
-# The whole suite with three workers: from a fresh clone on the 2-core VM, 1227 s against 1279 s
-# with two (the waits of one test overlap the work of two others); the image, GPU-environment and
-# fast stages keep two.
-SUITE_WORKERS ?= 3
+# The whole suite with four workers: CPU use under three was 153% of the 2-core VM's 200% (the
+# suite waits on Slurm, Ray, Godot, MLflow and subprocesses), and the waits of one test overlap
+# the work of others; `make test-latest` uses the same. The image and GPU-environment stages keep
+# two (their builds and compiles fill both cores).
+SUITE_WORKERS ?= 4
 # Brax's tests that train or compile its programs run once, in the GPU environment's stage
 # (test-gpu-env, on the CPU: the same Brax and JAX versions, with JAX's CUDA plugin); here Brax's
 # checks and the adapter's state run with the CPU lock's.
@@ -85,8 +86,8 @@ test-fast: venv
 
 # The fast tests again, in a second venv with the newest versions pyproject.toml's ranges allow
 # (no constraints; torch stays at the CPU pin, as the newest default build is the multi-GB CUDA
-# one), so an upstream release that breaks rlcrate fails CI rather than a user's install. Three
-# workers, as in `make test`: most of these tests start a console script and wait on it.
+# one), so an upstream release that breaks rlcrate fails CI rather than a user's install. As many
+# workers as `make test`: most of these tests start a console script and wait on it.
 LATEST ?= .venv-latest
 test-latest:
 	test -x $(LATEST)/bin/python || $(PY) -m venv $(LATEST)
