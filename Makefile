@@ -54,11 +54,12 @@ quickstart: venv
 # Everything but the image tests, which have a target of their own (below).
 TEST_WORKERS ?= 2
 XDIST := -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
-# The whole suite with four workers: CPU use under three was 153% of the 2-core VM's 200% (the
-# suite waits on Slurm, Ray, Godot, MLflow and subprocesses), and the waits of one test overlap
-# the work of others; `make test-latest` uses the same. The image and GPU-environment stages keep
-# two (their builds and compiles fill both cores).
-SUITE_WORKERS ?= 4
+# The whole suite with three workers (the waits of one test overlap the work of two others);
+# `make test-latest` uses the same. From fresh clones on the 2-core VM: two workers 1279 s, three
+# 1071 s (153% of the two cores busy), four 1357 s (every test slower, and more CPU spent: 2099 s
+# against 1648 s). The image and GPU-environment stages keep two (their builds and compiles fill
+# both cores).
+SUITE_WORKERS ?= 3
 # Brax's tests that train or compile its programs run once, in the GPU environment's stage
 # (test-gpu-env, on the CPU: the same Brax and JAX versions, with JAX's CUDA plugin); here Brax's
 # checks and the adapter's state run with the CPU lock's.
