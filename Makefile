@@ -60,6 +60,7 @@ XDIST := -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 # against 1648 s). The image and GPU-environment stages keep two (their builds and compiles fill
 # both cores).
 SUITE_WORKERS ?= 3
+SUITE_XDIST := -n $(SUITE_WORKERS) --dist loadscope --no-loadscope-reorder
 # Brax's tests that train or compile its programs run once, in the GPU environment's stage
 # (test-gpu-env, on the CPU: the same Brax and JAX versions, with JAX's CUDA plugin); here Brax's
 # checks and the adapter's state run with the CPU lock's.
@@ -68,7 +69,7 @@ ONCE_IN_GPU_ENV := --deselect tests/test_brax.py::test_brax_ppo_twice_and_sb3_ad
     --deselect tests/test_brax.py::test_brax_ppo_evaluation_drawn_by_brax_scores_what_it_scores_headless
 test: export RLCRATE_ENGINE ?= buildah
 test: venv system-deps
-	$(BIN)/pytest -q -n $(SUITE_WORKERS) --dist loadscope --no-loadscope-reorder -m "not image" \
+	$(BIN)/pytest -q $(SUITE_XDIST) -m "not image" \
 	    --durations=20 $(ONCE_IN_GPU_ENV)
 
 # The image tests (marker `image`): the CPU image built with buildah from a debootstrapped base
@@ -81,7 +82,8 @@ test-images: venv system-deps
 
 # The edit-test loop: every test but the `slow` ones (real trainings of more than a few seconds,
 # clusters, image builds, Godot), on the same two workers and groups as `make test`.
-FAST := -q -p no:cacheprovider $(XDIST) -m "not slow"
+FAST_ONLY := -q -p no:cacheprovider -m "not slow"
+FAST := $(FAST_ONLY) $(XDIST)
 test-fast: venv
 	$(BIN)/pytest $(FAST)
 
@@ -97,8 +99,7 @@ test-latest:
 	    -e '.[all,dev,docs]'
 	$(LATEST)/bin/pip install -q $(NO_COMPILE) --upgrade --no-deps rl-zoo3  # its hyperparams/*.yml, as in venv
 	$(LATEST)/bin/pip list --format=freeze > $(LATEST)/versions.txt
-	$(LATEST)/bin/pytest -q -p no:cacheprovider -n $(SUITE_WORKERS) --dist loadscope \
-	    --no-loadscope-reorder -m "not slow"
+	$(LATEST)/bin/pytest $(FAST_ONLY) $(SUITE_XDIST)
 
 # The GPU environment: Python 3.12 with exactly images/cuda/requirements.lock (hashes checked),
 # the lock Dockerfile.cuda installs: Isaac Lab 3.0 and RSL-RL, torch 2.11 (its CUDA build, which
@@ -155,8 +156,7 @@ GPU_ENV_TESTS := tests/test_isaaclab_rsl_rl.py tests/test_isaaclab.py \
                  tests/test_isaaclab_picks.py tests/test_brax.py tests/test_registry.py \
                  tests/test_cli.py tests/test_gpu_env.py tests/test_trainers.py
 test-gpu-env: venv gpu-env
-	PYTHONPATH=$(GPU_TOOLS) $(GPU_ENV)/bin/python -m pytest -q -p no:cacheprovider \
-	    -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder \
+	PYTHONPATH=$(GPU_TOOLS) $(GPU_ENV)/bin/python -m pytest -q -p no:cacheprovider $(XDIST) \
 	    -m "isaaclab or brax or not slow" --run-isaaclab $(GPU_ENV_TESTS)
 
 # The documentation site (mkdocs.yml), into build/site; --strict: a broken link or a missing page

@@ -52,11 +52,9 @@ class BraxVecEnv(VecEnv):  # type: ignore[misc]
         self._painter: Any = None  # eval.video's (backends.brax.frames), made on first use
         self._key = jax.random.PRNGKey(seed)
         self._state: Any = None
-        # the state's arrays on the host, the state they were copied from, and whether they
-        # are that state's own (see _host)
-        self._host_arrays: list[np.ndarray] = []
+        # the state whose arrays are host copies, and those copies (see _host)
         self._host_of: Any = None
-        self._host_writable = False
+        self._host_arrays: list[np.ndarray] = []
         self._actions: np.ndarray | None = None
         from runner.backends.brax import observation_size
 
@@ -131,20 +129,17 @@ class BraxVecEnv(VecEnv):  # type: ignore[misc]
             return [self._put_env_state(i, args[0]) for i in self._indices(indices)]
         raise AttributeError("Brax envs do not support env_method")
 
-    def _host(self, writable: bool = False) -> list[np.ndarray]:
-        """Every array of the Brax state on the host, copied once for the state object they
-        come from: an exact resume asks for, then puts back, one env at a time, and a copy of
-        the whole state per env would be quadratic in the number of envs (thousands on a GPU).
-        `writable`: the state itself becomes these copies, so that the envs put back one after
-        the other all land in them."""
+    def _host(self) -> list[np.ndarray]:
+        """Every array of the Brax state as a writable host copy, which the state itself becomes,
+        made once per state: an exact resume asks for, then puts back, one env at a time, and a
+        copy of the whole state per env would be quadratic in the number of envs (thousands on a
+        GPU). The next step moves the state back to JAX's device."""
         import jax
 
-        if self._host_of is not self._state or (writable and not self._host_writable):
+        if self._host_of is not self._state:
             leaves, tree = jax.tree.flatten(self._state)
-            copies = [np.array(leaf) if writable else np.asarray(leaf) for leaf in leaves]
-            if writable:
-                self._state = jax.tree.unflatten(tree, copies)
-            self._host_arrays, self._host_of, self._host_writable = copies, self._state, writable
+            self._host_arrays = [np.array(leaf) for leaf in leaves]
+            self._state = self._host_of = jax.tree.unflatten(tree, self._host_arrays)
         return self._host_arrays
 
     def _env_state(self, i: int) -> dict[str, Any]:
@@ -162,7 +157,7 @@ class BraxVecEnv(VecEnv):  # type: ignore[misc]
 
         if self._state is None:
             self._state = self._reset(self._next_key())
-        arrays, saved = self._host(writable=True), state["start"]["leaves"]
+        arrays, saved = self._host(), state["start"]["leaves"]
         if len(saved) != len(arrays):
             return False
         rows = [np.asarray(v, dtype=arr.dtype) for arr, v in zip(arrays, saved, strict=True)]
