@@ -83,23 +83,50 @@ def tiny_run(tmp_path_factory) -> Path:
     """A finished CartPole run (real SB3 training), trained once per test run and shared by every
     test that reads one; a test that changes it changes a copy. pytest-xdist's workers share it
     too: the first to ask trains it in their common base folder, under a file lock."""
+
+    def train(home: Path) -> None:
+        path = home / "tiny.yaml"
+        path.write_text(yaml.safe_dump(TINY_RUN, sort_keys=False))
+        res = rlcrate("run", str(path), "--out", str(home / "runs"), report=True)
+        assert res.returncode == 0, res.stdout + res.stderr
+
+    return run_dir_of(_shared_once(tmp_path_factory, "tiny-run", train) / "runs", "tiny")
+
+
+def _shared_once(tmp_path_factory, name: str, make) -> Path:
+    """`make(home)` run once per test run in a folder `name` of the base temporary folder, which
+    pytest-xdist's workers share (the first to ask makes it, under a file lock)."""
     import fcntl
 
     base = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         base = base.parent  # the workers' folders are popen-gwN under one base
-    home = base / "tiny-run"
-    with open(base / "tiny-run.lock", "w") as lock:
+    home = base / name
+    with open(base / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (home / "done").exists():
             shutil.rmtree(home, ignore_errors=True)
             home.mkdir()
-            path = home / "tiny.yaml"
-            path.write_text(yaml.safe_dump(TINY_RUN, sort_keys=False))
-            res = rlcrate("run", str(path), "--out", str(home / "runs"), report=True)
-            assert res.returncode == 0, res.stdout + res.stderr
+            make(home)
             (home / "done").touch()
-    return run_dir_of(home / "runs", "tiny")
+    return home
+
+
+@pytest.fixture(scope="session")
+def exported_ballchase(tmp_path_factory) -> Path:
+    """BallChase as godot-rl's course exports a game: three arenas in its scene, exported by
+    `rlcrate godot export` with the installed Godot 4 template (a real export, run as built)."""
+    from runner.backends.godot import engine_problem
+
+    if engine_problem(4):
+        pytest.skip(engine_problem(4))
+
+    def export(home: Path) -> None:
+        out = rlcrate("godot", "export", "ballchase", "--instances", "3", "-o",
+                      str(home / "chase3.x86_64"))  # fmt: skip
+        assert out.returncode == 0, out.stdout + out.stderr
+
+    return _shared_once(tmp_path_factory, "exported-ballchase", export) / "chase3.x86_64"
 
 
 @pytest.fixture(scope="module")

@@ -9,19 +9,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.backends import get_backend, godot
-from runner.errors import BackendUnavailable
 from tests.helpers import ROOT, rlcrate, run_dir_of
+from tests.test_godot import HAVE_GODOT
 
-try:
-    godot.godot_binary()
-    HAVE_GODOT = get_backend("godot").available() is None
-except BackendUnavailable:
-    HAVE_GODOT = False
 pytestmark = [
     pytest.mark.godot,
     pytest.mark.slow,  # starts Godot and trains
-    pytest.mark.skipif(not HAVE_GODOT, reason="needs godot3-server and godot-rl"),
+    pytest.mark.skipif(not HAVE_GODOT, reason="needs Godot 4 (make godot4) and godot-rl"),
 ]
 
 

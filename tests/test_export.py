@@ -109,7 +109,7 @@ def test_a_normalized_model_has_its_statistics_folded_in(tmp_path):
 
 
 @pytest.mark.godot
-@pytest.mark.skipif(not HAVE_GODOT, reason="needs godot3-server and godot-rl")
+@pytest.mark.skipif(not HAVE_GODOT, reason="needs Godot 4 (make godot4) and godot-rl")
 def test_a_godot_unit_exports_in_the_plugins_layout(tmp_path):
     run = _trained(
         tmp_path,

@@ -1,4 +1,6 @@
-"""The godot backend against real headless Godot processes (bundled BallChase game).
+"""The godot backend against real headless Godot 4 processes: the bundled BallChase project, a
+real export of it (`rlcrate godot export`, three arenas in its scene, as godot-rl's course
+exports a game) driven by rlcrate and by godot-rl's own client, and games that misbehave.
 
 Every test that starts Godot checks the process table afterwards: no process of the groups it
 started may be left, zombies included (the supervisor reaps what it starts).
@@ -23,17 +25,14 @@ import pytest
 
 from runner.backends import get_backend, godot
 from runner.backends.godot import GodotEnv
-from runner.errors import BackendUnavailable, EnvTimeout, RunnerError, UserInputError
+from runner.errors import BackendUnavailable, EnvTimeout, FieldError, RunnerError, UserInputError
 from runner.manifest.schema import ParallelSpec
+from tests.helpers import ROOT
 
 BACKEND = get_backend("godot")
 
-try:
-    godot.godot_binary()
-    HAVE_GODOT = BACKEND.available() is None
-except BackendUnavailable:
-    HAVE_GODOT = False
-_have_godot = pytest.mark.skipif(not HAVE_GODOT, reason="needs godot3-server and godot-rl")
+HAVE_GODOT = BACKEND.available() is None and godot.engine_problem(4) is None
+_have_godot = pytest.mark.skipif(not HAVE_GODOT, reason="needs Godot 4 (make godot4) and godot-rl")
 
 
 def needs_godot(test):
@@ -143,25 +142,53 @@ def test_missing_godot_is_one_line(monkeypatch, tmp_path):
     monkeypatch.setenv("RLCRATE_GODOT", str(tmp_path / "nope"))
     with pytest.raises(BackendUnavailable) as err:
         godot.godot_binary()
-    assert "apt-get install godot3-server" in str(err.value) and "\n" not in str(err.value)
+    assert "make godot4" in str(err.value) and "\n" not in str(err.value)
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.delenv("RLCRATE_GODOT")
+    with pytest.raises(BackendUnavailable, match="No Godot 4 binary found on PATH.*make godot4"):
+        godot.godot_binary(4)
     with pytest.raises(BackendUnavailable, match="apt-get install godot3-server"):
-        godot.godot_binary()
+        godot.godot_binary(3)
 
 
-# -- protocol conformance with godot-rl's own Python side ------------------------------------
+def _elf(path: Path, machine: int = 62, interp: str | None = None) -> Path:
+    """A 64-bit ELF executable's headers (nothing runnable): its machine and loader as asked."""
+    import struct
 
-
-def _launcher(tmp: Path, instances: int, extra: str = "") -> Path:
-    """An 'exported game' as godot-rl expects one: an executable named *.x86_64."""
-    binary, _ = godot.godot_binary()
-    path = tmp / f"ballchase{instances}.x86_64"
-    path.write_text(
-        f'#!/bin/sh\nexec "{binary}" --path "{GAME}" "$@" --instances={instances} {extra}\n'
-    )
+    phoff, name = 64, (interp or "").encode() + b"\0"
+    head = b"\x7fELF" + bytes([2, 1, 1]) + bytes(9)
+    head += struct.pack("<HHIQQQIHHHHHH", 2, machine, 1, 0, phoff, 0, 0, 64, 56, 1, 64, 0, 0)
+    phdr = struct.pack("<IIQQQQQQ", 3 if interp else 1, 4, 120, 0, 0, len(name), len(name), 1)
+    path.write_bytes(head + phdr + name)
     path.chmod(0o755)
     return path
+
+
+def test_exported_games_that_cannot_run_here_are_refused_before_launch(tmp_path):
+    _refused(spec(id=str(_elf(tmp_path / "arm.x86_64", machine=183))), "a game for arm64")
+    gone = _elf(tmp_path / "moved.x86_64", interp=str(tmp_path / "moved.x86_64.libs/ld.so"))
+    _refused(spec(id=str(gone)), "needs the dynamic loader")
+    _refused(spec(id=str(gone)), "export it again")
+    text = tmp_path / "notes.x86_64"
+    text.write_text("not a game")
+    text.chmod(0o755)
+    _refused(spec(id=str(text)), "neither an ELF executable nor a script")
+    assert BACKEND.check_env(spec(id=str(_elf(tmp_path / "ok.x86_64")))) == []
+
+
+def test_a_project_of_the_other_godot_version_is_one_line(tmp_path, monkeypatch):
+    """A Godot 3 project where only Godot 4 is installed, and the reverse: refused at env.id."""
+    old = Path(shutil.copytree(ROOT / "tests/games/ballchase3", tmp_path / "old"))
+    only = tmp_path / "bin"
+    only.mkdir()
+    monkeypatch.setenv("PATH", str(only))
+    monkeypatch.delenv("RLCRATE_GODOT", raising=False)
+    [problem] = BACKEND.check_env(spec(id=str(old)))
+    assert problem.path == ("env", "id") and "is a Godot 3 project" in problem.message
+    assert "apt-get install godot3-server" in problem.message
+    assert "converts it" in problem.message
+    [problem] = BACKEND.check_env(spec())  # the bundled game
+    assert "runs on Godot 4" in problem.message and "make godot4" in problem.message
 
 
 def _free_port(n: int = 1) -> int:
@@ -181,11 +208,12 @@ def _free_port(n: int = 1) -> int:
 
 
 @needs_godot
-def test_conformance_godot_rl_godotenv(tmp_path):
+def test_conformance_godot_rl_godotenv(exported_ballchase):
+    """godot-rl's own client, unchanged, launches the exported game as it launches any."""
     from godot_rl.core.godot_env import GodotEnv
 
     with contextlib.redirect_stdout(io.StringIO()):
-        env = GodotEnv(env_path=str(_launcher(tmp_path, 3)), port=_free_port(), framerate=60)
+        env = GodotEnv(env_path=str(exported_ballchase), port=_free_port(), framerate=60)
     pid = env.proc.pid
     try:
         assert env.num_envs == 3
@@ -207,21 +235,22 @@ def test_conformance_godot_rl_godotenv(tmp_path):
 
 
 @needs_godot
-def test_conformance_stable_baselines_godot_env(tmp_path):
+def test_conformance_stable_baselines_godot_env(exported_ballchase):
+    """godot-rl's SB3 wrapper with n_parallel processes of the exported game: 2 x its 3 agents."""
     from godot_rl.wrappers.stable_baselines_wrapper import StableBaselinesGodotEnv
 
     with contextlib.redirect_stdout(io.StringIO()):
         venv = StableBaselinesGodotEnv(
-            str(_launcher(tmp_path, 2)), n_parallel=2, port=_free_port(2), framerate=60, speedup=1
+            str(exported_ballchase), n_parallel=2, port=_free_port(2), framerate=60, speedup=1
         )
     pids = [e.proc.pid for e in venv.envs]
     try:
-        assert venv.num_envs == 4
+        assert venv.num_envs == 6
         obs = venv.reset()
-        assert obs["obs"].shape == (4, 10)
+        assert obs["obs"].shape == (6, 10)
         for _ in range(3):
-            obs, rew, done, info = venv.step(np.array([[0], [2], [4], [8]]))
-        assert obs["obs"].shape == (4, 10) and rew.shape == (4,) and done.shape == (4,)
+            obs, rew, done, info = venv.step(np.array([[0], [2], [4], [8], [1], [3]]))
+        assert obs["obs"].shape == (6, 10) and rew.shape == (6,) and done.shape == (6,)
     finally:
         with contextlib.redirect_stdout(io.StringIO()):
             venv.close()
@@ -294,25 +323,47 @@ def test_project_folder_and_log_dir_with_spaces(tmp_path):
     project = tmp_path / "my games" / "ball chase"
     shutil.copytree(GAME, project)
     logs = tmp_path / "run dir" / "units"
-    venv = make(spec(id=str(project)), envs=2, workers=1, log_dir=logs)
+    venv = make(spec(id=str(project)), envs=1, workers=1, log_dir=logs)  # its scene's one arena
     try:
         venv.reset()
         random_steps(venv, 3)
     finally:
         venv.close()
-    assert (logs / "godot-0.log").read_text().startswith("Godot Engine")
+    assert (logs / "godot-0.log").read_text().startswith("Godot Engine v4.")
+
+
+def running(binary: Path) -> list[int]:
+    """Processes (zombies too) running the program `binary`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError):
+            if entry.name.isdigit() and os.readlink(entry / "exe") == str(binary):
+                found.append(int(entry.name))
+    return found
 
 
 @needs_godot
-def test_agent_count_mismatch_is_clear(tmp_path):
-    """An exported game that runs 3 agents when 2 per process were asked for."""
-    binary = _launcher(tmp_path, 3)
+def test_an_exported_game_runs_its_own_agents_per_process(exported_ballchase, tmp_path):
+    """Two processes of a game with three arenas in its scene: six envs, stepped, and each process
+    seeded apart; asking for two agents a process is one line at parallel.envs, nothing left."""
+    env = spec(id=str(exported_ballchase))
+    assert BACKEND.smallest_layout(env, ParallelSpec(envs=6, workers=2)).envs == 3
+    venv = make(env, envs=6, workers=2, log_dir=tmp_path)
+    try:
+        obs = venv.reset()
+        assert obs.shape == (6, 10) and len({tuple(o[:2]) for o in obs}) == 6
+        random_steps(venv, 5)
+    finally:
+        venv.close()
+    assert running(exported_ballchase) == []
     t = time.monotonic()
-    with pytest.raises(RunnerError, match=r"runs 3 agents.*parallel.workers x 3") as err:
-        make(spec(id=str(binary)), envs=2, workers=1)
+    with pytest.raises(FieldError) as err:
+        make(env, envs=4, workers=2)
+    assert err.value.path == ("parallel", "envs")
+    assert "runs 3 agents in each Godot process" in err.value.message
+    assert "set parallel.envs to parallel.workers x 3" in err.value.message
     assert time.monotonic() - t < 15
-    pid = int(err.value.args[0].split("pid ")[1].split(",")[0])
-    assert group_members([pid]) == []
+    assert running(exported_ballchase) == []
 
 
 @needs_godot
@@ -497,3 +548,82 @@ def test_short_training_beats_random():
 
 
 TRAIN_STEPS = 40_000  # ~9 vs ~0.3 for random at seed 0 (45 s on 2 cores)
+
+
+# -- games that are not what godot-rl expects ------------------------------------------------
+
+
+def _project(root: Path, script: str) -> Path:
+    """A Godot 4 project whose main scene is one node running `script` (GDScript)."""
+    root.mkdir(parents=True)
+    (root / "project.godot").write_text(
+        'config_version=5\n\n[application]\nrun/main_scene="res://main.tscn"\n'
+    )
+    (root / "main.gd").write_text(textwrap.dedent(script))
+    (root / "main.tscn").write_text(
+        '[gd_scene load_steps=2 format=3]\n\n[ext_resource type="Script" path="res://main.gd" '
+        'id="1"]\n\n[node name="Main" type="Node"]\nscript = ExtResource("1")\n'
+    )
+    return root
+
+
+def _one_line_failure(env: GodotEnv, error: type, *words: str) -> str:
+    t = time.monotonic()
+    with pytest.raises(error) as err:
+        make(env, envs=1)
+    message = str(err.value)
+    assert "\n" not in message and all(w in message for w in words), message
+    pid = int(message.split("pid ")[1].split(",")[0])
+    assert group_members([pid]) == []
+    assert time.monotonic() - t < 15
+    return message
+
+
+@needs_godot
+def test_a_game_without_a_sync_node_times_out_in_one_line(tmp_path):
+    project = _project(tmp_path / "no-sync", "extends Node\n")
+    _one_line_failure(spec(id=str(project), timeout=2.0), EnvTimeout, "did not connect within 2 s")
+
+
+@needs_godot
+def test_a_game_that_is_not_godot_rls_is_one_line(tmp_path):
+    """It connects, then answers env_info with something else."""
+    script = """
+        extends Node
+        var s := StreamPeerTCP.new()
+        func _ready():
+            var port := 0
+            for a in OS.get_cmdline_args():
+                if a.begins_with("--port="):
+                    port = int(a.substr(7))
+            s.connect_to_host("127.0.0.1", port)
+        func _process(_d):
+            s.poll()
+            if s.get_status() == StreamPeerTCP.STATUS_CONNECTED and s.get_available_bytes() > 0:
+                var msg = JSON.parse_string(s.get_utf8_string())
+                if msg["type"] == "env_info":
+                    s.put_utf8_string(JSON.stringify({"type": "env_info", "agents": 2}))
+    """
+    project = _project(tmp_path / "foreign", script)
+    _one_line_failure(spec(id=str(project)), RunnerError, "not godot-rl's format")
+
+
+@needs_godot
+def test_an_exported_game_that_exits_at_start_names_its_log(tmp_path):
+    game = tmp_path / "quits.x86_64"
+    shutil.copy("/bin/false", game)
+    _one_line_failure(spec(id=str(game)), RunnerError, "exited with code 1 before connecting")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(godot.engine_problem(3) is not None, reason="needs Godot 3 (godot3-server)")
+def test_a_godot_3_project_still_runs_on_godot_3(tmp_path):
+    """The last Godot 3 BallChase (tests/games/ballchase3): a legacy project, on godot3-server."""
+    project = Path(shutil.copytree(ROOT / "tests/games/ballchase3", tmp_path / "old"))
+    venv = make(spec(id=str(project)), envs=1, log_dir=tmp_path / "logs")  # its scene's one
+    try:
+        assert venv.reset().shape == (1, 10)
+        random_steps(venv, 3)
+    finally:
+        venv.close()
+    assert "Godot Engine v3." in (tmp_path / "logs/godot-0.log").read_text()

@@ -1,8 +1,9 @@
 """`eval.video`: the evaluation's own episodes recorded as videos through the console script,
 decoded here (one frame per agent step, not blank, moving): CartPole after the fact
-(`rlcrate eval RUN --video`, MP4) and BallChase drawn by the full Godot engine under Xvfb (the
-manifest's eval.video, GIF); the same returns with and without recording, a video that cannot be
-written failing its unit but not its eval.json, and what cannot render refused in one line."""
+(`rlcrate eval RUN --video`, MP4) and BallChase drawn by Godot 4 under Xvfb (the manifest's
+eval.video, GIF), a project of one's own and its real exports read off the screen; the same
+returns with and without recording, a video that cannot be written failing its unit but not its
+eval.json, and what cannot render refused in one line."""
 
 from __future__ import annotations
 
@@ -87,16 +88,16 @@ def _drawing_godot() -> bool:
         return False
     from runner.backends.godot.frames import drawing_binary
 
-    return drawing_binary() is not None and shutil.which("xvfb-run") is not None
+    return drawing_binary(4) is not None and shutil.which("xvfb-run") is not None
 
 
 @pytest.mark.slow
 @pytest.mark.godot
-@pytest.mark.skipif(not _drawing_godot(), reason="needs godot3, xvfb-run and godot-rl")
+@pytest.mark.skipif(not _drawing_godot(), reason="needs Godot 4, xvfb-run and godot-rl")
 def test_ballchase_drawn_under_xvfb_scores_what_headless_godot_scores(tmp_path):
     """Two variants of one seed train alike (unpaced Godot is bitwise deterministic): one
-    evaluates in headless godot3-server, the other in the full engine under Xvfb, recorded as a
-    GIF from the manifest's eval.video; their returns must be the same."""
+    evaluates in a headless Godot 4, the other in Godot 4 drawing under Xvfb, recorded as a GIF
+    from the manifest's eval.video; their returns must be the same."""
     video = {"episodes": 2, "fps": 20, "format": "gif", "size": [100, 100]}
     m = tiny_manifest(
         name="drawn",
@@ -128,43 +129,59 @@ def test_ballchase_drawn_under_xvfb_scores_what_headless_godot_scores(tmp_path):
         assert f"](units/drawn/seed-0/video/episode-{i}.gif)" in report
 
 
-def _game_of_ones_own(tmp_path: Path) -> tuple[Path, Path]:
+SERVER_PRESET = """
+[preset.1]
+
+name="Server"
+platform="Linux"
+runnable=false
+dedicated_server=true
+custom_features=""
+export_filter="all_resources"
+include_filter=""
+exclude_filter=""
+export_path=""
+
+[preset.1.options]
+
+binary_format/embed_pck=false
+binary_format/architecture="x86_64"
+"""
+
+
+def _game_of_ones_own(tmp_path: Path) -> tuple[Path, Path, Path]:
     """The bundled BallChase copied as a project of one's own (it speaks godot-rl's protocol;
     its `frame` extension is not what records it), laid out as a game made for any window size
-    (2D stretch from its 400x400 arena), and a stand-in for its exported binary: an executable
-    file that is that game (the full engine under a display, the server build without one, as
-    an exported desktop game cannot start without a display)."""
+    (2D stretch from its 400x400 arena), and its two real exports: as a desktop game, and with
+    Godot 4's "Dedicated Server" option, which draws nothing."""
     project = Path(shutil.copytree(GAMES_DIR / "ballchase", tmp_path / "my-game"))
-    with (project / "project.godot").open("a") as f:
-        f.write(
-            "\n[display]\nwindow/size/width=400\nwindow/size/height=400\n"
-            'window/stretch/mode="2d"\nwindow/stretch/aspect="keep"\n'
+    settings = project / "project.godot"
+    settings.write_text(
+        settings.read_text().replace(
+            "window/size/viewport_width=408\nwindow/size/viewport_height=408\n",
+            "window/size/viewport_width=400\nwindow/size/viewport_height=400\n"
+            'window/stretch/mode="canvas_items"\nwindow/stretch/aspect="keep"\n',
         )
-    binary = tmp_path / "my-game.x86_64"
-    binary.write_text(
-        "#!/bin/sh\n"
-        f'if [ -n "$DISPLAY" ]; then exec godot3 --path {project} "$@"; fi\n'
-        f'exec godot3-server --path {project} "$@"\n'
     )
-    binary.chmod(0o755)
-    server = tmp_path / "my-game.server"  # exported with the server template: draws nothing
-    server.write_text(f'#!/bin/sh\nexec godot3-server --path {project} "$@"\n')
-    server.chmod(0o755)
-    return project, binary, server
+    with (project / "export_presets.cfg").open("a") as f:
+        f.write(SERVER_PRESET)
+    games = []
+    for name, preset in (("my-game.x86_64", "Linux"), ("my-game-server.x86_64", "Server")):
+        games.append(tmp_path / name)
+        out = rlcrate("godot", "export", str(project), "-o", str(games[-1]), "--preset", preset)
+        assert out.returncode == 0, out.stdout + out.stderr
+    return project, games[0], games[1]
 
 
 @pytest.mark.slow
 @pytest.mark.godot
-@pytest.mark.skipif(
-    not (_drawing_godot() and shutil.which("godot3-server")),
-    reason="needs godot3, godot3-server, xvfb-run and godot-rl",
-)
+@pytest.mark.skipif(not _drawing_godot(), reason="needs Godot 4, xvfb-run and godot-rl")
 def test_a_godot_project_and_an_exported_game_of_ones_own_are_read_off_the_screen(tmp_path):
     """Four variants of one seed train alike: one evaluates headless, one records the project
-    and one the exported game, each frame read off its Xvfb's framebuffer file (no `frame`
-    message); the same returns, one frame per agent step, not blank, moving. The fourth is a
-    game exported with the server template: its screen stays black, which fails its unit in
-    one line saying what to do, and keeps its eval.json."""
+    and one its export, each frame read off its Xvfb's framebuffer file (no `frame` message);
+    the same returns, one frame per agent step, not blank, moving. The fourth is the game
+    exported as a dedicated server: its screen stays black, which fails its unit in one line
+    saying what to do, and keeps its eval.json."""
     project, binary, server = _game_of_ones_own(tmp_path)
     video = {"episodes": 1, "fps": 20, "format": "gif", "size": [64, 64]}
     m = tiny_manifest(
@@ -188,7 +205,7 @@ def test_a_godot_project_and_an_exported_game_of_ones_own_are_read_off_the_scree
     episodes = _eval(run / "units/headless/seed-0")["episodes"]
     blank = run / "units/server/seed-0"
     error = json.loads((blank / "status.json").read_text())["error"]
-    assert "every frame of episode-0.gif is one colour" in error and "desktop template" in error
+    assert "every frame of episode-0.gif is one colour" in error and "Dedicated Server" in error
     assert "\n" not in error and _eval(blank)["episodes"] == episodes
     for variant in ("project", "binary"):
         unit = run / f"units/{variant}/seed-0"
@@ -203,18 +220,23 @@ def test_a_godot_project_and_an_exported_game_of_ones_own_are_read_off_the_scree
         assert not list(Path(tempfile.gettempdir()).glob("rlcrate-screen-*"))  # removed
 
 
-def test_a_godot_4_project_is_refused_in_one_line(write_manifest, tmp_path):
-    game = tmp_path / "game"
-    game.mkdir()
-    (game / "project.godot").write_text("config_version=5\n")
-    env = {"backend": "godot", "id": str(game)}
+def test_godot_video_without_xvfb_is_refused_in_one_line(write_manifest, tmp_path):
+    """eval.video on a machine without xvfb-run: validate says so at eval.video, in one line."""
+    bare = tmp_path / "bin"
+    bare.mkdir()
     m = tiny_manifest(
-        env=env, parallel={"envs": 1, "workers": 1}, eval={"episodes": 1, "video": {}}
+        env={"backend": "godot", "id": "ballchase"},
+        parallel={"envs": 1, "workers": 1},
+        eval={"episodes": 1, "video": {}},
     )
-    res = rlcrate("validate", str(write_manifest(m)))
+    godot4 = shutil.which("godot4")
+    if godot4:
+        (bare / "godot4").symlink_to(godot4)
+    res = rlcrate("validate", str(write_manifest(m)), env_extra={"PATH": str(bare)})
     assert res.returncode == 2, res.stdout + res.stderr
     lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and "eval.video: a Godot 4 project cannot be recorded" in lines[0]
+    assert len(lines) == 1 and "eval.video:" in lines[0] and "lacks" in lines[0], lines
+    assert "xvfb-run" in lines[0]
 
 
 def test_video_refused_in_one_line(write_manifest):

@@ -205,6 +205,13 @@ class Backend(ABC):
         schema)."""
         return []
 
+    def smallest_layout(self, env: Any, parallel: ParallelSpec) -> ParallelSpec:
+        """The smallest `parallel` that builds this env as the manifest's `parallel` runs it, for
+        the jobs that need one env's worth (the dry construction, evaluation, export): one env
+        in one worker by default; a game whose every process holds a fixed number of agents
+        (Godot's exported games) says that number."""
+        return parallel.model_copy(update={"envs": 1, "workers": 1})
+
     def versions(self) -> dict[str, dict[str, Any]]:
         """External programs the backend runs, beyond Python packages (provenance records those):
         {component: {"path": ..., "version": ...}}, or {component: {"error": reason}} when one

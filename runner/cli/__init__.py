@@ -82,6 +82,11 @@ COMMANDS: dict[str, Lazy] = {
         "loads), kept only if onnxruntime gives the model's own actions.",
     ),
     "image": Lazy("runner.images.cli", "Build, export and list the versioned images.", group=True),
+    "godot": Lazy(
+        "runner.backends.godot.cli",
+        "Godot games: export a Godot 4 project as a headless game binary.",
+        group=True,
+    ),
     "plugin": Lazy("runner.cli.plugin", "Check a backend, trainer or executor plugin.", group=True),
 }
 

@@ -105,13 +105,12 @@ def _needs(*modules: str) -> None:
 def _load(cfg: Any, unit: UnitRef, run_dir: Path, model_file: Path) -> tuple[Any, Any]:
     """The unit's model on one env of its own (normalized: the unit's frozen statistics), on the
     CPU; its weights from the zip, nothing unpickled."""
-    from runner.manifest.schema import ParallelSpec
     from runner.record.seeding import derive
-    from runner.trainers.sb3.common import load_model, make_env
+    from runner.trainers.sb3.common import load_model, make_env, one_env
     from runner.trainers.sb3.files import STATS_FILE
 
     cfg = cfg.model_copy(update={"algo": cfg.algo.model_copy(update={"device": "cpu"})})
-    one = ParallelSpec(envs=1, workers=1, mode="dummy")
+    one = one_env(cfg)
     seeds = derive(unit.seed)
     stats = unit.dir(run_dir) / STATS_FILE
     venv = make_env(cfg, seed=seeds["eval_env"], parallel=one, monitor=False, stats=stats,

@@ -1,18 +1,16 @@
 """Godot backend: godot-rl games in headless Godot processes, each running N env instances.
 
-`env.id` is a bundled game (`ballchase`), a Godot project folder (run with the Godot binary
-`godot_binary()` finds, via `--path`) or an exported game binary. `parallel.workers` processes
-x instances per process = `parallel.envs`. `env.kwargs` become `--key=value` launch arguments.
+`env.id` is a bundled game (`ballchase`, a Godot 4 project), a Godot project folder (run with the
+engine of its version, `engine.godot_binary`, via `--path`) or an exported game binary (its own
+engine, launched as godot-rl launches one). `parallel.workers` processes x instances per process
+= `parallel.envs`: a bundled game makes as many arenas as it is told (`--instances`), a project
+or an exported game runs the agents its scene holds. `env.kwargs` become `--key=value` launch
+arguments.
 """
 
 from __future__ import annotations
 
-import functools
 import importlib.util
-import os
-import re
-import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any, Literal
@@ -20,16 +18,12 @@ from typing import Any, Literal
 from pydantic import Field, PrivateAttr
 
 from runner.backends.base import Backend, RepeatsActions, Traits, unknown_id
+from runner.backends.godot import binary, engine
+from runner.backends.godot.engine import GODOT_ENV_VAR, godot_binary  # noqa: F401 - the package's API
 from runner.errors import BackendUnavailable, FieldError, FieldProblem, UserInputError, first_error
 from runner.manifest.schema import ParallelSpec
 
 GAMES_DIR = Path(__file__).resolve().parents[2] / "games"  # runner/games
-GODOT_ENV_VAR = "RLCRATE_GODOT"
-GODOT_NAMES = ("godot3-server", "godot3", "godot-server", "godot")
-INSTALL_HINT = (
-    f"install Godot 3 headless with `apt-get install godot3-server`, or set {GODOT_ENV_VAR} "
-    "to a Godot binary"
-)
 # Launch arguments the bundled games understand, beyond the ones the backend sets itself.
 GAME_KWARGS: dict[str, dict[str, str]] = {
     "ballchase": {
@@ -53,8 +47,8 @@ class GodotEnv(RepeatsActions):
     timeout: float = Field(
         60.0, gt=0, description="Seconds to wait for a Godot process to connect or answer a step."
     )
-    # eval.video: the full engine draws under a virtual display (`Godot.video_env`), in a window
-    # of `_window` (None: the game's own); no manifest field, so resolved.yaml never records it
+    # eval.video: the engine draws under a virtual display (`Godot.video_env`), in a window of
+    # `_window` (None: the game's own); no manifest field, so resolved.yaml never records it
     _frames: bool = PrivateAttr(False)
     _window: tuple[int, int] | None = PrivateAttr(None)
 
@@ -63,65 +57,25 @@ def bundled_games() -> list[str]:
     return sorted(p.parent.name for p in GAMES_DIR.glob("*/project.godot"))
 
 
-@functools.cache
-def _probe_version(path: str) -> str | None:
-    try:
-        out = subprocess.run(
-            [path, "--version"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    m = re.search(r"\d+\.\d+(\.\d+)?\.\w+", out.stdout)
-    return m.group(0) if m else None
-
-
-def godot_binary() -> tuple[str, str]:
-    """(path, version) of the Godot binary used for bundled games and project folders."""
-    override = os.environ.get(GODOT_ENV_VAR)
-    if override:
-        path = shutil.which(override) or override
-        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-            raise BackendUnavailable(
-                f"{GODOT_ENV_VAR}={override} is not an executable file; {INSTALL_HINT}"
-            )
-        version = _probe_version(path)
-        if version is None:
-            raise BackendUnavailable(
-                f"{GODOT_ENV_VAR}={override} did not report a Godot version with --version"
-            )
-        return path, version
-    probed = [(p, _probe_version(p)) for p in filter(None, map(shutil.which, GODOT_NAMES))]
-    found = [(p, v) for p, v in probed if v]
-    for path, version in found:  # prefer Godot 3: the bundled games are Godot 3 projects
-        if version.startswith("3."):
-            return path, version
-    if found:
-        return found[0]
-    raise BackendUnavailable(f"No Godot binary found on PATH; {INSTALL_HINT}.")
-
-
 def _available() -> str | None:
+    """godot-rl's client is what every godot env needs; an engine only for projects (their own
+    line, `_engine_problem`): an exported game is its own engine."""
     if importlib.util.find_spec("godot_rl") is None:
         return "godot-rl is not installed (pip install 'rlcrate[godot]')"
+    return None
+
+
+def engine_problem(major: int = 4) -> str | None:
+    """None when a Godot `major` engine runs here, else why not."""
     try:
-        godot_binary()
+        engine.godot_binary(major)
     except BackendUnavailable as exc:
         return str(exc)
     return None
 
 
-def _project_major(project: Path) -> int:
-    text = (project / "project.godot").read_text(errors="replace")
-    m = re.search(r"^config_version\s*=\s*(\d+)", text, re.MULTILINE)
-    return 4 if m and int(m.group(1)) >= 5 else 3
-
-
 def _target(env: GodotEnv) -> tuple[str, Path]:
-    """('game' | 'project' | 'binary', path), or UserInputError saying what is wrong."""
+    """('game' | 'project' | 'binary', path), or FieldError saying what is wrong."""
     if env.id in bundled_games():
         return "game", GAMES_DIR / env.id
     path = Path(env.id).expanduser()
@@ -133,11 +87,9 @@ def _target(env: GodotEnv) -> tuple[str, Path]:
             )
         return "project", path.resolve()
     if path.is_file():
-        if not os.access(path, os.X_OK):
-            raise FieldError(
-                ("env", "id"),
-                f"'{env.id}' is not executable (chmod +x it, or give the exported game binary)",
-            )
+        why = binary.problem(path)
+        if why:
+            raise FieldError(("env", "id"), f"'{env.id}' {why}")
         return "binary", path.resolve()
     if "/" in env.id or path.suffix:
         raise FieldError(
@@ -147,6 +99,34 @@ def _target(env: GodotEnv) -> tuple[str, Path]:
             "exported game binary)",
         )
     raise unknown_id("godot", env.id, bundled_games()).error()
+
+
+def _major(kind: str, path: Path) -> int | None:
+    """The engine version a target runs on: 4 for the bundled games, a project's own, None for
+    an exported game (its own engine)."""
+    if kind == "binary":
+        return None
+    return 4 if kind == "game" else engine.project_major(path)
+
+
+def _engine_problems(env: GodotEnv, kind: str, path: Path) -> list[FieldProblem]:
+    major = _major(kind, path)
+    why = None if major is None else engine_problem(major)
+    if major is None or why is None:
+        return []
+    why = why.rstrip(".")
+    if kind == "game":
+        return [FieldProblem(("env", "id"), f"the bundled game {env.id} runs on Godot 4: {why}")]
+    convert = {
+        3: "or open it in Godot 4's editor, which converts it",
+        4: "a Godot 4 project does not run on Godot 3",
+    }[major]
+    return [
+        FieldProblem(
+            ("env", "id"),
+            f"'{env.id}' is a Godot {major} project (its project.godot says so): {why} ({convert})",
+        )
+    ]
 
 
 def _game_problems(env: GodotEnv) -> list[FieldProblem]:
@@ -208,10 +188,13 @@ def launch_argvs(
     env: GodotEnv, *, workers: int, instances: int, seed: int, screens: list[Path] | None = None
 ) -> list[list[str]]:
     """The argv of each Godot process (the supervisor appends --port); `screens`: the folder of
-    each process's framebuffer file, when a game of one's own is drawn (eval.video)."""
+    each process's framebuffer file, when a game of one's own is drawn (eval.video). Only the
+    bundled games are told how many arenas to run (`--instances`); a project or an exported game
+    runs the agents its scene holds."""
     import numpy as np
 
     kind, path = _target(env)
+    first_error(_engine_problems(env, kind, path))
     head = _head(env, kind, path)
     heads = [_screen_head(env, kind, path, d) for d in screens] if screens else [head] * workers
     paced = env.pacing == "paced"
@@ -219,6 +202,7 @@ def launch_argvs(
     # Independent per-process seed streams; consecutive run seeds never share a stream.
     seeds = np.random.SeedSequence(seed).generate_state(workers)
     extra = [f"--{k}={_kwarg(v)}" for k, v in env.kwargs.items()]
+    count = [f"--instances={instances}"] if kind == "game" else []
     return [
         [
             *heads[p],
@@ -226,7 +210,7 @@ def launch_argvs(
             f"--env_seed={int(seeds[p]) & 0x7FFFFFFF}",
             f"--speedup={env.speedup if paced else 1:g}",
             f"--action_repeat={env.action_repeat}",
-            f"--instances={instances}",
+            *count,
             *extra,
         ]
         for p in range(workers)
@@ -238,19 +222,15 @@ def _head(env: GodotEnv, kind: str, path: Path) -> list[str]:
     if kind == "binary":
         # As godot-rl launches exported games: no window, no render loop.
         return [str(path), "--disable-render-loop", "--headless"]
-    binary, version = godot_binary()
-    need = 4 if kind == "project" and _project_major(path) == 4 else 3
-    if not version.startswith(f"{need}."):
-        raise BackendUnavailable(
-            f"{env.id} is a Godot {need} project but the Godot binary "
-            f"{binary} is version {version}; set {GODOT_ENV_VAR} to a "
-            f"Godot {need} binary"
-        )
+    major = _major(kind, path) or 4
+    binary, _ = engine.godot_binary(major)
     if env._frames and kind == "game":
         from runner.backends.godot.frames import drawing_head
 
-        return drawing_head(path)
-    return [binary, "--path", str(path)]
+        return drawing_head(binary, path)
+    return (
+        [binary, "--headless", "--path", str(path)] if major == 4 else [binary, "--path", str(path)]
+    )
 
 
 def _screen_head(env: GodotEnv, kind: str, path: Path, fbdir: Path) -> list[str]:
@@ -259,7 +239,9 @@ def _screen_head(env: GodotEnv, kind: str, path: Path, fbdir: Path) -> list[str]
     from runner.backends.godot.frames import DEFAULT_WINDOW, project_window, screen_head
 
     window = env._window or (project_window(path) if kind == "project" else DEFAULT_WINDOW)
-    return screen_head(kind, path, window, fbdir)
+    major = _major(kind, path)
+    binary = engine.godot_binary(major)[0] if major else None
+    return screen_head(binary, path, window, fbdir, godot4=major != 3)
 
 
 class Godot(Backend):
@@ -271,7 +253,7 @@ class Godot(Backend):
     TRAITS = Traits(
         module="godot_rl",
         extra="godot",
-        program_hint="apt-get install godot3-server",
+        program_hint="`make godot4` in the rlcrate checkout, or Godot 4's own release as godot4",
         ids_are_paths=True,  # a game project folder or an exported binary
         export_layout="godot-rl",  # a policy trained in the game goes back into it
         resume="the games run in Godot processes whose state cannot be saved",
@@ -285,10 +267,25 @@ class Godot(Backend):
 
     def check_env(self, env: GodotEnv) -> list[FieldProblem]:
         try:
-            kind, _ = _target(env)
+            kind, path = _target(env)
         except FieldError as exc:
             return [FieldProblem(exc.path, exc.message)]
-        return _game_problems(env) if kind == "game" else []
+        game = _game_problems(env) if kind == "game" else []
+        return game + _engine_problems(env, kind, path)
+
+    def smallest_layout(self, env: GodotEnv, parallel: ParallelSpec) -> ParallelSpec:
+        """One process: one arena of a bundled game (it makes as many as it is told), a
+        project's or an exported game's own agents (its scene holds envs / workers of them)."""
+        try:
+            kind, _ = _target(env)
+        except FieldError:
+            kind = "game"
+        per_process = (
+            1
+            if kind == "game" or parallel.envs % parallel.workers
+            else parallel.envs // parallel.workers
+        )
+        return parallel.model_copy(update={"envs": per_process, "workers": 1})
 
     def spaces(self, env: GodotEnv) -> tuple[Any, Any] | None:
         return _spaces(env)
@@ -320,7 +317,7 @@ class Godot(Backend):
             kind, path = _target(env)
         except FieldError:
             return []  # check_env says what is wrong with env.id
-        return video_problems(kind, godot4=kind == "project" and _project_major(path) == 4)
+        return video_problems(kind, _major(kind, path))
 
     def video_env(self, env: GodotEnv, *, size: tuple[int, int] | None = None) -> GodotEnv:
         """The same game, launched with the full engine under Xvfb: a bundled game answering
@@ -340,39 +337,48 @@ class Godot(Backend):
             kind = "game"
         if kind == "binary":
             return (
-                f"{env.id} drew nothing under Xvfb: a game exported with a server (headless) "
-                "template draws nothing; export it with a desktop template, or give its project "
-                "folder as env.id"
+                f"{env.id} drew nothing under Xvfb: a game exported as a dedicated server (Godot "
+                "4's Dedicated Server export option, or Godot 3's server template) draws "
+                "nothing; export it without that option (`rlcrate godot export` does), or give "
+                "its project folder as env.id"
             )
         return f"{env.id} drew nothing under Xvfb: check that its main scene shows the game"
 
     def doctor_rows(self) -> list[tuple[str, bool, str]]:
-        """Whether eval.video can draw Godot games here (the full engine, Xvfb)."""
-        from runner.backends.godot.frames import drawing_binary, video_problems
+        """Whether eval.video can draw Godot games here (an engine with a display, Xvfb)."""
+        from runner.backends.godot.frames import video_problems
 
-        found = video_problems("game")
+        found = video_problems("game", 4)
         if found:
             return [("Godot eval.video", False, found[0].message)]
+        legacy = "" if video_problems("project", 3) else ", Godot 3 projects"
         return [
             (
                 "Godot eval.video",
                 True,
-                f"{drawing_binary()} under xvfb-run: bundled games, Godot 3 projects and "
-                "exported games (read off the Xvfb screen); not Godot 4 projects",
+                "under xvfb-run: the bundled games, Godot 4 projects, exported games" + legacy,
             )
         ]
 
     def versions(self) -> dict[str, dict[str, Any]]:
-        try:
-            path, version = godot_binary()
-        except BackendUnavailable as exc:
-            return {"godot": {"error": str(exc)}}
-        return {"godot": {"path": path, "version": version}}
+        """The Godot 4 engine (`godot`) and, where one is installed, Godot 3 (`godot3`): path,
+        version and the binary's SHA-256."""
+        out: dict[str, dict[str, Any]] = {}
+        for major, key in ((4, "godot"), (3, "godot3")):
+            try:
+                path, version = engine.godot_binary(major)
+            except BackendUnavailable as exc:
+                if major == 4:
+                    out[key] = {"error": str(exc)}
+                continue
+            out[key] = {"path": path, "version": version, "sha256": engine.file_sha256(path)}
+        return out
 
     def make_vec_env(
         self, env: GodotEnv, parallel: ParallelSpec, *, seed: int, log_dir: Path | None
     ) -> Any:
-        """`parallel.workers` Godot processes x (envs / workers) instances."""
+        """`parallel.workers` Godot processes x (envs / workers) instances: arenas of a bundled
+        game, or the agents of a game's scene, which must hold that many."""
         self.require_env(env)
         if importlib.util.find_spec("godot_rl") is None:
             raise BackendUnavailable("godot-rl is not installed (pip install 'rlcrate[godot]')")
@@ -405,4 +411,5 @@ class Godot(Backend):
             own_log_dir=own,
             frames=env._frames,
             screens=screens or None,
+            game=env.id,
         )

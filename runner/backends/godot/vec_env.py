@@ -13,7 +13,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 from runner.backends.godot.connection import GodotConnection
 from runner.backends.godot.screen import Screen
 from runner.backends.godot.supervisor import GodotProcess
-from runner.errors import RunnerError
+from runner.errors import FieldError, RunnerError
 
 
 class GodotVecEnv(VecEnv):
@@ -35,10 +35,12 @@ class GodotVecEnv(VecEnv):
         own_log_dir: bool = False,
         frames: bool = False,
         screens: list[Screen] | None = None,
+        game: str = "the game",
     ):
         self.log_dir = log_dir
         self._own_log_dir = own_log_dir
         self.instances = instances
+        self.game = game
         # its games draw (eval.video): bundled ones answer `frame`, others are read off the
         # screen of each process's Xvfb (`screens`, one a process, removed on close)
         self.frames = frames
@@ -71,10 +73,11 @@ class GodotVecEnv(VecEnv):
     def _check_agents(self) -> None:
         for c in self.conns:
             if c.num_envs != self.instances:
-                raise RunnerError(
-                    f"{c.process.describe()} runs {c.num_envs} agents, but parallel.envs / "
-                    f"parallel.workers asks for {self.instances} per process; set parallel.envs "
-                    f"to parallel.workers x {c.num_envs}"
+                raise FieldError(
+                    ("parallel", "envs"),
+                    f"{self.game} runs {c.num_envs} agents in each Godot process (its scene "
+                    f"holds them), but parallel.envs / parallel.workers asks for "
+                    f"{self.instances}: set parallel.envs to parallel.workers x {c.num_envs}",
                 )
             if (
                 c.observation_space != self.conns[0].observation_space

@@ -1,7 +1,8 @@
-"""Godot 3.2's random numbers in NumPy, one stream per array element (the BallChase surrogate's).
+"""Godot's random numbers in NumPy, one stream per array element (the BallChase surrogate's).
 
-RandomNumberGenerator is PCG32 (`thirdparty/misc/pcg.h`, default increment); `randf` draws twice;
-sync.gd seeds instance i with `hash([env_seed, i])`. Checked against godot3-server 3.2.3.
+RandomNumberGenerator is PCG32 (`thirdparty/misc/pcg.h`, default increment), the same in Godot
+3.2+ and 4; `randf` draws twice; sync.gd seeds instance i with `env_seed * 65536 + i`. Checked
+against godot3-server 3.2.3 and Godot 4.6.3.
 """
 
 from __future__ import annotations
@@ -31,12 +32,9 @@ def pcg_seed(seeds: np.ndarray) -> np.ndarray:
 
 def arena_seeds(seed: int, n: int) -> np.ndarray:
     """The seeds sync.gd gives n instances of one Godot process launched for run seed `seed`
-    by the godot backend: env_seed from SeedSequence (launch_argvs), then hash([env_seed, i])
-    (Godot 3's Array.hash: djb2 over the elements' hashes; an int hashes to its low 32 bits)."""
+    by the godot backend: env_seed from SeedSequence (launch_argvs), then env_seed * 65536 + i."""
     env_seed = int(np.random.SeedSequence(seed).generate_state(1)[0]) & 0x7FFFFFFF
-    h = (5381 * 33) & 0xFFFFFFFF  # hash_djb2_one_32(0)
-    h = (h * 33 + env_seed) & 0xFFFFFFFF
-    return np.array([(h * 33 + i) & 0xFFFFFFFF for i in range(n)], dtype=np.uint64)
+    return np.array([env_seed * 65536 + i for i in range(n)], dtype=np.uint64)
 
 
 def randf(state: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

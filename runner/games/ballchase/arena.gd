@@ -1,4 +1,5 @@
-# One BallChase env instance: an agent in a walled arena chases a drifting ball.
+# One BallChase env instance: an agent in a walled arena chases a drifting ball. Each is an env
+# root of its own in the scene (the arena group), as godot-rl's course duplicates them.
 #
 # The simulation is plain arithmetic on a fixed timestep (no physics bodies), so instances
 # never interact, every tick costs the same, and a seed fixes the whole ball sequence.
@@ -19,7 +20,7 @@ const WALL_PENALTY := 0.01
 const OBS_SIZE := 10
 const N_ACTIONS := 9
 # Discrete actions: 0 stays, 1..8 accelerate towards the compass points N, NE, E, SE, S, SW, W, NW.
-const DIRS := [
+const DIRS: Array[Vector2] = [
 	Vector2(0, 0), Vector2(0, -1), Vector2(0.70710678, -0.70710678), Vector2(1, 0),
 	Vector2(0.70710678, 0.70710678), Vector2(0, 1), Vector2(-0.70710678, 0.70710678),
 	Vector2(-1, 0), Vector2(-0.70710678, -0.70710678),
@@ -59,6 +60,8 @@ func reset_episode() -> void:
 	catches = 0
 	episode += 1
 	_spawn_ball()
+	if render:
+		show_state()  # a game drawing every frame (eval.video) shows the new episode at once
 
 
 func _spawn_ball() -> void:
@@ -72,13 +75,13 @@ func _spawn_ball() -> void:
 	prev_dist = agent_pos.distance_to(ball_pos)
 
 
-func set_action(a) -> void:
+func set_action(a: Variant) -> void:
 	if continuous:
 		move = Vector2(float(a[0]), float(a[1]))
 		if move.length_squared() > 1.0:
 			move = move.normalized()
 	else:
-		move = DIRS[clamp(int(a), 0, N_ACTIONS - 1)]
+		move = DIRS[clampi(int(a), 0, N_ACTIONS - 1)]
 	move *= ACCEL * DT
 
 
@@ -90,11 +93,11 @@ func tick() -> void:
 	var p := agent_pos + v * DT
 	var hit := false
 	if p.x < AGENT_R or p.x > W - AGENT_R:
-		p.x = clamp(p.x, AGENT_R, W - AGENT_R)
+		p.x = clampf(p.x, AGENT_R, W - AGENT_R)
 		v.x = 0.0
 		hit = true
 	if p.y < AGENT_R or p.y > H - AGENT_R:
-		p.y = clamp(p.y, AGENT_R, H - AGENT_R)
+		p.y = clampf(p.y, AGENT_R, H - AGENT_R)
 		v.y = 0.0
 		hit = true
 	agent_vel = v
@@ -102,10 +105,10 @@ func tick() -> void:
 	var b := ball_pos + ball_vel * DT
 	if b.x < BALL_R or b.x > W - BALL_R:
 		ball_vel.x = -ball_vel.x
-		b.x = clamp(b.x, BALL_R, W - BALL_R)
+		b.x = clampf(b.x, BALL_R, W - BALL_R)
 	if b.y < BALL_R or b.y > H - BALL_R:
 		ball_vel.y = -ball_vel.y
-		b.y = clamp(b.y, BALL_R, H - BALL_R)
+		b.y = clampf(b.y, BALL_R, H - BALL_R)
 	ball_pos = b
 	var d := p.distance_to(b)
 	if d < AGENT_R + BALL_R:
@@ -126,7 +129,7 @@ func tick() -> void:
 # first one and final_obs the last one of the episode that ended.
 var reward := 0.0
 var done := false
-var final_obs = null
+var final_obs: Array = []
 
 
 # The observation comes scaled by 1e6 for the step message's fixed-point numbers.
@@ -161,36 +164,36 @@ func get_catches() -> int:
 	return catches
 
 
-# Drawn by the full engine only (`render`), straight into the renderer (VisualServer canvas
-# items, not `_draw`, which waits for the next idle frame): the walls once, then the ball and
-# the agent moved to the state. So a frame drawn on demand (sync.gd's `frame`, eval.video) shows
-# the state as it is, the first one after a reset included.
+# Drawn by an engine with a display only (`render`), straight into the renderer (canvas items,
+# not `_draw`, which waits for the next idle frame): the walls once, then the ball and the agent
+# moved to the state. So a frame drawn on demand (sync.gd's `frame`, eval.video) shows the state
+# as it is, the first one after a reset included.
 var walls_item := RID()
 var ball_item := RID()
 var agent_item := RID()
 
 
 func show_state() -> void:
-	if walls_item.get_id() == 0:
+	if not walls_item.is_valid():
 		walls_item = _item()
-		var c := [Vector2(0, 0), Vector2(W, 0), Vector2(W, H), Vector2(0, H)]
+		var c: Array[Vector2] = [Vector2(0, 0), Vector2(W, 0), Vector2(W, H), Vector2(0, H)]
 		for k in range(4):
-			VisualServer.canvas_item_add_line(walls_item, c[k], c[(k + 1) % 4], Color(0.8, 0.8, 0.8), 4.0)
+			RenderingServer.canvas_item_add_line(walls_item, c[k], c[(k + 1) % 4], Color(0.8, 0.8, 0.8), 4.0)
 		ball_item = _item()
-		VisualServer.canvas_item_add_circle(ball_item, Vector2(), BALL_R, Color(1.0, 0.6, 0.1))
+		RenderingServer.canvas_item_add_circle(ball_item, Vector2(), BALL_R, Color(1.0, 0.6, 0.1))
 		agent_item = _item()
-		VisualServer.canvas_item_add_circle(agent_item, Vector2(), AGENT_R, Color(0.2, 0.6, 1.0))
-	VisualServer.canvas_item_set_transform(ball_item, Transform2D(0.0, ball_pos))
-	VisualServer.canvas_item_set_transform(agent_item, Transform2D(0.0, agent_pos))
+		RenderingServer.canvas_item_add_circle(agent_item, Vector2(), AGENT_R, Color(0.2, 0.6, 1.0))
+	RenderingServer.canvas_item_set_transform(ball_item, Transform2D(0.0, ball_pos))
+	RenderingServer.canvas_item_set_transform(agent_item, Transform2D(0.0, agent_pos))
 
 
 func _item() -> RID:
-	var item := VisualServer.canvas_item_create()
-	VisualServer.canvas_item_set_parent(item, get_canvas_item())
+	var item := RenderingServer.canvas_item_create()
+	RenderingServer.canvas_item_set_parent(item, get_canvas_item())
 	return item
 
 
 func _exit_tree() -> void:
-	for item in [walls_item, ball_item, agent_item]:
-		if item.get_id() != 0:
-			VisualServer.free_rid(item)
+	for item: RID in [walls_item, ball_item, agent_item]:
+		if item.is_valid():
+			RenderingServer.free_rid(item)

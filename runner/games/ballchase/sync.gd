@@ -1,4 +1,5 @@
-# The Godot side of godot-rl's wire protocol, written for rlcrate.
+# The Godot side of godot-rl's wire protocol, written for rlcrate: the one sync node of the scene,
+# serving every arena (env root) beside it.
 #
 # The Python side listens on 127.0.0.1:<port>; this game connects as a TCP client. Messages both
 # ways are a 4-byte little-endian length followed by UTF-8 JSON:
@@ -15,12 +16,16 @@
 #   call {method}                                     -> {type: call, returns: [...]}
 #   frame                                             -> {type: frame, width, height, rgb}
 # frame is rlcrate's extension for eval.video: the first instance's arena drawn now, as base64
-# RGB bytes, row by row from the top; only the full engine (godot3, with a display such as
-# Xvfb) draws: the server build answers {type: frame, error}.
+# RGB bytes, row by row from the top; only an engine with a display (Xvfb) draws: a headless one
+# answers {type: frame, error}.
 #   close                                             the game quits
 # The physics loop blocks on the socket while it waits for an action, so one agent step is
 # exactly `action_repeat` physics ticks of every instance. When the connection drops (the
 # trainer died), the game quits by itself.
+#
+# The scene holds the arenas (nodes of the `arena` group, an exported game's fixed count);
+# --instances=N makes it N (rlcrate's own runs of the project). Instance i of a process launched
+# with --env_seed=S draws its balls from RandomNumberGenerator seed S * 65536 + i.
 #
 # Launch arguments: --port=N --env_seed=N --instances=N --speedup=X --action_repeat=N
 #   --action_space=discrete|continuous --episode_steps=N --connect_timeout=SECONDS
@@ -32,16 +37,17 @@ extends Node
 const MAJOR_VERSION := "0"
 const ArenaScene := preload("res://arena.tscn")
 const Arena := preload("res://arena.gd")
+const GRID := 440.0
 
 var stream := StreamPeerTCP.new()
-var arenas := []
+var arenas: Array[Arena] = []
 var action_repeat := 1
 var repeat_left := 0
 var continuous := false
 var agent_steps := 0
 var fault_kind := ""
 var fault_step := -1
-var closing := false
+var serving := false
 var tick_usec := 0
 var codec_usec := 0
 
@@ -49,11 +55,17 @@ var codec_usec := 0
 func _ready() -> void:
 	var args := _parse_args()
 	var speedup := float(args.get("speedup", "1"))
-	Engine.iterations_per_second = int(max(1, round(60.0 * speedup)))
+	Engine.physics_ticks_per_second = maxi(1, roundi(60.0 * speedup))
+	Engine.max_physics_steps_per_frame = maxi(8, ceili(speedup))
 	Engine.time_scale = speedup
-	action_repeat = int(max(1, int(args.get("action_repeat", "1"))))
+	action_repeat = maxi(1, int(args.get("action_repeat", "1")))
 	continuous = args.get("action_space", "discrete") == "continuous"
 	_parse_fault(args.get("fault", ""))
+	# The scene's nodes can change once its root is ready: the arenas are set up deferred.
+	_start.call_deferred(args)
+
+
+func _start(args: Dictionary) -> void:
 	_make_arenas(args)
 	if fault_kind == "noconnect":
 		OS.delay_msec(3600 * 1000)
@@ -61,13 +73,15 @@ func _ready() -> void:
 	if not _connect(port, float(args.get("connect_timeout", "60"))):
 		printerr("ballchase: could not connect to 127.0.0.1:%d; quitting" % port)
 		_quit(3)
+		return
+	serving = true
 
 
 func _parse_args() -> Dictionary:
 	var out := {}
-	for arg in OS.get_cmdline_args():
+	for arg in OS.get_cmdline_args() + OS.get_cmdline_user_args():
 		if arg.begins_with("--"):
-			var kv: PoolStringArray = arg.substr(2, arg.length() - 2).split("=", true, 1)
+			var kv := arg.substr(2).split("=", true, 1)
 			out[kv[0]] = kv[1] if kv.size() > 1 else "true"
 	return out
 
@@ -80,27 +94,42 @@ func _parse_fault(spec: String) -> void:
 
 
 func _make_arenas(args: Dictionary) -> void:
-	var n := int(max(1, int(args.get("instances", "1"))))
+	var root := get_parent()
+	var found := get_tree().get_nodes_in_group("arena")
+	var n := found.size()
+	if args.has("instances"):
+		n = maxi(1, int(args["instances"]))
+	while found.size() > n:
+		var extra: Node = found.pop_back()
+		root.remove_child(extra)
+		extra.free()
+	while found.size() < n:
+		var arena := ArenaScene.instantiate()
+		arena.name = "Arena%d" % (found.size() + 1)
+		root.add_child(arena)
+		found.append(arena)
 	var seed_value := int(args.get("env_seed", "0"))
-	var episode_steps := int(max(1, int(args.get("episode_steps", "500"))))
-	var render := OS.get_name() != "Server"
-	var cols := int(ceil(sqrt(n)))
+	var episode_steps := maxi(1, int(args.get("episode_steps", "500")))
+	var render := DisplayServer.get_name() != "headless"
+	var cols := ceili(sqrt(n))
 	for i in range(n):
-		var arena = ArenaScene.instance()
+		var arena: Arena = found[i]
 		# Laid out on a grid with gaps, so instances are visibly apart; they share nothing.
-		arena.position = Vector2((i % cols) * 440.0, (i / cols) * 440.0)
-		add_child(arena)
-		arena.setup(hash([seed_value, i]), continuous, episode_steps, render)
+		arena.position = Vector2((i % cols) * GRID, (i / cols) * GRID)
+		arena.setup(seed_value * 65536 + i, continuous, episode_steps, render)
 		arenas.append(arena)
 
 
 func _connect(port: int, timeout_s: float) -> bool:
 	if stream.connect_to_host("127.0.0.1", port) != OK:
 		return false
-	var deadline := OS.get_ticks_msec() + int(timeout_s * 1000.0)
-	while OS.get_ticks_msec() < deadline:
+	var deadline := Time.get_ticks_msec() + int(timeout_s * 1000.0)
+	while Time.get_ticks_msec() < deadline:
+		stream.poll()
 		var status := stream.get_status()
 		if status == StreamPeerTCP.STATUS_CONNECTED:
+			# A message goes out in one write, but a peer's delayed acknowledgement would still
+			# hold the next one back under Nagle's algorithm (about 40 ms a step).
 			stream.set_no_delay(true)
 			return true
 		if status == StreamPeerTCP.STATUS_ERROR:
@@ -110,14 +139,14 @@ func _connect(port: int, timeout_s: float) -> bool:
 
 
 func _physics_process(_delta: float) -> void:
-	if closing:
+	if not serving:
 		return
 	if repeat_left == 0 and not _serve_until_action():
 		return
-	var t0 := OS.get_ticks_usec()
+	var t0 := Time.get_ticks_usec()
 	for arena in arenas:
 		arena.tick()
-	tick_usec += OS.get_ticks_usec() - t0
+	tick_usec += Time.get_ticks_usec() - t0
 	repeat_left -= 1
 	if repeat_left == 0:
 		_send_step()
@@ -127,16 +156,16 @@ func _physics_process(_delta: float) -> void:
 func _serve_until_action() -> bool:
 	while true:
 		var text := stream.get_utf8_string()
+		stream.poll()
 		if stream.get_status() != StreamPeerTCP.STATUS_CONNECTED:
 			printerr("ballchase: connection closed by the trainer; quitting")
 			_quit(0)
 			return false
-		var t0 := OS.get_ticks_usec()
-		var parsed := JSON.parse(text)
-		if parsed.error != OK or typeof(parsed.result) != TYPE_DICTIONARY:
+		var t0 := Time.get_ticks_usec()
+		var msg: Variant = JSON.parse_string(text)
+		if typeof(msg) != TYPE_DICTIONARY:
 			printerr("ballchase: bad message: %s" % text.substr(0, 200))
 			continue
-		var msg: Dictionary = parsed.result
 		match msg.get("type", ""):
 			"handshake":
 				if str(msg.get("major_version", "")) != MAJOR_VERSION:
@@ -160,11 +189,11 @@ func _serve_until_action() -> bool:
 				_send({"type": "call", "returns": returns})
 			"action":
 				var actions: Array = msg.get("action", [])
-				for i in range(min(actions.size(), arenas.size())):
+				for i in range(mini(actions.size(), arenas.size())):
 					arenas[i].set_action(actions[i].get("move", 0))
 				repeat_left = action_repeat
 				tick_usec = 0
-				codec_usec = OS.get_ticks_usec() - t0
+				codec_usec = Time.get_ticks_usec() - t0
 				return true
 			"close":
 				_quit(0)
@@ -175,16 +204,15 @@ func _serve_until_action() -> bool:
 
 
 func _frame() -> Dictionary:
-	if OS.get_name() == "Server":
-		return {"type": "frame", "error": "the server build of Godot draws no frames"}
-	var arena = arenas[0]
+	if DisplayServer.get_name() == "headless":
+		return {"type": "frame", "error": "a headless engine draws no frames"}
+	var arena := arenas[0]
 	arena.show_state()
-	VisualServer.force_draw(false)
-	var image := get_viewport().get_texture().get_data()
-	image.flip_y()
-	var margin := 4
+	RenderingServer.force_draw(false)
+	var image := get_viewport().get_texture().get_image()
+	var margin := 4.0
 	var rect := Rect2(arena.position - Vector2(margin, margin), Vector2(Arena.W, Arena.H) + Vector2(2 * margin, 2 * margin))
-	image = image.get_rect(rect.clip(Rect2(Vector2(), image.get_size())))
+	image = image.get_region(Rect2i(rect.intersection(Rect2(Vector2(), image.get_size()))))
 	image.convert(Image.FORMAT_RGB8)
 	return {
 		"type": "frame", "width": image.get_width(), "height": image.get_height(),
@@ -214,43 +242,42 @@ func _send_step() -> void:
 	agent_steps += 1
 	if agent_steps == fault_step:
 		_inject_fault()
-	var t0 := OS.get_ticks_usec()
-	# Numbers go out as fixed-point JSON (123456e-6 == 0.123456): Godot 3's float-to-text is
-	# the costliest part of a step, integers print about 3x faster, and every JSON parser,
-	# godot-rl's included, reads the same floats (to 1e-6, as Godot would print them).
-	var obs := PoolStringArray()
+	var t0 := Time.get_ticks_usec()
+	# Numbers go out as fixed-point JSON (123456e-6 == 0.123456): integers print faster than
+	# floats, and every JSON parser, godot-rl's included, reads the same floats (to 1e-6).
+	var obs := PackedStringArray()
 	var rewards := []
 	var dones := []
 	var finals := {}
 	for i in range(arenas.size()):
-		var arena = arenas[i]
+		var arena := arenas[i]
 		obs.append(_fixed(arena.end_step()))
 		rewards.append(arena.reward * 1e6)
 		dones.append(arena.done)
 		if arena.done:
 			finals[str(i)] = {"obs": {"obs": arena.final_obs}, "truncated": true}
-	var text := '{"type":"step","obs":[{"obs":[' + obs.join('e-6]},{"obs":[') + 'e-6]}]'
-	text += ',"reward":[' + _fixed(rewards) + 'e-6],"done":' + JSON.print(dones)
-	if not finals.empty():
-		text += ',"final_obs":' + JSON.print(finals)
-	codec_usec += OS.get_ticks_usec() - t0
+	var text := '{"type":"step","obs":[{"obs":[' + 'e-6]},{"obs":['.join(obs) + 'e-6]}]'
+	text += ',"reward":[' + _fixed(rewards) + 'e-6],"done":' + JSON.stringify(dones)
+	if not finals.is_empty():
+		text += ',"final_obs":' + JSON.stringify(finals)
+	codec_usec += Time.get_ticks_usec() - t0
 	_send_text(text + ',"tick_us":%d,"codec_us":%d}' % [tick_usec, codec_usec])
 
 
 # Values already scaled by 1e6 -> "v1e-6,v2e-6,...,vn" (the caller adds the last "e-6").
 static func _fixed(values: Array) -> String:
-	return PoolStringArray(Array(PoolIntArray(values))).join("e-6,")
+	return "e-6,".join(PackedStringArray(Array(PackedInt64Array(values))))
 
 
 func _send(msg: Dictionary) -> void:
-	_send_text(JSON.print(msg))
+	_send_text(JSON.stringify(msg))
 
 
 func _send_text(text: String) -> void:
-	var body := text.to_utf8()
+	var body := text.to_utf8_buffer()
 	var n := body.size()
 	# One write per message (length prefix included): no small packet waits on a delayed ACK.
-	var out := PoolByteArray([n & 255, (n >> 8) & 255, (n >> 16) & 255, (n >> 24) & 255])
+	var out := PackedByteArray([n & 255, (n >> 8) & 255, (n >> 16) & 255, (n >> 24) & 255])
 	out.append_array(body)
 	stream.put_data(out)
 
@@ -265,5 +292,5 @@ func _inject_fault() -> void:
 
 
 func _quit(code: int) -> void:
-	closing = true
+	serving = false
 	get_tree().quit(code)

@@ -14,13 +14,19 @@ from typing import Any
 from runner.backends import get_backend
 from runner.backends.base import SB3_VEC_ENV
 from runner.errors import FieldProblem
-from runner.manifest.schema import Manifest, ParallelSpec
+from runner.manifest.schema import Manifest
 from runner.record.rundir import write_json_atomic
 from runner.record.status import read_status, write_status
 from runner.trainers.base import MODEL_FILE, STOPS_ITSELF, TB_DIR, Trainer, write_eval
 from runner.trainers.resume import Start, newest_readable, save_atomic, totals, train_once
 from runner.trainers.sb3 import algos
-from runner.trainers.sb3.common import load_model, make_env, make_model, with_video_env
+from runner.trainers.sb3.common import (
+    load_model,
+    make_env,
+    make_model,
+    one_env,
+    with_video_env,
+)
 from runner.trainers.sb3.files import (
     STATS_FILE,
     checkpoint_stats,
@@ -158,7 +164,7 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
     model_path = unit_dir / MODEL_FILE
     if not model_path.exists():
         raise FileNotFoundError(f"{model_path} is missing; run the train job first")
-    one = ParallelSpec(envs=1, workers=1, mode="dummy")
+    one = one_env(cfg)
     video = cfg.eval.video
     equivalent = get_backend(cfg.env.backend).video_equivalent(cfg.env) if video else None
     if equivalent is not None:  # the video is a rollout of its own, after the evaluation
@@ -225,7 +231,7 @@ def record_equivalent(
     video = cfg.eval.video
     assert video is not None
     drawn = cfg.model_copy(update={"env": env})
-    one = ParallelSpec(envs=1, workers=1, mode="dummy")
+    one = one_env(drawn)
     venv = make_env(
         drawn, seed=seeds["eval_env"], parallel=one, stats=unit_dir / STATS_FILE, training=False
     )

@@ -16,6 +16,13 @@ def algo_class(name: str) -> Any:
     return getattr(importlib.import_module(module), cls)
 
 
+def one_env(cfg: Manifest, mode: str | None = "dummy") -> ParallelSpec:
+    """The smallest layout of the manifest's env, for one env's worth of work (evaluation, the
+    dry construction): one env, or one process of a game with a fixed number of agents."""
+    small = get_backend(cfg.env.backend).smallest_layout(cfg.env, cfg.parallel)
+    return small.model_copy(update={"mode": mode})
+
+
 def make_env(
     cfg: Manifest,
     *,

@@ -5,13 +5,13 @@ it (a warm start's parent loaded into it), one action; every failure at the fiel
 from __future__ import annotations
 
 from runner.errors import FieldError, RunnerError, first_line
-from runner.manifest.schema import Manifest, ParallelSpec
+from runner.manifest.schema import Manifest
 
 
 def dry_construct(cfg: Manifest) -> None:
     from runner.record.machine import cpu_count
     from runner.record.seeding import derive, seed_everything
-    from runner.trainers.sb3.common import make_env, make_model
+    from runner.trainers.sb3.common import make_env, make_model, one_env
     from runner.trainers.sb3.warm import warm_start
     from runner.trainers.torch_startup import device_problem
 
@@ -31,9 +31,9 @@ def dry_construct(cfg: Manifest) -> None:
             ("algo", "torch_threads"), f"torch refuses it: {first_line(exc)}"
         ) from None
     try:
-        venv = make_env(
-            cfg, seed=0, parallel=ParallelSpec(envs=1, workers=1, mode=cfg.parallel.mode)
-        )
+        venv = make_env(cfg, seed=0, parallel=one_env(cfg, mode=cfg.parallel.mode))
+    except FieldError:  # a problem the env places itself (a game's agents per process)
+        raise
     except RunnerError as exc:  # rlcrate's own line, whole (e.g. every asset file a task needs)
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise FieldError(("env",), f"cannot build the env: {first}") from None

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from runner.manifest.schema import Manifest, ParallelSpec
+from runner.manifest.schema import Manifest
 from runner.record.evals import add_evaluation, prune_requested
 
 CHECK_EVERY_S = 1.0  # how often a training unit looks for a prune request
@@ -25,12 +25,11 @@ CHECK_EVERY_S = 1.0  # how often a training unit looks for a prune request
 def _eval_env(cfg: Manifest, seed: int) -> Any:
     """One env as training's, unnormalized, then under a frozen VecNormalize whose statistics
     are copied from training's before each evaluation (SB3's EvalCallback does the same)."""
-    from runner.trainers.sb3.common import make_env
+    from runner.trainers.sb3.common import make_env, one_env
     from runner.trainers.sb3.hyperparams import normalize_env
 
     plain = cfg.model_copy(update={"algo": cfg.algo.model_copy(update={"normalize": None})})
-    one = ParallelSpec(envs=1, workers=1, mode="dummy")
-    venv = make_env(plain, seed=seed, parallel=one)
+    venv = make_env(plain, seed=seed, parallel=one_env(plain))
     return normalize_env(venv, cfg, stats=None, training=False, synced=True)
 
 
