@@ -5,15 +5,18 @@ BIN    := $(VENV)/bin
 # The CPU build of torch: this pin keeps pip from pulling a multi-GB CUDA build.
 TORCH  ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
-# godot3, xvfb, xauth: the full engine under a virtual display, for eval.video's Godot frames;
+# Godot 4 (the godot backend's engine) is not a Debian 12 package: `make godot4` installs it from
+# images/godot/godot4.lock (patchelf points it at the libraries it comes with).
+# godot3-server, godot3: Godot 3, for Godot 3 projects (legacy), headless and drawing;
+# xvfb, xauth: a virtual display, for eval.video's Godot frames;
 # libosmesa6: MuJoCo's software OpenGL (MUJOCO_GL=osmesa), for its envs' eval.video.
 # x11-xserver-utils: xsetroot, which paints a test's Xvfb screen (tests/test_godot_screen.py).
 # chromium: the docs tests load the built site in it (headless) and take screenshots.
 # docker.io, docker-registry: the image tests start a Docker Engine and a registry of their own.
-APT_PACKAGES := godot3-server godot3 xvfb xauth libosmesa6 x11-xserver-utils buildah podman debootstrap uidmap tini \
+APT_PACKAGES := patchelf godot3-server godot3 xvfb xauth libosmesa6 x11-xserver-utils buildah podman debootstrap uidmap tini \
                 slurm-wlm munge chromium docker.io docker-registry
 
-.PHONY: venv system-deps quickstart test test-images test-fast test-latest test-gpu-env lint type \
+.PHONY: venv system-deps godot4 quickstart test test-images test-fast test-latest test-gpu-env lint type \
         all clean \
         gpu-env docs schema
 
@@ -46,6 +49,11 @@ system-deps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
 
+# Godot 4.6 from Debian's packages (images/godot/install.sh): /opt/rlcrate/godot-<version> and
+# /usr/local/bin/godot4 as root, else ~/.local/share/rlcrate and ~/.local/bin; a no-op once done.
+godot4: system-deps
+	images/godot/install.sh
+
 quickstart: venv
 	$(BIN)/rlcrate run manifests/quickstart.yaml
 
@@ -68,7 +76,7 @@ ONCE_IN_GPU_ENV := --deselect tests/test_brax.py::test_brax_ppo_twice_and_sb3_ad
     --deselect tests/test_brax.py::test_bench_measures_brax_points_in_brax_python \
     --deselect tests/test_brax.py::test_brax_ppo_evaluation_drawn_by_brax_scores_what_it_scores_headless
 test: export RLCRATE_ENGINE ?= buildah
-test: venv system-deps
+test: venv system-deps godot4
 	$(BIN)/pytest -q $(SUITE_XDIST) -m "not image" \
 	    --durations=20 $(ONCE_IN_GPU_ENV)
 

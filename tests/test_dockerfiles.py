@@ -90,11 +90,16 @@ def test_version_table_matches_dockerfile(variant):
     assert re.fullmatch(r"sha256:[0-9a-f]{64}", args["BASE_DIGEST"])
     assert args["BASE_IMAGE"] == "${BASE_NAME}@${BASE_DIGEST}"
     assert _instructions(variant)[0] == ("ARG", "BASE_NAME=" + table["base"]["name"])
-    apt = next(
+    apt = " ".join(
         rest for k, rest in _instructions(variant) if k == "RUN" and "apt-get install" in rest
-    )
+    )  # the image's own packages, and the Godot stage's
     pins = dict(re.findall(r"\s([a-z0-9.+\-]+)=(\S+)", apt))
     assert pins == table["apt"], "apt pins in the Dockerfile and [apt] in versions.toml differ"
+    godot = hashlib.sha256((ROOT / "images/godot/godot4.lock").read_bytes()).hexdigest()
+    assert table["godot"]["lock_sha256"] == godot, "images/godot/godot4.lock changed: update [godot]"
+    prefix = f"/opt/rlcrate/godot-{table['godot']['version']}"
+    assert args["GODOT_PREFIX"] == prefix and f"{prefix}/bin:" in text
+    assert f"godot {table['godot']['version']}+" in (ROOT / "images/godot/godot4.lock").read_text()
     assert f"python{table['python']['version']} -m venv /opt/venv" in text
 
 
@@ -124,8 +129,10 @@ def test_image_invariants(variant):
     assert user and user[-1].split(":")[0] not in ("0", "root")
     assert dict(steps)["ENTRYPOINT"].startswith('["/usr/bin/tini", "--"')
     assert "--require-hashes --only-binary=:all:" in text
-    # Dependencies before source, so a source-only change keeps the dependency layer cached.
-    copies = [rest for k, rest in steps if k == "COPY"]
+    # Dependencies before source, so a source-only change keeps the dependency layer cached (in
+    # the image's own stage, the last; Godot's stage and what comes from it is not rlcrate's).
+    main = steps[max(i for i, (k, _) in enumerate(steps) if k == "FROM") :]
+    copies = [rest for k, rest in main if k == "COPY" and not rest.startswith("--from=godot")]
     assert copies[0].startswith(f"images/{variant}/requirements.lock")
     assert any(c.startswith("runner ") for c in copies[1:])
     # Per-build metadata comes after the heavy layers.

@@ -627,3 +627,35 @@ def test_a_godot_3_project_still_runs_on_godot_3(tmp_path):
     finally:
         venv.close()
     assert "Godot Engine v3." in (tmp_path / "logs/godot-0.log").read_text()
+
+
+def test_the_stall_watch_judges_replies_by_their_latency():
+    from runner.backends.godot.stall import SAMPLES, StallWatch
+
+    stalled, slow, fast = StallWatch(), StallWatch(), StallWatch()
+    rng = np.random.default_rng(0)
+    found = [stalled.record(0.040 + 0.004 * rng.random()) for _ in range(SAMPLES + 5)]
+    assert [f for f in found if f is not None] == [pytest.approx(0.042, abs=0.002)]  # once
+    assert all(slow.record(s) is None for s in rng.uniform(0.005, 0.2, SAMPLES))  # varies
+    assert all(fast.record(1e-4) is None for _ in range(SAMPLES)) and fast.judged
+
+
+@needs_godot
+def test_a_game_whose_replies_wait_on_nagle_is_told_once(tmp_path, capfd):
+    """BallChase without set_no_delay, writing its length and its text apart: every step waits
+    out the trainer's delayed acknowledgement, and the env says so once."""
+    project = Path(shutil.copytree(GAME, tmp_path / "nagle"))
+    sync = project / "sync.gd"
+    text = sync.read_text().replace("\t\t\tstream.set_no_delay(true)\n", "")
+    one_write = "\tout.append_array(body)\n\tstream.put_data(out)"
+    assert one_write in text
+    sync.write_text(text.replace(one_write, "\tstream.put_u32(n)\n\tstream.put_data(body)"))
+    venv = make(spec(id=str(project)), envs=1)
+    try:
+        venv.reset()
+        random_steps(venv, 40)
+    finally:
+        venv.close()
+    err = capfd.readouterr().err
+    assert err.count("Nagle's algorithm") == 1 and "set_no_delay(true)" in err, err
+    assert 36 <= venv.stalls.stall_s * 1e3 < 60

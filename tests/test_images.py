@@ -449,6 +449,7 @@ class TestCpuImage:
     def test_doctor_inside(self, cpu_image):
         out = _in_image(cpu_image.ref, *image_engine.ENTRYPOINT, "doctor")
         assert out.returncode == 0, out.stderr
+        assert "godot4" in out.stdout and "4.6.3" in out.stdout
         assert "godot3-server" in out.stdout and "3.2.3" in out.stdout
 
     def test_rebuilt_with_empty_caches_it_has_the_same_digest(self, cpu_image, tmp_path):

@@ -123,8 +123,9 @@ def linux_preset(project: Path, preset: str | None) -> tuple[str, bool]:
 
 def _check_out(out: Path, force: bool) -> list[Path]:
     """GAME, GAME.pck and GAME.libs; refused when one exists and is not replaceable."""
-    if not out.parent.is_dir():
-        raise UserInputError(f"-o {out}: the folder {out.parent} does not exist")
+    if out.parent.exists() and not out.parent.is_dir():
+        raise UserInputError(f"-o {out}: {out.parent} is not a folder")
+    out.parent.mkdir(parents=True, exist_ok=True)
     targets = [out, out.with_suffix(".pck"), out.parent / f"{out.name}.libs"]
     for path in targets:
         if path.is_symlink() or (

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnv
 
 from runner.backends.godot.connection import GodotConnection
 from runner.backends.godot.screen import Screen
+from runner.backends.godot.stall import StallWatch, advice
 from runner.backends.godot.supervisor import GodotProcess
 from runner.errors import FieldError, RunnerError
 
@@ -41,6 +44,8 @@ class GodotVecEnv(VecEnv):
         self._own_log_dir = own_log_dir
         self.instances = instances
         self.game = game
+        self.stalls = StallWatch()  # replies held back by the game's socket (Nagle), once
+        self._sent_at = 0.0
         # its games draw (eval.video): bundled ones answer `frame`, others are read off the
         # screen of each process's Xvfb (`screens`, one a process, removed on close)
         self.frames = frames
@@ -118,6 +123,7 @@ class GodotVecEnv(VecEnv):
         except BaseException:
             self._fail()
             raise
+        self._sent_at = time.perf_counter()
 
     def step_wait(self):
         try:
@@ -125,6 +131,8 @@ class GodotVecEnv(VecEnv):
         except BaseException:  # timeouts, a dead game, Ctrl-C: end every game before raising
             self._fail()
             raise
+        if not self.stalls.judged:
+            self._watch(responses)
         if len(responses) == 1:
             obs, rewards, dones = responses[0]["obs"], responses[0]["reward"], responses[0]["done"]
         else:
@@ -142,6 +150,14 @@ class GodotVecEnv(VecEnv):
             np.asarray(dones, dtype=bool),
             infos,
         )
+
+    def _watch(self, responses: list[dict[str, Any]]) -> None:
+        """The reply latency less the engine's own simulation time (the bundled games report
+        it): a stall of about 40 ms on every step is said once, on stderr (the unit's log)."""
+        engine = max((r.get("tick_us", 0) + r.get("codec_us", 0) for r in responses), default=0)
+        stall = self.stalls.record(time.perf_counter() - self._sent_at - engine * 1e-6)
+        if stall is not None:
+            print(f"rlcrate: {advice(self.game, stall)}", file=sys.stderr)
 
     def _episode_ends(self, responses, obs, dones, infos) -> None:
         for p, resp in enumerate(responses):
