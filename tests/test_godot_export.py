@@ -41,16 +41,17 @@ def test_what_an_export_refuses_is_one_line_and_replaces_nothing(tmp_path):
     )
     _one_line(
         rlcrate("godot", "export", str(project), "--preset", "Web", "-o", str(out)),
-        "--preset Web", "has no preset of that name", "Linux",
+        "--preset Web",
+        "has no preset of that name",
+        "Linux",
     )
     (project / "export_presets.cfg").write_text('[preset.0]\n\nname="Web"\nplatform="Web"\n')
-    _one_line(
-        rlcrate("godot", "export", str(project), "-o", str(out)), "has no Linux preset"
-    )
+    _one_line(rlcrate("godot", "export", str(project), "-o", str(out)), "has no Linux preset")
     missing = {"RLCRATE_GODOT_TEMPLATE": str(tmp_path / "no-template")}
     _one_line(
         rlcrate("godot", "export", "ballchase", "-o", str(out), env_extra=missing),
-        "RLCRATE_GODOT_TEMPLATE", "is not a file",
+        "RLCRATE_GODOT_TEMPLATE",
+        "is not a file",
     )
     out.write_text("mine")
     _one_line(rlcrate("godot", "export", "ballchase", "-o", str(out)), "exists (--force")
