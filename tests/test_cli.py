@@ -241,10 +241,19 @@ def test_example_manifests_validate_and_name_the_schema(path):
     if str(data.get("algo", {}).get("device", "cpu")).startswith("cuda") and not gpu_info()["gpus"]:
         pytest.skip(f"{path.name} is for a GPU machine (algo.device cuda) and this one has none")
     result = runner.invoke(app, ["validate", str(path)])
+    errors = [ln for ln in result.output.splitlines() if ln.startswith("error:")]
+    if str(data["env"]["id"]).endswith(".x86_64") and result.exit_code == 2:
+        # the course's exported games are exported by the user first (the manifest says how):
+        # the only problems are those games missing, each saying how to export it
+        assert errors and all(
+            "env.id:" in e and "does not exist: export a game to it with `rlcrate godot export" in e
+            for e in errors
+        ), errors
+        assert "rlcrate godot export ballchase --instances" in path.read_text()
+        return
     if (data.get("train") or {}).get("init_from") and result.exit_code == 2:
         # a warm start's parent is another bundled manifest's run, not made here: the one
         # problem is that it is missing (every other problem would be listed too)
-        errors = [ln for ln in result.output.splitlines() if ln.startswith("error:")]
         parent = data["train"]["init_from"]["run"]
         assert len(errors) == 1 and "train.init_from.run: no finished run" in errors[0]
         assert errors[0].rstrip().endswith("train the parent first)") and parent in errors[0]

@@ -94,9 +94,9 @@ def _target(env: GodotEnv) -> tuple[str, Path]:
     if "/" in env.id or path.suffix:
         raise FieldError(
             ("env", "id"),
-            f"'{env.id}' does not exist (expected a bundled game "
-            f"({', '.join(bundled_games())}), a Godot project folder or an "
-            "exported game binary)",
+            f"'{env.id}' does not exist: export a game to it with `rlcrate godot export "
+            f"PROJECT -o {env.id}` (env.id is a bundled game ({', '.join(bundled_games())}), "
+            "a Godot project folder or an exported game binary)",
         )
     raise unknown_id("godot", env.id, bundled_games()).error()
 
