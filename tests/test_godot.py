@@ -659,3 +659,22 @@ def test_a_game_whose_replies_wait_on_nagle_is_told_once(tmp_path, capfd):
     err = capfd.readouterr().err
     assert err.count("Nagle's algorithm") == 1 and "set_no_delay(true)" in err, err
     assert 36 <= venv.stalls.stall_s * 1e3 < 60
+
+
+@_have_godot
+def test_godot_4_is_found_as_users_name_it_and_recorded_with_its_hash(tmp_path, monkeypatch):
+    """`godot` on PATH is taken when it is a 4.x (`godot4` is tried first); provenance's record
+    of it (the backend's `versions()`) holds its path, version and the binary's SHA-256."""
+    import hashlib
+
+    real = os.path.realpath(godot.godot_binary(4)[0])
+    (tmp_path / "godot").symlink_to(real)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("RLCRATE_GODOT", raising=False)
+    path, version = godot.godot_binary(4)
+    assert path == str(tmp_path / "godot") and version.startswith("4.")
+    record = BACKEND.versions()["godot"]
+    assert record["path"] == path and record["version"] == version
+    assert record["sha256"] == hashlib.sha256(Path(real).read_bytes()).hexdigest()
+    monkeypatch.setenv("RLCRATE_GODOT", str(tmp_path / "godot"))  # RLCRATE_GODOT names it
+    assert godot.godot_binary(4)[0] == str(tmp_path / "godot")
