@@ -164,7 +164,7 @@ gpu-wheels: venv
 # Isaac Lab module (about 125 s), with the kernels compiled, and the conformance tests fill the
 # rest: about 325 s a worker. (Both Isaac Lab modules behind the conformance tests on one worker
 # made the stage 426 s.) The GPU check's test (tests/test_gpu_check.py: the wheelhouse built,
-# installed into a fresh venv, the check's --dry path run there; about 250 s on a shared 2-core
+# installed into a fresh venv, the check's --dry path run there; 140-250 s on a shared 2-core
 # machine with Python 3.11 standing in, not yet timed in this stage) comes next after RSL-RL's,
 # so that Brax's worker takes it while the other goes on to the second Isaac Lab module.
 GPU_ENV_TESTS := tests/test_isaaclab_rsl_rl.py tests/test_gpu_check.py tests/test_isaaclab.py \

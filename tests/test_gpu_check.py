@@ -95,9 +95,11 @@ def _machine(dest: Path) -> Path:
 def test_the_check_runs_from_its_wheelhouse_in_a_python_with_only_torch_and_jax(tmp_path):
     """Slow (a few minutes): every step of the --dry path, from the wheels alone."""
     wheels = tmp_path / "wheels"
+    # neither this environment's path (its test tools) nor its venv reaches the processes below
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     made = subprocess.run(
         ["make", "-s", "gpu-wheels", f"GPU_WHEELS={wheels}", f"GPU_WHEELS_PY={PYTHON}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert made.returncode == 0, made.stdout + made.stderr
     meta = json.loads((wheels / "wheelhouse.json").read_text())
@@ -112,7 +114,6 @@ def test_the_check_runs_from_its_wheelhouse_in_a_python_with_only_torch_and_jax(
     bare = subprocess.run([python, "-c", "import torch, jax, pydantic"], capture_output=True)
     assert b"No module named 'pydantic'" in bare.stderr, bare.stderr  # only torch and JAX
 
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.update(PATH=f"{python.parent}{os.pathsep}{env['PATH']}", MUJOCO_GL="egl",
                RLCRATE_CACHE_DIR=str(tmp_path / "cache"))  # fmt: skip
     out = tmp_path / "gpu-check.json"
