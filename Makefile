@@ -10,15 +10,17 @@ STAMP  := $(VENV)/.installed
 # godot3-server, godot3: Godot 3, for Godot 3 projects (legacy), headless and drawing;
 # xvfb, xauth: a virtual display, for eval.video's Godot frames;
 # libosmesa6: MuJoCo's software OpenGL (MUJOCO_GL=osmesa), for its envs' eval.video.
+# libegl1, libegl-mesa0: EGL without a display (MUJOCO_GL=egl, Mesa's llvmpipe here), as the GPU
+# check's video step draws on a GPU machine (tests/test_gpu_check.py runs its --dry path).
 # x11-xserver-utils: xsetroot, which paints a test's Xvfb screen (tests/test_godot_screen.py).
 # chromium: the docs tests load the built site in it (headless) and take screenshots.
 # docker.io, docker-registry: the image tests start a Docker Engine and a registry of their own.
-APT_PACKAGES := patchelf godot3-server godot3 xvfb xauth libosmesa6 x11-xserver-utils buildah podman debootstrap uidmap tini \
+APT_PACKAGES := patchelf godot3-server godot3 xvfb xauth libosmesa6 libegl1 libegl-mesa0 x11-xserver-utils buildah podman debootstrap uidmap tini \
                 slurm-wlm munge chromium docker.io docker-registry
 
 .PHONY: venv system-deps godot4 quickstart test test-images test-fast test-latest test-gpu-env lint type \
         all clean \
-        gpu-env docs schema
+        gpu-env gpu-wheels docs schema
 
 # Dev and CI install the exact versions the CPU image locks (hashes and torch's +cpu local
 # version stripped: pip takes no hashes in a constraints file, and TORCH pins torch).
@@ -145,6 +147,16 @@ $(GPU_STAMP): $(GPU_LOCK) pyproject.toml | $(STAMP)
 
 gpu-env: $(GPU_STAMP)
 
+# The GPU check's wheelhouse (tests/gpu/wheelhouse.py): every wheel tests/gpu/check_gpu.sh needs
+# on a machine lent without a package index (Python 3.12 with its own torch and JAX) beyond what
+# it has, at the CUDA lock's pins and hashes, and rlcrate's own wheel built from this checkout;
+# at most 60 MiB, to travel beside the working tree. What it leaves out, and why: its
+# wheelhouse.json (and `make gpu-wheels` prints it). Rebuilt every time (seconds, from pip's cache).
+GPU_WHEELS    ?= .cache/gpu-wheels
+GPU_WHEELS_PY ?= 3.12
+gpu-wheels: venv
+	$(BIN)/python tests/gpu/wheelhouse.py build --python $(GPU_WHEELS_PY) --out $(GPU_WHEELS)
+
 # What differs in the GPU environment, on this CPU: Isaac Lab's tests (a tiny Isaac-Cartpole-Direct
 # train + eval through `rlcrate run`; the first run compiles Warp kernels, cached in .cache/warp),
 # the Brax tests (JAX's compiles cached in .cache/jax, shared with `make test`), the environment's
@@ -159,13 +171,16 @@ gpu-env: $(GPU_STAMP)
 # minutes from a fresh clone, cached in .cache/warp); the first free worker then takes the other
 # Isaac Lab module (about 125 s), with the kernels compiled, and the conformance tests fill the
 # rest: about 325 s a worker. (Both Isaac Lab modules behind the conformance tests on one worker
-# made the stage 426 s.)
-GPU_ENV_TESTS := tests/test_isaaclab_rsl_rl.py tests/test_isaaclab.py \
+# made the stage 426 s.) The GPU check's test (tests/test_gpu_check.py: the wheelhouse built,
+# installed into a fresh venv, the check's --dry path run there; 140-250 s on a shared 2-core
+# machine with Python 3.11 standing in, not yet timed in this stage) comes next after RSL-RL's,
+# so that Brax's worker takes it while the other goes on to the second Isaac Lab module.
+GPU_ENV_TESTS := tests/test_isaaclab_rsl_rl.py tests/test_gpu_check.py tests/test_isaaclab.py \
                  tests/test_isaaclab_picks.py tests/test_brax.py tests/test_registry.py \
                  tests/test_cli.py tests/test_gpu_env.py tests/test_trainers.py
 test-gpu-env: venv gpu-env
 	PYTHONPATH=$(GPU_TOOLS) $(GPU_ENV)/bin/python -m pytest -q -p no:cacheprovider $(XDIST) \
-	    -m "isaaclab or brax or not slow" --run-isaaclab $(GPU_ENV_TESTS)
+	    -m "isaaclab or brax or wheelhouse or not slow" --run-isaaclab $(GPU_ENV_TESTS)
 
 # The documentation site (mkdocs.yml), into build/site; --strict: a broken link or a missing page
 # fails. The reference pages are generated from the code by docs/_hooks/reference.py.
