@@ -14,7 +14,6 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -41,7 +40,7 @@ from runner.errors import ManifestError, Problem, UnitFailed, UserInputError
 from runner.executors import Chosen, choose
 from runner.manifest.overrides import apply as apply_overrides
 from runner.manifest.overrides import from_record
-from runner.manifest.parse import parse_yaml
+from runner.manifest.parse import dump_yaml, parse_yaml
 from runner.manifest.resolved import ResolvedRun, parse_resolved
 from runner.provenance import envdiff
 from runner.record.eval import read_eval
@@ -167,7 +166,7 @@ def _derived_manifest(
         init["run"] = str(parent)
     path = tmp / "rerun" / f"{res.name}.yaml"
     path.parent.mkdir()
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    path.write_text(dump_yaml(data), encoding="utf-8")
     return path
 
 

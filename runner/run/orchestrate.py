@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
@@ -23,6 +22,7 @@ from runner.checks.load import load_manifest
 from runner.errors import BackendUnavailable, RunnerError, UnitFailed, UserInputError
 from runner.executors import Chosen, Plan, choose
 from runner.manifest import Manifest, ResolvedRun, read_resolved, resolved
+from runner.manifest.parse import dump_yaml
 from runner.manifest.resolved import RESOLVED
 from runner.record import started
 from runner.record.lock import locked
@@ -108,7 +108,7 @@ def prepare_run_dir(
         raise UserInputError(f"--out {opts.out}: cannot create the run directory ({exc})") from None
     try:
         shutil.copyfile(manifest_path, run_dir / "manifest.yaml")
-        write_text_atomic(run_dir / RESOLVED, yaml.safe_dump(res.dump(), sort_keys=False))
+        write_text_atomic(run_dir / RESOLVED, dump_yaml(res.dump()))
         prov = provenance.collect(sys.argv, manifest_path, res.backends(), res.pythons())
         prov["command_line"] = res.command_line
         prov["executor"] = opts.executor.record()
