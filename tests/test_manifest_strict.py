@@ -13,7 +13,8 @@ from runner.errors import ManifestError, UserInputError
 from runner.manifest import expand, resolved
 from runner.manifest.matrix import MAX_NAME, apply_overrides
 from runner.manifest.parse import MAX_NODES, parse_yaml
-from runner.record.lock import locked
+from runner.record.lock import locked, runner_holds
+from runner.record.process import start_ticks
 from tests.helpers import tiny_manifest
 
 
@@ -102,15 +103,37 @@ def test_run_directory_lock_is_exclusive_and_never_stale(tmp_path):
     holder = subprocess.Popen(
         [sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True
     )
+    assert runner_holds(tmp_path) is None  # no lock file: a run made elsewhere, cannot tell
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        assert runner_holds(tmp_path) is True  # what `status` asks, taking nothing
         with pytest.raises(UserInputError, match=f"pid {holder.pid}"), locked(tmp_path):
             pass
     finally:
         holder.kill()
         holder.wait()
+    assert runner_holds(tmp_path) is False
     with locked(tmp_path), locked(tmp_path):  # free again after a kill; re-entrant in-process
-        pass
+        assert runner_holds(tmp_path) is True
+
+
+def test_a_recorded_process_runs_only_while_that_process_does():
+    """pid and start time name one process: after it ends, neither its pid (free or reused) nor
+    another process's start time passes for it; another host's or namespace's cannot be told."""
+    from runner.record.process import ProcessRef, still_running, this_process
+
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                             stdin=subprocess.PIPE)  # fmt: skip
+    here = this_process()
+    ref = ProcessRef.model_validate(
+        {**here.model_dump(), "pid": child.pid, "started": start_ticks(child.pid)}
+    )
+    assert still_running(ref) is True and still_running(here) is True
+    assert still_running(ref.model_copy(update={"started": ref.started + 1})) is False
+    child.communicate(b"")  # it ends and is reaped
+    assert still_running(ref) is False
+    assert still_running(ref.model_copy(update={"host": here.host + "-elsewhere"})) is None
+    assert still_running(ref.model_copy(update={"pid_ns": "pid:[1]"})) is None
 
 
 def test_resource_and_budget_warnings_through_validate(write_manifest):

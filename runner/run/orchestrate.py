@@ -43,6 +43,7 @@ from runner.run.finish import (
     settle,
     unreadable_status,
 )
+from runner.run.status import resume_hint
 
 JOBS = ("train", "eval", "bench")
 
@@ -328,14 +329,6 @@ def track(run_dir: Path, res: ResolvedRun, console: Console) -> None:
     for name, n in done.items():
         if n:
             console.print(f"tracked: {n} unit(s) in {name}")
-
-
-def resume_hint(console: Console, run_dir: Path) -> None:
-    """The command that continues the run, on a line of its own that is never wrapped, so it
-    pastes as it is from a terminal or a log file."""
-    command = f"rlcrate run {run_dir / 'manifest.yaml'} --resume {run_dir}"
-    console.print("[yellow]stopped; resume with:[/]")
-    console.print(escape(command), soft_wrap=True, highlight=False)
 
 
 def check_installed(manifest: Manifest) -> None:
