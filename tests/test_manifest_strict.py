@@ -89,6 +89,39 @@ def test_long_variant_names_stay_within_file_name_limits():
     assert len(set(names)) == 3 and all(len(n) <= MAX_NAME for n in names)
 
 
+def test_variants_that_move_many_values_are_named_by_what_tells_them_apart():
+    """Automatic names past 40 characters keep only what differs between the variants: the
+    `.name` values alone when they tell them apart (the PPO-vs-SAC lists), else the leaves whose
+    values differ; short names are left as they were."""
+    from runner.manifest.matrix import SHORT_NAME, variant_names
+
+    ppo = {"algo.name": "PPO", "algo.params": {"n_steps": 256, "batch_size": 64, "gamma": 0.9}}
+    sac = {"algo.name": "SAC", "algo.params": {"learning_starts": 200, "batch_size": 256}}
+    assert variant_names([ppo, sac]) == ["PPO", "SAC"]
+    same_algo = [
+        {"algo.params": {"n_steps": 128, "batch_size": 256, "n_epochs": 10, "gamma": 0.99}},
+        {"algo.params": {"n_steps": 256, "batch_size": 256, "n_epochs": 10, "gamma": 0.99}},
+    ]
+    assert variant_names(same_algo) == ["n_steps-128", "n_steps-256"]
+    short = [{"parallel.envs": 8, "algo.params.batch_size": 128},
+             {"parallel.envs": 16, "algo.params.batch_size": 128}]  # fmt: skip
+    assert variant_names(short) == ["envs-8_batch_size-128", "envs-16_batch_size-128"]
+    assert all(
+        len(n) <= SHORT_NAME for sets in ([ppo, sac], same_algo) for n in variant_names(sets)
+    )
+
+
+def test_a_run_named_by_an_older_rlcrate_is_the_same_run():
+    """Resume and reproduce compare what ran; a variant's name (which this version may choose
+    otherwise than the rlcrate that made the run) is not part of it, its order and values are."""
+    m = load_manifest_from(tiny_manifest(matrix={"parallel.envs": [2, 4]}))
+    here = resolved(m)
+    old = here.model_copy(update={"variants": {f"old-{n}": v for n, v in here.variants.items()}})
+    assert old.same_run(here) and here.same_run(old)
+    swapped = dict(zip(here.variants, reversed(here.variants.values()), strict=True))
+    assert not here.same_run(here.model_copy(update={"variants": swapped}))
+
+
 @pytest.mark.parametrize("over", [{"seeds": [True]}, {"seeds": ["1"]}, {"train__timesteps": "9"}])
 def test_one_type_per_value(over, write_manifest):
     with pytest.raises(ManifestError):

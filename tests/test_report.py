@@ -324,3 +324,42 @@ def test_manifest_differences_are_listed():
         ("algo.params.n_steps", "(not set)", 5),
         ("name", "a", "b"),
     ]
+
+
+@pytest.mark.slow  # a toy run (torch-free, about 10 s) through the console script
+def test_long_variant_names_shortened_alike_everywhere_and_levels_recomputed(
+    write_manifest, tmp_path
+):
+    """A list matrix whose entries move several values together: each variant is named by what
+    tells them apart (the full names pass 40 characters), the same in its folder, the run's
+    summary table and report.md. `report --levels` prints the time-to-reach table at other
+    levels from the run's files, changing none of them."""
+    from tests.helpers import rlcrate, run_dir_of, toy_manifest
+
+    kwargs = {"max_episode_steps": 200}
+    m = toy_manifest(
+        seeds=[0],
+        eval__reward_levels=[1e9],  # the manifest's level: never reached
+        matrix=[
+            {"algo.params": {"noise": 0.5, "step_ms": 0.0}, "env.kwargs": kwargs},
+            {"algo.params": {"noise": 0.25, "step_ms": 0.0}, "env.kwargs": kwargs},
+        ],
+    )
+    out = rlcrate("run", str(write_manifest(m)), "--out", str(tmp_path / "runs"), report=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    run = run_dir_of(tmp_path / "runs", "toy")
+    assert sorted(p.name for p in (run / "units").iterdir()) == ["noise-0.25", "noise-0.5"]
+    rows = [line for line in out.stdout.splitlines() if "noise-" in line]
+    assert len(rows) == 2 and all(len(line) < 120 for line in rows), out.stdout
+    text = (run / "report.md").read_text()
+    assert "| noise-0.5 | 0:" in text and "| noise-0.25 | 0:" in text, text
+    assert "params-" not in text and "not reached" in text
+    files = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    levels = rlcrate("report", str(run), "--levels", "5,1e9")
+    assert levels.returncode == 0, levels.stdout + levels.stderr
+    table = [line for line in levels.stdout.splitlines() if "noise-" in line]
+    assert len(table) == 4, levels.stdout  # two variants x two levels
+    assert "1/1" in table[0] and "not reached" in table[1], levels.stdout
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == files
+    bad = rlcrate("report", str(run), "--levels", "5,many")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: --levels '5,many': expected")

@@ -325,31 +325,3 @@ def _scaling_bars(bench: dict[str, Any], points: list[dict[str, Any]], path: Pat
     ax.grid(axis="y", alpha=0.3, which="both")
     ax.legend(fontsize=9, loc="upper left")
     return _save(fig, path)
-
-
-def display_names(variants: dict[str, dict[str, Any]], limit: int = 40) -> dict[str, str]:
-    """Short labels for variants whose folder names are long: the scalar overrides that differ.
-
-    E.g. {'name-PPO_params-...': {'algo.name': 'PPO', 'algo.params': {...}}, ...} ->
-    {'name-PPO_params-...': 'name=PPO', ...}. Names already short are kept.
-    """
-    if all(len(n) <= limit for n in variants) or len(variants) < 2:
-        return {n: n for n in variants}
-    overrides = list(variants.values())
-    shared = set.intersection(*(set(o) for o in overrides))
-    keys = [
-        k
-        for k in overrides[0]
-        if k in shared
-        and not isinstance(overrides[0][k], dict)
-        and len({str(o[k]) for o in overrides}) > 1
-    ]
-    leaves = [k.split(".")[-1] for k in keys]
-    use = leaves if len(set(leaves)) == len(leaves) else keys
-    labels = {
-        n: ", ".join(f"{u}={o[k]}" for u, k in zip(use, keys, strict=True))
-        for n, o in variants.items()
-    }
-    if not keys or len(set(labels.values())) < len(labels):
-        return {n: n for n in variants}
-    return labels
