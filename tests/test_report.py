@@ -292,13 +292,19 @@ def test_wall_time_curves_show_every_seed_and_where_the_mean_ends(tmp_path, monk
         Curve(steps, np.linspace(10, 100, 20) + i, np.linspace(0, end, 20))
         for i, end in enumerate((3.4, 4.0, 5.2))
     ]
-    plots.learning_curves({"default": curves}, tmp_path / "lc.png", title="t")
+    shifted = [Curve(c.steps, c.values, c.wall_s + 0.2) for c in curves]  # ends close by
+    plots.learning_curves({"default": curves, "other": shifted}, tmp_path / "lc.png", title="t")
     (fig,) = figures
     by_steps, by_wall = fig.axes[:2]
     wall_ends = sorted(round(float(ln.get_xdata()[-1]), 2) for ln in by_wall.get_lines())
-    assert wall_ends == [3.4, 3.4, 3.4, 4.0, 5.2], wall_ends  # mean, dotted mark, 3 seeds
-    assert any("mean ends: 3.4 s" in t.get_text() for t in by_wall.texts)
-    assert len(by_steps.get_lines()) == 1 and not by_steps.texts
+    assert wall_ends[:5] == [3.4, 3.4, 3.4, 3.6, 3.6], wall_ends  # means, dotted marks
+    # where the means end is said in the panel's own legend (placed where it covers the least
+    # data), never in labels at the dotted lines that overlap when the ends are close
+    legend = by_wall.get_legend()
+    assert legend.get_title().get_text() == "mean ends (dotted)"
+    assert [t.get_text() for t in legend.get_texts()] == ["default: 3.4 s", "other: 3.6 s"]
+    assert not by_wall.texts and not by_steps.texts and by_steps.get_legend() is None
+    assert len(by_steps.get_lines()) == 2
     assert "the mean stops where the shortest seed ends" in fig._suptitle.get_text()
 
 

@@ -225,8 +225,9 @@ def doctor_cmd(
 ) -> None:
     """What this machine has: backends, Godot, container engines, GPU/driver, CPUs."""
     from runner.cli.doctor import doctor
+    from runner.cli.run import fitted_console
 
-    doctor(console(), probe=probe)
+    doctor(fitted_console(), probe=probe)
 
 
 @app.command("envs")

@@ -78,7 +78,7 @@ def collect(run_dir: Path) -> RunState:
     alive = runner_holds(run_dir)
     for u in units:
         st = read_status(u.dir(run_dir), strict=True)
-        state = st.state
+        state: str = st.state  # as recorded, or `stopped`: its process is gone
         prog = read_progress(u.dir(run_dir), strict=True)
         steps = f"{prog.steps:,}/{prog.total:,}" if prog else "-"
         error = st.error or ""
