@@ -1,7 +1,8 @@
 """rlcrate's output stays rlcrate's: notices third-party libraries print about their own
 internals (Gymnasium's lowered Box precision for EnvPool's spaces, SB3's batch-size advice for a
 model rebuilt on one env to act, the Arcade Learning Environment's banner from every process)
-are kept off the user's terminal; their errors still come through."""
+are kept off the user's terminal; their errors still come through. `rlcrate export`'s one line
+alone, through the console script: tests/test_export.py."""
 
 from __future__ import annotations
 
@@ -9,24 +10,7 @@ import warnings
 
 import pytest
 
-from tests.helpers import env_spec, rlcrate, run_dir_of, tiny_manifest
-
-
-@pytest.mark.envpool
-@pytest.mark.slow  # trains a tiny EnvPool CartPole unit (seconds) and exports it
-def test_export_of_an_envpool_unit_prints_its_one_line_alone(write_manifest, tmp_path):
-    """The quickstart's case: EnvPool's CartPole spaces, and batch_size 128 over 2 envs x 64
-    steps, which the one-env rebuild for the export does not divide."""
-    m = tiny_manifest(env={"backend": "envpool", "id": "CartPole-v1"},
-                      parallel={"envs": 2, "workers": 1},
-                      algo__params={"n_steps": 64, "batch_size": 128, "n_epochs": 1})  # fmt: skip
-    out = rlcrate("run", str(write_manifest(m)), "--out", str(tmp_path / "runs"))
-    assert out.returncode == 0, out.stdout + out.stderr
-    run = run_dir_of(tmp_path / "runs", "tiny")
-    res = rlcrate("export", str(run), "-o", str(tmp_path / "policy.onnx"))
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert res.stderr == "", res.stderr
-    assert len(res.stdout.splitlines()) == 1 and "actions agreeing 100%" in res.stdout
+from tests.helpers import env_spec
 
 
 @pytest.mark.envpool
