@@ -36,7 +36,7 @@ def test_no_ale_banner_from_subprocess_workers(capfd):
     from runner.manifest.schema import ParallelSpec
 
     env = env_spec(backend="gymnasium", id="ALE/Pong-v5")
-    parallel = ParallelSpec(envs=2, workers=2, mode="subproc")
+    parallel = ParallelSpec(envs=1, workers=1, mode="subproc")
     venv = get_backend("gymnasium").make_vec_env(env, parallel, seed=0, log_dir=None)
     try:
         venv.reset()
