@@ -101,6 +101,13 @@ def test_where_a_training_step_goes_is_one_computation_the_runs_support():
         "p: a training step takes 4,000 µs: the env 25% (timed inside training), policy "
         "inference 25%, the update 50%: the update bounds training"
     )
+    train = dict(_rate(250, 240, 260), env_fraction=0.4)  # the update 35%: 5 points behind
+    (line,) = _one_point(env_only=_rate(1000, 950, 1050), inference=_rate(500, 480, 520),
+                         train=train)  # fmt: skip
+    assert line.endswith(
+        "the env 40% (timed inside training), policy inference 25%, the update 35%: no one part "
+        "bounds training (the env and the update within 10 points of a step)"
+    ), line
 
 
 @pytest.mark.parametrize(

@@ -53,7 +53,8 @@ def _pct(x: float) -> str:
 def _bound(shares: dict[str, float]) -> str:
     top, *rest = sorted(shares, key=lambda k: -shares[k])
     if rest and shares[top] - shares[rest[0]] < BOUND_MARGIN:
-        return f"no one part bounds training ({top} and {rest[0]} within {_pct(BOUND_MARGIN)})"
+        close = f"{100 * BOUND_MARGIN:.0f} points of a step"
+        return f"no one part bounds training ({top} and {rest[0]} within {close})"
     return f"{top} {'bound' if ' and ' in top else 'bounds'} training"
 
 
