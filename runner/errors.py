@@ -115,3 +115,17 @@ class EnvTimeout(RunnerError):
 
 class UnitFailed(RunnerError):
     """A unit of work failed; the others still ran."""
+
+
+def did_you_mean(name: object, known: list[str]) -> str:
+    """ "; did you mean 'X'?" for the known name closest to `name`, or "" when none is close.
+    Case is no distance: `ppo` is PPO, `mlppolicy` MlpPolicy (difflib alone finds nothing close
+    in `ppo` for PPO)."""
+    import difflib
+
+    text = str(name)
+    lower: dict[str, str] = {}
+    for k in known:
+        lower.setdefault(k.lower(), k)
+    close = difflib.get_close_matches(text.lower(), list(lower), n=1)
+    return f"; did you mean '{lower[close[0]]}'?" if close else ""

@@ -15,13 +15,12 @@ installed still finds them, and their names answer without reading the installed
 
 from __future__ import annotations
 
-import difflib
 import importlib
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from runner.errors import UserInputError
+from runner.errors import UserInputError, did_you_mean
 
 GROUPS = {
     "backend": "rlcrate.backends",
@@ -90,8 +89,7 @@ def names(kind: str) -> list[str]:
 def unknown(kind: str, name: str) -> str:
     """One sentence for a name no plugin of `kind` has, with a suggestion."""
     known = names(kind)
-    close = difflib.get_close_matches(name, known, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
+    hint = did_you_mean(name, known)
     return (
         f"no {kind} named {name!r} is installed{hint} ({kind}s: {', '.join(known)}; a package "
         f"adds one with an entry point in the group {GROUPS[kind]})"

@@ -87,7 +87,7 @@ def rlcrate(
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=checkout_env(COLUMNS="200", **(env_extra or {})),
+        env=checkout_env(**{"COLUMNS": "200", **(env_extra or {})}),
         **kw,
     )
 

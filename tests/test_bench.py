@@ -63,8 +63,11 @@ def test_tiny_sweep_writes_bench_json_and_plot(tmp_path: Path):
         assert set(p["efficiency"]) == rates
     assert data["points"][0]["speedup"] == {"env_only": 1.0, "inference": 1.0, "train": 1.0}
     assert set(data["flatten"]["default"]) == rates
-    bounds = [f for f in data["findings"] if "bounds training" in f]
-    assert len(bounds) == 2 and "the env" in bounds[0] and "the update" in bounds[0], bounds
+    # one sentence per point on where a training step goes, its env share the table's
+    steps = [f for f in data["findings"] if "a training step takes" in f]
+    assert len(steps) == 2, data["findings"]
+    for p, line in zip(data["points"], steps, strict=True):
+        assert f"the env {100 * p['train']['env_fraction']:.0f}% (timed inside training)" in line
     assert sum("cold start" in f for f in data["findings"]) == 2
     # The harness's own cost stays well under 2% of what it measures.
     assert max(data["overhead"]["max_fraction"].values()) < 0.02
@@ -75,29 +78,81 @@ def test_tiny_sweep_writes_bench_json_and_plot(tmp_path: Path):
     assert "env + inference steps/s" in text and "cold start" in text
 
 
-def test_which_part_bounds_training_from_the_three_rates():
-    point = {"label": "p", "error": None, "variant": "default", "x": 1, "envs": 1}
-    rate = lambda v: {"steps_per_s": {"median": v, "min": v, "max": v}}  # noqa: E731
-    # seconds per step: env 1 ms, inference 1 ms more, the update 2 ms more
-    data = {"axis": {"label": "x", "numeric": True}, "variants": ["default"], "points": [
-        {**point, "env_only": rate(1000), "inference": rate(500), "train": rate(250),
-         "cold_start": {"seconds": 3.25}}]}  # fmt: skip
+def _rate(median, low=None, high=None, runs=3):
+    low, high = low if low is not None else median, high if high is not None else median
+    return {"steps_per_s": {"median": median, "min": low, "max": high,
+                            "runs": [low, median, high][:runs]}}  # fmt: skip
+
+
+def _one_point(**rates):
+    point = {"label": "p", "error": None, "variant": "default", "x": 1, "envs": 1, **rates}
+    data = {"axis": {"label": "x", "numeric": True}, "variants": ["default"], "points": [point]}
+    analysis.analyse(data)
+    return [f for f in data["findings"] if f.startswith("p: a training step")]
+
+
+def test_where_a_training_step_goes_is_one_computation_the_runs_support():
+    """Seconds per step: env 1 ms, inference 1 ms more, the update 2 ms more, the env's 25% timed
+    inside training: each part named, and which bounds training. One sentence per point."""
+    train = dict(_rate(250, 240, 260), env_fraction=0.25)
+    (line,) = _one_point(env_only=_rate(1000, 950, 1050), inference=_rate(500, 480, 520),
+                         train=train, cold_start={"seconds": 3.25})  # fmt: skip
+    assert line == (
+        "p: a training step takes 4,000 µs: the env 25% (timed inside training), policy "
+        "inference 25%, the update 50%: the update bounds training"
+    )
+    train = dict(_rate(250, 240, 260), env_fraction=0.4)  # the update 35%: 5 points behind
+    (line,) = _one_point(env_only=_rate(1000, 950, 1050), inference=_rate(500, 480, 520),
+                         train=train)  # fmt: skip
+    assert line.endswith(
+        "the env 40% (timed inside training), policy inference 25%, the update 35%: no one part "
+        "bounds training (the env and the update within 10 points of a step)"
+    ), line
+
+
+@pytest.mark.parametrize(
+    ("inference", "train", "why"),
+    [
+        # the issue's case: inference outside training would leave the update nothing
+        (_rate(520, 500, 540), _rate(500, 480, 520), "the rates' ranges overlap"),
+        # training measured faster than env + inference: noise larger than inference's cost
+        (_rate(520, 500, 540), _rate(600, 580, 620), "training measured as fast as env + inf"),
+        (_rate(500, runs=1), _rate(250, runs=1), "one repeat: no spread to tell them apart"),
+        (None, _rate(250, 240, 260), "not measured apart by this trainer"),
+    ],
+)
+def test_parts_the_runs_do_not_separate_are_not_split(inference, train, why):
+    """The env's share is the one timed inside training (the table's); inference and the update
+    are given together, with the reason, where the runs cannot tell them apart; no share is
+    ever rescaled (the old "env 50%, inference 50%, update 0%" beside "64% stepping envs")."""
+    (line,) = _one_point(env_only=_rate(1000, 950, 1050), inference=inference,
+                         train=dict(train, env_fraction=0.64))  # fmt: skip
+    assert "the env 64% (timed inside training), policy inference and the update together 36%" in (
+        line
+    )
+    assert why in line and line.endswith(": the env bounds training"), line
+
+
+def test_a_ratio_within_the_spread_is_no_difference():
+    a = {
+        "label": "a",
+        "x": None,
+        "variant": "a",
+        "error": None,
+        "envs": 1,
+        "env_only": _rate(1000, 900, 1100),
+        "train": _rate(100, 90, 110),
+    }
+    b = {**a, "label": "b", "variant": "b",
+         "env_only": _rate(1050, 950, 1150), "train": _rate(200, 190, 210)}  # fmt: skip
+    data = {"axis": {"label": "variant", "numeric": False}, "variants": ["a", "b"],
+            "points": [a, b]}  # fmt: skip
     analysis.analyse(data)
     assert (
-        "p: a training step's time goes to the env 25%, policy inference 25%, the update 50%: "
-        "the update bounds training"
-    ) in data["findings"]
-    assert "p: cold start 3.2 s (a fresh process to its first step)" in data["findings"]
-    # where training's own env time was timed (half of its 4 ms step), that is the env's share
-    data["points"][0]["train"]["env_fraction"] = 0.5
-    analysis.analyse(data)
-    assert (
-        "p: a training step's time goes to the env 50%, policy inference 25%, the update 25%: "
-        "the env bounds training"
-    ) in data["findings"]
-    del data["points"][0]["inference"]  # a trainer that cannot separate it: no such finding
-    analysis.analyse(data)
-    assert not any("bounds" in f for f in data["findings"])
+        "env-only steps/s: b is ×1.05 a (within the repeats' spread: no measurable "
+        "difference)" in data["findings"]
+    )
+    assert "training steps/s: b is ×2.00 a" in data["findings"]
 
 
 @pytest.mark.gymnasium
@@ -141,7 +196,8 @@ def test_bad_sweep_rejected_before_running(tmp_path: Path, monkeypatch, sweep, m
 
 def _point(label, x, env, train, variant="default"):
     def rate(v):
-        return {"steps_per_s": {"median": v, "min": v, "max": v}}
+        return {"steps_per_s": {"median": v, "min": v * 0.99, "max": v * 1.01,
+                                "runs": [v * 0.99, v, v * 1.01]}}  # fmt: skip
 
     return {
         "label": label,
@@ -171,6 +227,18 @@ def test_analysis_flattening_on_fixed_numbers():
     assert data["flatten"]["default"]["env_only"]["x"] == 8  # first efficiency below 0.5
     assert data["flatten"]["default"]["train"]["x"] is None  # 0.95, 0.75, 0.75
     assert any("flattens at parallel.envs=8" in f for f in data["findings"])
+
+
+def test_a_flattening_the_spread_does_not_support_is_said_so():
+    pts = [_point("1", 1, 100, 10), _point("8", 8, 380, 60)]
+    pts[1]["env_only"] = _rate(380, 300, 450)  # its fastest run scales at 0.57
+    data = {"axis": {"label": "parallel.envs", "numeric": True}, "variants": ["default"],
+            "points": pts}  # fmt: skip
+    analysis.analyse(data)
+    assert data["flatten"]["default"]["env_only"]["x"] == 8  # by the medians
+    (line,) = [f for f in data["findings"] if f.startswith("env-only")]
+    assert "by the medians the gain flattens at parallel.envs=8" in line
+    assert line.endswith("but within the repeats' spread it may not")
 
 
 def test_analysis_ratios_for_categorical_sweep():

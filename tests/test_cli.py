@@ -284,11 +284,32 @@ def test_console_script_exit_code(write_manifest):
 
 
 def test_doctor_suggests_installs_only_for_what_could_run():
-    out = rlcrate("doctor")
+    out = rlcrate("doctor", env_extra={"COLUMNS": "1000"})  # one row, one line
     assert out.returncode == 0, out.stderr
     for line in out.stdout.splitlines():
         if "backend isaaclab" in line:  # its own Python 3.12 environment, not a pip extra here
             assert "pip install 'rlcrate[isaaclab]'" not in line
+
+
+def test_doctor_fits_the_terminal():
+    """Its details wrap at the terminal's width (COLUMNS here), never a 330-column table."""
+    out = rlcrate("doctor", env_extra={"COLUMNS": "90"})
+    assert out.returncode == 0, out.stderr
+    assert max(len(line) for line in out.stdout.splitlines()) <= 90, out.stdout
+    assert "backend gymnasium" in out.stdout and "CPU" in out.stdout
+
+
+def test_a_fitted_console_without_a_terminal_or_columns_is_100_wide(monkeypatch):
+    import io
+
+    from runner.cli.run import FALLBACK_WIDTH, fitted_console
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    for name in ("stdin", "stdout", "stderr"):  # no terminal behind any of them
+        monkeypatch.setattr(sys, name, io.StringIO())
+    assert fitted_console().width == FALLBACK_WIDTH == 100
+    monkeypatch.setenv("COLUMNS", "72")
+    assert fitted_console().width == 72
 
 
 def test_envs_all_is_one_id_per_line():

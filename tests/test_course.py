@@ -31,6 +31,76 @@ def test_course_manifest_validates_through_the_console_script(name: str):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def laptop_command(name: str) -> list[str]:
+    """The laptop-size command a manifest's header gives (after "Laptop size"), as arguments."""
+    import shlex
+
+    header = []
+    for line in (ROOT / "manifests" / name).read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        header.append(line[1:].strip())
+    start = next(i for i, line in enumerate(header) if "Laptop size" in line)
+    words = ""
+    for line in header[start + 1 :]:
+        if words or line.startswith("rlcrate "):
+            words += " " + line.removesuffix("\\")
+            if not line.endswith("\\"):
+                break
+    assert words, f"{name}: no command after 'Laptop size'"
+    return shlex.split(words)
+
+
+def _options(args: list[str]) -> tuple[list[str], str | None, set[str]]:
+    """(--set values, --seeds, the flags) of a command's arguments after the manifest."""
+    sets, seeds, flags, rest = [], None, set(), list(args)
+    while rest:
+        word = rest.pop(0)
+        if word in ("-s", "--set"):
+            sets.append(rest.pop(0))
+        elif word == "--seeds":
+            seeds = rest.pop(0)
+        elif word == "--jobs":
+            flags.add(f"--jobs {rest.pop(0)}")
+        else:
+            flags.add(word)
+    return sets, seeds, flags
+
+
+@pytest.mark.parametrize("name", COURSE)
+def test_every_laptop_size_command_works_and_reaches_its_levels(name: str):
+    """The header's laptop-size command is a command (no hand edits, `-s` accepted with the
+    matrix: Pong's parallel.envs=4), valid as the full manifest is, and a smaller training
+    budget comes with its own reward levels, and with --no-expect where the manifest claims."""
+    from runner.checks.load import load_manifest
+    from runner.manifest.overrides import build
+
+    words = laptop_command(name)
+    assert words[:3] in (["rlcrate", "run", f"manifests/{name}"],
+                         ["rlcrate", "bench", f"manifests/{name}"]), words  # fmt: skip
+    sets, seeds, flags = _options(words[3:])
+    assert flags <= {"--no-expect", "--jobs train,eval"}, flags
+    full = yaml.safe_load((ROOT / "manifests" / name).read_text())
+    small = load_manifest(ROOT / "manifests" / name, overrides=build(sets, seeds))
+    if words[1] == "run":
+        assert small.train.timesteps < full["train"]["timesteps"]
+        if full.get("eval", {}).get("reward_levels"):
+            assert any(s.startswith("eval.reward_levels=") for s in sets), sets
+            assert small.eval.reward_levels != full["eval"]["reward_levels"]
+        assert ("--no-expect" in flags) == bool(full.get("expect")), flags
+    else:
+        assert small.bench.steps < full["bench"]["steps"]
+
+
+def test_pongs_laptop_size_through_the_console_script():
+    """`-s parallel.envs=4` was refused (the matrix varied parallel.workers): the documented
+    shrink is a command that runs as written."""
+    words = laptop_command("pong-envpool-vs-subproc.yaml")
+    proc = rlcrate("validate", *words[2:], cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "2 variant(s) x 1 seed(s)" in proc.stdout
+
+
 def test_batch_scaling_ties_envs_and_batch_size_with_envs_only_controls():
     m = yaml.safe_load((ROOT / "manifests" / "ballchase-batch-scaling.yaml").read_text())
     pairs = [(v["parallel.envs"], v["algo.params.batch_size"]) for v in m["matrix"]]

@@ -28,13 +28,26 @@ def test_golden_error_messages(path, monkeypatch):
     assert [f"error: {p}" for p in exc.value.problems] == expected
 
 
-@pytest.mark.parametrize("name", ["godot_bad_kwarg", "unknown_env", "broken_yaml"])
+@pytest.mark.parametrize(
+    "name", ["godot_bad_kwarg", "unknown_env", "broken_yaml", "algo_lowercase"]
+)
 def test_golden_through_the_console_script(name):
     """What a user sees: the same lines on stderr, exit status 2. (godot_bad_kwarg once printed
     `:5: env.id: env.kwargs: ...`: the env.id line and a doubled field path.)"""
     res = rlcrate("validate", f"{name}.yaml", cwd=GOLDEN)
     assert res.returncode == 2
     assert res.stderr.splitlines() == (GOLDEN / f"{name}.txt").read_text().splitlines()
+
+
+def test_a_name_in_the_wrong_case_gets_its_suggestion():
+    """difflib finds nothing close to `ppo` in PPO; case is no distance here."""
+    from runner.errors import did_you_mean
+
+    assert did_you_mean("ppo", ["PPO", "A2C", "SAC"]) == "; did you mean 'PPO'?"
+    assert did_you_mean("mlppolicy", ["MlpPolicy", "CnnPolicy"]) == "; did you mean 'MlpPolicy'?"
+    assert did_you_mean("Gymnasium", ["godot", "gymnasium"]) == "; did you mean 'gymnasium'?"
+    assert did_you_mean("PPOO", ["PPO", "A2C"]) == "; did you mean 'PPO'?"
+    assert did_you_mean("zzz", ["PPO", "A2C"]) == ""
 
 
 def test_every_problem_at_once(write_manifest):

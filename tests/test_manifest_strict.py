@@ -13,7 +13,8 @@ from runner.errors import ManifestError, UserInputError
 from runner.manifest import expand, resolved
 from runner.manifest.matrix import MAX_NAME, apply_overrides
 from runner.manifest.parse import MAX_NODES, parse_yaml
-from runner.record.lock import locked
+from runner.record.lock import locked, runner_holds
+from runner.record.process import start_ticks
 from tests.helpers import tiny_manifest
 
 
@@ -88,6 +89,39 @@ def test_long_variant_names_stay_within_file_name_limits():
     assert len(set(names)) == 3 and all(len(n) <= MAX_NAME for n in names)
 
 
+def test_variants_that_move_many_values_are_named_by_what_tells_them_apart():
+    """Automatic names past 40 characters keep only what differs between the variants: the
+    `.name` values alone when they tell them apart (the PPO-vs-SAC lists), else the leaves whose
+    values differ; short names are left as they were."""
+    from runner.manifest.matrix import SHORT_NAME, variant_names
+
+    ppo = {"algo.name": "PPO", "algo.params": {"n_steps": 256, "batch_size": 64, "gamma": 0.9}}
+    sac = {"algo.name": "SAC", "algo.params": {"learning_starts": 200, "batch_size": 256}}
+    assert variant_names([ppo, sac]) == ["PPO", "SAC"]
+    same_algo = [
+        {"algo.params": {"n_steps": 128, "batch_size": 256, "n_epochs": 10, "gamma": 0.99}},
+        {"algo.params": {"n_steps": 256, "batch_size": 256, "n_epochs": 10, "gamma": 0.99}},
+    ]
+    assert variant_names(same_algo) == ["n_steps-128", "n_steps-256"]
+    short = [{"parallel.envs": 8, "algo.params.batch_size": 128},
+             {"parallel.envs": 16, "algo.params.batch_size": 128}]  # fmt: skip
+    assert variant_names(short) == ["envs-8_batch_size-128", "envs-16_batch_size-128"]
+    assert all(
+        len(n) <= SHORT_NAME for sets in ([ppo, sac], same_algo) for n in variant_names(sets)
+    )
+
+
+def test_a_run_named_by_an_older_rlcrate_is_the_same_run():
+    """Resume and reproduce compare what ran; a variant's name (which this version may choose
+    otherwise than the rlcrate that made the run) is not part of it, its order and values are."""
+    m = load_manifest_from(tiny_manifest(matrix={"parallel.envs": [2, 4]}))
+    here = resolved(m)
+    old = here.model_copy(update={"variants": {f"old-{n}": v for n, v in here.variants.items()}})
+    assert old.same_run(here) and here.same_run(old)
+    swapped = dict(zip(here.variants, reversed(here.variants.values()), strict=True))
+    assert not here.same_run(here.model_copy(update={"variants": swapped}))
+
+
 @pytest.mark.parametrize("over", [{"seeds": [True]}, {"seeds": ["1"]}, {"train__timesteps": "9"}])
 def test_one_type_per_value(over, write_manifest):
     with pytest.raises(ManifestError):
@@ -102,15 +136,37 @@ def test_run_directory_lock_is_exclusive_and_never_stale(tmp_path):
     holder = subprocess.Popen(
         [sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True
     )
+    assert runner_holds(tmp_path) is None  # no lock file: a run made elsewhere, cannot tell
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        assert runner_holds(tmp_path) is True  # what `status` asks, taking nothing
         with pytest.raises(UserInputError, match=f"pid {holder.pid}"), locked(tmp_path):
             pass
     finally:
         holder.kill()
         holder.wait()
+    assert runner_holds(tmp_path) is False
     with locked(tmp_path), locked(tmp_path):  # free again after a kill; re-entrant in-process
-        pass
+        assert runner_holds(tmp_path) is True
+
+
+def test_a_recorded_process_runs_only_while_that_process_does():
+    """pid and start time name one process: after it ends, neither its pid (free or reused) nor
+    another process's start time passes for it; another host's or namespace's cannot be told."""
+    from runner.record.process import ProcessRef, still_running, this_process
+
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"],
+                             stdin=subprocess.PIPE)  # fmt: skip
+    here = this_process()
+    ref = ProcessRef.model_validate(
+        {**here.model_dump(), "pid": child.pid, "started": start_ticks(child.pid)}
+    )
+    assert still_running(ref) is True and still_running(here) is True
+    assert still_running(ref.model_copy(update={"started": ref.started + 1})) is False
+    child.communicate(b"")  # it ends and is reaped
+    assert still_running(ref) is False
+    assert still_running(ref.model_copy(update={"host": here.host + "-elsewhere"})) is None
+    assert still_running(ref.model_copy(update={"pid_ns": "pid:[1]"})) is None
 
 
 def test_resource_and_budget_warnings_through_validate(write_manifest):

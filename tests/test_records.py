@@ -20,6 +20,7 @@ import pytest
 from runner.trainers.resume import saved_steps
 from tests.helpers import (
     as_run_by,
+    children_of,
     rlcrate,
     rlcrate_exe,
     run_dir_of,
@@ -237,6 +238,27 @@ def test_interrupted_run_has_no_results_yet(write_manifest, tmp_path):
     assert res.returncode == 0, res.stderr
     report = (run / "report.md").read_text()
     assert "not met" not in report and "no results yet" in report
+
+
+def test_status_after_the_runner_is_killed_says_stopped_and_how_to_resume(write_manifest, tmp_path):
+    """SIGKILL leaves the units' records at `running` (the units die with the runner and write
+    nothing): status checks the recorded processes (pid and start time) and the run's lock, and
+    says stopped, with the command that resumes it, instead of "still running"."""
+    m = toy_manifest(name="tiny", train__timesteps=200_000, algo__params__step_ms=1, seeds=[0, 1],
+                     parallel__units=1)  # fmt: skip
+    proc = start_run(write_manifest(m), tmp_path / "runs")
+    wait_for(lambda: list((tmp_path / "runs").glob(f"tiny/*/{UNIT}/progress.json")), 300, "train")
+    run = run_dir_of(tmp_path / "runs", "tiny")
+    kids = children_of(proc.pid)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    wait_for(lambda: not [k for k in kids if Path(f"/proc/{k}").exists()], 30, "units to die")
+    assert _status(run)["state"] == "running" and _status(run)["process"]["pid"] in kids
+    res = rlcrate("status", str(run))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "still running" not in res.stdout and "stopped" in res.stdout, res.stdout
+    command = f"rlcrate run {run / 'manifest.yaml'} --resume {run}"
+    assert res.stdout.splitlines()[-2:] == ["stopped; resume with:", command], res.stdout
 
 
 def test_a_status_record_of_the_wrong_types_is_damaged_not_believed(tmp_path):

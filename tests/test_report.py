@@ -292,13 +292,19 @@ def test_wall_time_curves_show_every_seed_and_where_the_mean_ends(tmp_path, monk
         Curve(steps, np.linspace(10, 100, 20) + i, np.linspace(0, end, 20))
         for i, end in enumerate((3.4, 4.0, 5.2))
     ]
-    plots.learning_curves({"default": curves}, tmp_path / "lc.png", title="t")
+    shifted = [Curve(c.steps, c.values, c.wall_s + 0.2) for c in curves]  # ends close by
+    plots.learning_curves({"default": curves, "other": shifted}, tmp_path / "lc.png", title="t")
     (fig,) = figures
     by_steps, by_wall = fig.axes[:2]
     wall_ends = sorted(round(float(ln.get_xdata()[-1]), 2) for ln in by_wall.get_lines())
-    assert wall_ends == [3.4, 3.4, 3.4, 4.0, 5.2], wall_ends  # mean, dotted mark, 3 seeds
-    assert any("mean ends: 3.4 s" in t.get_text() for t in by_wall.texts)
-    assert len(by_steps.get_lines()) == 1 and not by_steps.texts
+    assert wall_ends[:5] == [3.4, 3.4, 3.4, 3.6, 3.6], wall_ends  # means, dotted marks
+    # where the means end is said in the panel's own legend (placed where it covers the least
+    # data), never in labels at the dotted lines that overlap when the ends are close
+    legend = by_wall.get_legend()
+    assert legend.get_title().get_text() == "mean ends (dotted)"
+    assert [t.get_text() for t in legend.get_texts()] == ["default: 3.4 s", "other: 3.6 s"]
+    assert not by_wall.texts and not by_steps.texts and by_steps.get_legend() is None
+    assert len(by_steps.get_lines()) == 2
     assert "the mean stops where the shortest seed ends" in fig._suptitle.get_text()
 
 
@@ -324,3 +330,42 @@ def test_manifest_differences_are_listed():
         ("algo.params.n_steps", "(not set)", 5),
         ("name", "a", "b"),
     ]
+
+
+@pytest.mark.slow  # a toy run (torch-free, about 10 s) through the console script
+def test_long_variant_names_shortened_alike_everywhere_and_levels_recomputed(
+    write_manifest, tmp_path
+):
+    """A list matrix whose entries move several values together: each variant is named by what
+    tells them apart (the full names pass 40 characters), the same in its folder, the run's
+    summary table and report.md. `report --levels` prints the time-to-reach table at other
+    levels from the run's files, changing none of them."""
+    from tests.helpers import rlcrate, run_dir_of, toy_manifest
+
+    kwargs = {"max_episode_steps": 200}
+    m = toy_manifest(
+        seeds=[0],
+        eval__reward_levels=[1e9],  # the manifest's level: never reached
+        matrix=[
+            {"algo.params": {"noise": 0.5, "step_ms": 0.0}, "env.kwargs": kwargs},
+            {"algo.params": {"noise": 0.25, "step_ms": 0.0}, "env.kwargs": kwargs},
+        ],
+    )
+    out = rlcrate("run", str(write_manifest(m)), "--out", str(tmp_path / "runs"), report=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    run = run_dir_of(tmp_path / "runs", "toy")
+    assert sorted(p.name for p in (run / "units").iterdir()) == ["noise-0.25", "noise-0.5"]
+    rows = [line for line in out.stdout.splitlines() if "noise-" in line]
+    assert len(rows) == 2 and all(len(line) < 120 for line in rows), out.stdout
+    text = (run / "report.md").read_text()
+    assert "| noise-0.5 | 0:" in text and "| noise-0.25 | 0:" in text, text
+    assert "params-" not in text and "not reached" in text
+    files = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    levels = rlcrate("report", str(run), "--levels", "5,1e9")
+    assert levels.returncode == 0, levels.stdout + levels.stderr
+    table = [line for line in levels.stdout.splitlines() if "noise-" in line]
+    assert len(table) == 4, levels.stdout  # two variants x two levels
+    assert "1/1" in table[0] and "not reached" in table[1], levels.stdout
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == files
+    bad = rlcrate("report", str(run), "--levels", "5,many")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: --levels '5,many': expected")

@@ -76,6 +76,29 @@ def _other_cpu(files):
     files["provenance.json"] = json.dumps(prov).encode()
 
 
+def _named_by_an_older_rlcrate(files):
+    """The archive of a run whose variant an older rlcrate named otherwise than this one does
+    (long automatic names were shortened): `default` recorded as `old-name` throughout."""
+    res = yaml.safe_load(files["resolved.yaml"])
+    res["variants"] = {"old-name": res["variants"]["default"]}
+    files["resolved.yaml"] = yaml.safe_dump(res, sort_keys=False).encode()
+    summary = json.loads(files["summary.json"])
+    summary["variants"] = {"old-name": summary["variants"]["default"]}
+    files["summary.json"] = json.dumps(summary).encode()
+    for key in [k for k in files if k.startswith("units/default/")]:
+        files[key.replace("units/default/", "units/old-name/", 1)] = files.pop(key)
+
+
+def test_an_archive_whose_variants_an_older_rlcrate_named_reruns_under_those_names(
+    bundle, tmp_path
+):
+    old = altered(bundle, tmp_path / "old.tar.gz", _named_by_an_older_rlcrate, sums=True)
+    res, report = _reproduce(old, tmp_path / "rerun", "--seeds", "1,")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert report["verdict"] == "identical", res.stdout
+    assert (run_dir_of(tmp_path / "rerun", "tiny") / "units/old-name/seed-1/eval.json").is_file()
+
+
 def test_bitwise_level_any_difference_is_different(bundle, tmp_path):
     bad = altered(bundle, tmp_path / "a.tar.gz", _shift(1.0, 1), sums=True)
     res, report = _reproduce(bad, tmp_path / "rerun", "--seeds", "0,")

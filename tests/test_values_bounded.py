@@ -178,6 +178,21 @@ def test_set_beside_the_matrix_and_of_the_matrix_itself_still_apply(write_manife
     assert "1 variant(s) x 1 seed(s)" in out.stdout
 
 
+def test_set_of_a_key_a_merged_matrix_mapping_keeps_applies_to_every_variant():
+    """A matrix mapping merges into the mapping there (`algo.params: {n_steps: ...}` keeps the
+    other params), so a --set of a key none of its entries holds reaches every variant (the
+    PPO-vs-SAC manifests with `-s algo.params.ent_coef=1e-3`); one an entry holds is refused."""
+    from runner.manifest.overrides import build, matrix_problems
+
+    data = tiny_manifest(matrix=[{"algo.params": {"n_steps": 64}}, {"algo.params": {"gamma": 0.9}}])
+    assert matrix_problems(data, build(["algo.params.ent_coef=1e-3"])) == []
+    (problem,) = matrix_problems(data, build(["algo.params.gamma=0.5"]))
+    assert "the matrix varies algo.params (matrix[1])" in problem.message
+    crossed = tiny_manifest(matrix={"algo.params": [{"gamma": 0.9}, {"gamma": 0.99}]})
+    assert matrix_problems(crossed, build(["algo.params.n_epochs=1"])) == []
+    assert matrix_problems(crossed, build(["algo.params.gamma=0.5"]))
+
+
 # ---------------------------------------------------------------- bounded, one line (item 9)
 
 BOMBS = {

@@ -14,7 +14,6 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -41,7 +40,7 @@ from runner.errors import ManifestError, Problem, UnitFailed, UserInputError
 from runner.executors import Chosen, choose
 from runner.manifest.overrides import apply as apply_overrides
 from runner.manifest.overrides import from_record
-from runner.manifest.parse import parse_yaml
+from runner.manifest.parse import dump_yaml, parse_yaml
 from runner.manifest.resolved import ResolvedRun, parse_resolved
 from runner.provenance import envdiff
 from runner.record.eval import read_eval
@@ -117,9 +116,11 @@ def check_evals(v: Verified, res: ResolvedRun, seeds: list[int]) -> None:
             )
 
 
-def _check_manifest(v: Verified, res: ResolvedRun, tmp: Path, study: bool) -> None:
+def _check_manifest(v: Verified, res: ResolvedRun, tmp: Path, study: bool) -> bool:
     """The archived manifest.yaml must resolve to the archived resolved.yaml (a study's: but
-    for its variants, the trials, which the rerun builds from the manifest)."""
+    for its variants, the trials, which the rerun builds from the manifest). True when it names
+    the variants otherwise (an older rlcrate's automatic names): the rerun keeps the archived
+    names."""
     from runner.checks.load import load_manifest
     from runner.manifest import resolved
 
@@ -135,6 +136,7 @@ def _check_manifest(v: Verified, res: ResolvedRun, tmp: Path, study: bool) -> No
             f"{v.path}: refused, its manifest.yaml does not resolve to its resolved.yaml "
             "(edited after the run, or another rlcrate version); nothing was rerun"
         )
+    return not study and list(here.variants) != list(res.variants)
 
 
 def _derived_manifest(
@@ -143,20 +145,21 @@ def _derived_manifest(
     seeds: list[int],
     tmp: Path,
     parent: Path | None,
-    trials: list[str] | None,
+    named: list[str] | None,
 ) -> Path:
     """The archived manifest with the run's --set and --seeds applied, these seeds, no
     tracking (a rerun to compare is not an experiment to log in someone's tracking server), and
-    a warm start's parent read from where the archive's copy was unpacked; a study's chosen
-    `trials` as its variants, its tune: section dropped."""
+    a warm start's parent read from where the archive's copy was unpacked; the `named` variants
+    (a study's chosen trials, or every variant of a run named otherwise by the rlcrate that
+    made it) as a list matrix under their archived names, a tune: section dropped."""
     text = v.files["manifest.yaml"].decode("utf-8", "replace")
     data = parse_yaml(text, f"{v.path}:manifest.yaml")[0]
     data = apply_overrides(data, from_record(res.command_line))
     data["seeds"] = seeds
     data.pop("track", None)
-    if trials is not None:
+    if named is not None:
         data.pop("tune", None)
-        data["matrix"] = as_matrix(res, trials)
+        data["matrix"] = as_matrix(res, named)
     init = (data.get("train") or {}).get("init_from")
     if parent is not None:
         if not isinstance(init, dict):
@@ -167,7 +170,7 @@ def _derived_manifest(
         init["run"] = str(parent)
     path = tmp / "rerun" / f"{res.name}.yaml"
     path.parent.mkdir()
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    path.write_text(dump_yaml(data), encoding="utf-8")
     return path
 
 
@@ -372,10 +375,11 @@ def reproduce(archive_file: Path, opts: ReproduceOptions, console: Console) -> b
             soft_wrap=True,
         )
     with tempfile.TemporaryDirectory(prefix="rlcrate-reproduce-") as tmp:
-        _check_manifest(v, whole, Path(tmp), study is not None)
+        renamed = _check_manifest(v, whole, Path(tmp), study is not None)
+        named = list(res.variants) if renamed else trials
         try:
             with unpacked_parent(v, res, opts.out, opts.out / res.name) as parent:
-                manifest = _derived_manifest(v, res, seeds, Path(tmp), parent, trials)
+                manifest = _derived_manifest(v, res, seeds, Path(tmp), parent, named)
                 run_dir = _rerun(manifest, res.name, opts, console)
         except ManifestError as exc:  # the rerun's manifest is a temporary file: name the archive's
             raise _as_archived(exc, Path(tmp), archive_file) from None

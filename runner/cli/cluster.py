@@ -46,6 +46,10 @@ def status(run_dir: Path) -> int:
             shown = summary_table(summary)
         console.print(shown)
         print_failures(console, summary)
+        if state.stopped:
+            from runner.run.status import resume_hint
+
+            resume_hint(console, run_dir)
     else:
         console.print("still running; run `rlcrate status` again later")
     return 1 if state.failed else 0

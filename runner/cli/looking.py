@@ -140,12 +140,24 @@ def report_cmd(
             file_okay=False,
         ),
     ] = None,
+    levels: Annotated[
+        str | None,
+        typer.Option(
+            "--levels",
+            help="Print the 'time to reach' table at these reward levels (comma-separated, "
+            "e.g. 0.5,1,2 or =-20.5,-20), recomputed from the run's TensorBoard files; nothing "
+            "in the run directory is written.",
+        ),
+    ] = None,
 ) -> None:
     """Tables, learning curves, scaling curves, paired comparisons: report.md + PNGs.
 
     With two run directories A B: a seed-by-seed comparison (B − A) and how their manifests
     differ, in a folder of its own; neither run directory is written to.
     """
+    wanted = _levels(levels) if levels is not None else None
+    if wanted is not None and other is not None:
+        raise UserInputError("--levels: give one run directory (it prints that run's table)")
     try:
         from runner import report
     except ImportError as exc:
@@ -154,8 +166,50 @@ def report_cmd(
             "pip install 'rlcrate[report]'"
         ) from None
 
+    if wanted is not None:
+        _print_levels(*report.levels_table(run_dir, wanted))
+        return
     path = report.compare_runs(run_dir, other, out) if other else report.write_report(run_dir)
     typer.echo(f"report: {path}")
+
+
+MAX_LEVELS = 100  # a table of reward levels, not a sweep
+
+
+def _levels(text: str) -> list[float]:
+    """`--levels 0.5,1,2` as numbers; UserInputError naming the option otherwise."""
+    import math
+
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        values = [float(p) for p in parts]
+    except ValueError:
+        values = []
+    if not values or not all(math.isfinite(v) for v in values) or len(values) > MAX_LEVELS:
+        raise UserInputError(
+            f"--levels {text[:60]!r}: expected up to {MAX_LEVELS} reward levels separated by "
+            "commas, such as 0.5,1,2"
+        )
+    return values
+
+
+def _print_levels(title: str, rows: list[list[str]]) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from runner.report.sections import TTR_HEADER
+
+    what = "time to reach (rollout/ep_rew_mean, mean ± std over the seeds)"
+    table = Table(title=f"{escape(title)}: {what}")
+    for col in TTR_HEADER:
+        table.add_column(col, justify="left" if col == "variant" else "right")
+    for row in rows:  # a run's names are data, never markup
+        table.add_row(*(escape(cell) for cell in row))
+    out = console()
+    if not rows:
+        out.print(f"{escape(title)}: no unit has a rollout/ep_rew_mean curve to read (yet)")
+        return
+    out.print(table)
 
 
 @app.command("doctor")
@@ -171,8 +225,9 @@ def doctor_cmd(
 ) -> None:
     """What this machine has: backends, Godot, container engines, GPU/driver, CPUs."""
     from runner.cli.doctor import doctor
+    from runner.cli.run import fitted_console
 
-    doctor(console(), probe=probe)
+    doctor(fitted_console(), probe=probe)
 
 
 @app.command("envs")

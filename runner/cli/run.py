@@ -79,6 +79,7 @@ NumSeedsOpt = Annotated[
 
 
 UNLIMITED_WIDTH = 1000
+FALLBACK_WIDTH = 100  # a table of prose (doctor's) with no terminal to fit and no COLUMNS
 
 
 def console():
@@ -88,6 +89,27 @@ def console():
     # cut variant names to `learning_r…`, so tables and lines keep their own width there.
     width = None if sys.stdout.isatty() else UNLIMITED_WIDTH
     return Console(stderr=False, highlight=False, width=width)
+
+
+def fitted_console():
+    """A console as wide as the terminal, for tables of prose that wrap (doctor's details): the
+    COLUMNS variable, else the terminal of any standard stream (stdout piped to a pager, stderr
+    still a terminal), else FALLBACK_WIDTH; never a line as long as its longest sentence."""
+    import os
+
+    from rich.console import Console
+
+    width = None
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        width = int(columns)
+    for stream in (sys.stdout, sys.stderr, sys.stdin):
+        if width is None:
+            try:
+                width = os.get_terminal_size(stream.fileno()).columns
+            except (AttributeError, OSError, ValueError):
+                continue
+    return Console(stderr=False, highlight=False, width=width or FALLBACK_WIDTH)
 
 
 def run_manifest(

@@ -198,13 +198,62 @@ def variant_name(overrides: dict[str, Any], all_paths: list[str]) -> str:
             continue
         key = path.replace(".", "-") if use_full else path.split(".")[-1]
         parts.append(f"{key}-{_value_slug(value)}")
-    name = "_".join(parts)
-    if len(name) > MAX_NAME:
-        import hashlib
+    return _bounded("_".join(parts))
 
-        digest = hashlib.sha256(name.encode()).hexdigest()[:10]
-        name = f"{name[: MAX_NAME - 11]}-{digest}"
-    return name
+
+def _bounded(name: str) -> str:
+    if len(name) <= MAX_NAME:
+        return name
+    import hashlib
+
+    digest = hashlib.sha256(name.encode()).hexdigest()[:10]
+    return f"{name[: MAX_NAME - 11]}-{digest}"
+
+
+SHORT_NAME = 40  # past this, names keep only what tells the variants apart
+
+
+def _flat(overrides: dict[str, Any]) -> dict[str, Any]:
+    """Each override down to its leaves: a merged mapping's keys are paths of their own."""
+    out: dict[str, Any] = {}
+    for path, value in overrides.items():
+        if isinstance(value, dict) and value:
+            out.update({f"{path}.{k}": v for k, v in _flat(value).items()})
+        else:
+            out[path] = value
+    return out
+
+
+def _apart(sets: list[dict[str, Any]]) -> list[str] | None:
+    """Names from only what differs between the variants, or None when they would not be
+    distinct: the `.name`/`.id` values alone when they tell them apart (`PPO`, `SAC`), else each
+    leaf whose value differs (`n_steps-128`), so a matrix whose entries move several values
+    together is named by what changes, not by every value it sets."""
+    flats = [_flat(s) for s in sets]
+    paths = list(dict.fromkeys(p for f in flats for p in f))
+    differ = [p for p in paths if len({_key(f.get(p, _UNSET)) for f in flats}) > 1]
+    naming = [p for p in differ if p.split(".")[-1] in NAMING_LEAVES]
+    for chosen in (naming, differ):
+        if not chosen:
+            continue
+        names = [variant_name({p: f[p] for p in chosen if p in f}, chosen) for f in flats]
+        if len(set(names)) == len(names) and "default" not in names:
+            return names
+    return None
+
+
+_UNSET = object()
+
+
+def variant_names(sets: list[dict[str, Any]]) -> list[str]:
+    """Each override set's name (`variant_name`); where one would pass SHORT_NAME, all are
+    named by what tells them apart (`_apart`), so folders, tables and report.md show short
+    names, the same everywhere."""
+    all_paths = sorted({p for s in sets for p in s})
+    names = [variant_name(s, all_paths) for s in sets]
+    if len(sets) > 1 and any(len(n) > SHORT_NAME for n in names):
+        names = _apart(sets) or names
+    return names
 
 
 def expand(manifest: Manifest) -> list[Variant]:
@@ -215,14 +264,15 @@ def expand(manifest: Manifest) -> list[Variant]:
         problem = None if label is None else label_problem(label, labels)
         if problem:
             raise ValueError(f"{LABEL}: {problem}")
-    all_paths = sorted({p for s in sets for p in s})
+    unnamed = [s for s, label in zip(sets, labels, strict=True) if label is None]
+    automatic = iter(variant_names(unnamed))
     variants = []
     seen: dict[str, int] = {label: 0 for label in labels if label is not None}
     for overrides, label in zip(sets, labels, strict=True):
         if label is not None:
             variants.append(Variant(label, overrides, apply_overrides(manifest, overrides)))
             continue
-        name = variant_name(overrides, all_paths)
+        name = next(automatic)
         if name in seen:  # two override sets that slug the same: keep both, numbered
             seen[name] += 1
             name = f"{name}_{seen[name]}"

@@ -149,13 +149,19 @@ def apply(data: Any, overrides: Sequence[Override]) -> Any:
     return data
 
 
-def _matrix_paths(matrix: Any) -> list[tuple[str, str]]:
-    """(dotted path, which matrix entry varies it) for each path the matrix varies."""
+def _matrix_paths(matrix: Any) -> list[tuple[str, str, list[Any]]]:
+    """(dotted path, which matrix entry varies it, the values it sets) for each path the matrix
+    varies."""
     if isinstance(matrix, dict):
-        return [(str(k), f"matrix.{k}") for k in matrix]
+        return [
+            (str(k), f"matrix.{k}", v if isinstance(v, list) else [v]) for k, v in matrix.items()
+        ]
     if isinstance(matrix, list):
         return [
-            (str(k), f"matrix[{i}]") for i, e in enumerate(matrix) if isinstance(e, dict) for k in e
+            (str(k), f"matrix[{i}]", [v])
+            for i, e in enumerate(matrix)
+            if isinstance(e, dict)
+            for k, v in e.items()
         ]
     return []
 
@@ -168,6 +174,18 @@ def _holds(value: Any, rest: list[str]) -> bool:
     return True
 
 
+def _replaced(mine: str, path: str, values: list[Any]) -> bool:
+    """Whether a matrix path that sets `values` at `path` replaces the value `mine` names. A
+    mapping merges into the one already there (`algo.params: {n_steps: 64}` keeps the other
+    params), so it replaces only what it holds."""
+    if path == mine:
+        return True
+    if mine.startswith(path + "."):
+        rest = mine[len(path) + 1 :].split(".")
+        return any(not isinstance(v, dict) or _holds(v, rest) for v in values)
+    return False
+
+
 def matrix_problems(data: Any, overrides: Sequence[Override]) -> list[Problem]:
     """A `--set` of a value the matrix varies would be replaced in every variant yet recorded as
     if used: refused, naming the matrix entry to change instead."""
@@ -177,11 +195,11 @@ def matrix_problems(data: Any, overrides: Sequence[Override]) -> list[Problem]:
         if not o.label.startswith("--set ") or o.path[0] in {k[0] for k in DOTTED_KEYS}:
             continue
         mine = ".".join(o.path)
-        for path, entry in _matrix_paths(matrix):
+        for path, entry, values in _matrix_paths(matrix):
             inside = path.startswith(mine + ".") and _holds(
                 o.value, path[len(mine) + 1 :].split(".")
             )
-            if path == mine or mine.startswith(path + ".") or inside:
+            if _replaced(mine, path, values) or inside:
                 message = (
                     f"the matrix varies {path} ({entry}): every variant replaces this value, so "
                     f"no unit would use it; change {entry} instead"

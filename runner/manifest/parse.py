@@ -6,11 +6,17 @@ alias bombs (a few hundred bytes expanding to billions of values), nesting deep 
 exhaust the stack, files too large to be a manifest, duplicate keys (YAML keeps the last one
 silently), keys that are lists or mappings, and NaN or infinity anywhere. Each refusal is a
 `Problem` naming the file, the line and the field.
+
+Numbers are read as YAML 1.2 (and JSON) read them: PyYAML follows YAML 1.1, where `3e-4`, `1e6`,
+`1.5e3` and `-.5` are text, so that every researcher's `learning_rate: 3e-4` would be refused as
+"not a number". Those forms are numbers here (`NUMBER_TAG`); one written without a decimal point
+whose value is whole (`1e6`, `2E4`) is an integer, so it fits integer fields (`train.timesteps`).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +30,47 @@ MAX_DEPTH = 50  # nesting of mappings and lists, aliases expanded
 MAX_NODES = 100_000  # values after alias expansion
 FLOAT_TAG = "tag:yaml.org,2002:float"
 MERGE_TAG = "tag:yaml.org,2002:merge"
+# The numbers YAML 1.2's core schema reads that YAML 1.1 reads as text (an exponent without a
+# point or without a sign, a sign before a leading point); plain integers resolve as ints first.
+NUMBER_TAG = "tag:rlcrate,2024:number"
+NUMBER_12 = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$")
+MAX_INT_DIGITS = 19  # `1e6` as an int up to about int64; beyond, it stays the float it names
 
 Lines = dict[Loc, int]
 
 
+def yaml12_number(text: str) -> int | float:
+    """A NUMBER_12 scalar's value: an int when written without a point and with an exponent of
+    0 or more (`1e6`, `2E+4`), computed exactly; a float otherwise (`3e-4`, `1.5e3`)."""
+    mantissa, _, exponent = text.lower().partition("e")
+    if "." not in mantissa and exponent and not exponent.startswith("-"):
+        digits = mantissa.lstrip("+-").lstrip("0") or "0"
+        if len(digits) + int(exponent) <= MAX_INT_DIGITS:
+            return int(mantissa) * 10 ** int(exponent)
+    return float(text)
+
+
 class _Loader(yaml.SafeLoader):
-    """SafeLoader; the bounds are checked on its events and nodes before anything is built."""
+    """SafeLoader, with YAML 1.2's numbers; the bounds are checked on its events and nodes
+    before anything is built."""
+
+    def construct_number(self, node: yaml.ScalarNode) -> int | float:
+        return yaml12_number(self.construct_scalar(node))
+
+
+class _Dumper(yaml.SafeDumper):
+    """SafeDumper that quotes a string _Loader would read as a number (`"3e-4"`)."""
+
+
+for _cls in (_Loader, _Dumper):
+    _cls.add_implicit_resolver(NUMBER_TAG, NUMBER_12, list("-+0123456789."))
+_Loader.add_constructor(NUMBER_TAG, _Loader.construct_number)
+
+
+def dump_yaml(data: Any) -> str:
+    """YAML text that `parse_yaml` reads back as `data` (keys in their order): every YAML file
+    rlcrate writes (resolved.yaml, best.yaml, a rerun's manifest) is written with it."""
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False)
 
 
 def _fail(source: str, line: int, path: Loc, message: str) -> ManifestError:
@@ -102,7 +143,7 @@ class _Walk:
             for i, item in enumerate(node.value):
                 self.lines[path + (i,)] = item.start_mark.line + 1
                 self(item, path + (i,))
-        elif isinstance(node, yaml.ScalarNode) and node.tag == FLOAT_TAG:
+        elif isinstance(node, yaml.ScalarNode) and node.tag in (FLOAT_TAG, NUMBER_TAG):
             self.number(node, path)
 
     def mapping(self, node: yaml.MappingNode, path: Loc) -> None:
@@ -129,8 +170,12 @@ class _Walk:
 
     def number(self, node: yaml.ScalarNode, path: Loc) -> None:
         try:
-            value = self.loader.construct_yaml_float(node)
-        except ValueError:
+            value = (
+                self.loader.construct_number(node)
+                if node.tag == NUMBER_TAG
+                else self.loader.construct_yaml_float(node)
+            )
+        except (ValueError, OverflowError):
             return
         if not math.isfinite(value):
             self.problem(

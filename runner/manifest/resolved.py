@@ -143,8 +143,13 @@ class ResolvedRun(Manifest):
 
     def same_run(self, other: ResolvedRun) -> bool:
         """Whether both describe the same experiment: what ran, not the interpreters, the command
-        line or where values came from (`sources`, which runs made before it lack)."""
+        line, where values came from (`sources`, which runs made before it lack) or what the
+        variants are called (an older rlcrate named long ones otherwise): the same variants in
+        the same order."""
         mine, theirs = self.without_interpreters(), other.without_interpreters()
+        if len(mine.variants) == len(theirs.variants):
+            renamed = dict(zip(mine.variants, theirs.variants.values(), strict=True))
+            theirs = theirs.model_copy(update={"variants": renamed})
         return mine.model_copy(update={"sources": {}}) == theirs.model_copy(update={"sources": {}})
 
     def dump(self) -> dict[str, Any]:

@@ -64,3 +64,24 @@ def _open(run_dir: Path) -> int:
             f"{run_dir}: the run directory cannot be written ({exc.strerror}); this command "
             "writes into it: copy the run somewhere writable (cp -r) and give the copy"
         ) from None
+
+
+def runner_holds(run_dir: Path) -> bool | None:
+    """Whether a runner holds the run's lock now (it still runs); None when this cannot be told
+    (no lock file: a run made elsewhere, or unreadable). Only looks: the lock is tried shared and
+    let go at once, and the file is neither made nor written."""
+    if Path(run_dir).resolve() in _held:
+        return True
+    try:
+        fd = os.open(run_dir / LOCK_NAME, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return None
+    finally:
+        os.close(fd)  # closing lets the shared lock go
+    return False

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runner.errors import RunFileError
+from runner.record.process import ProcessRef
 from runner.record.rundir import checked, read_json, write_json_atomic
 
 STATES = ("pending", "running", "done", "failed", "interrupted")
@@ -41,6 +42,9 @@ class UnitStatus(BaseModel):
     jobs: list[str] | None = None
     seeds: dict[str, int] | None = Field(None, description="The seeds derived from its seed.")
     python: dict[str, Any] | None = Field(None, description="The interpreter it ran in.")
+    process: ProcessRef | None = Field(
+        None, description="The unit's process (its latest segment's): `status` checks it runs."
+    )
     # the trainer's (runner.trainers.base.TRAIN_FIELDS, EVAL_FIELDS)
     timesteps_done: int | None = None
     train_wall_time_s: float | None = None

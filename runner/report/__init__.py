@@ -28,7 +28,7 @@ if TYPE_CHECKING:
         varied_field,
     )
     from runner.report.sections import bench_lines
-    from runner.report.write import write_report
+    from runner.report.write import levels_table, write_report
 
 _HOMES = {
     "compare_runs": "compare",
@@ -45,6 +45,7 @@ _HOMES = {
     "time_to_levels": "metrics",
     "varied_field": "metrics",
     "bench_lines": "sections",
+    "levels_table": "write",
     "write_report": "write",
 }
 
@@ -64,6 +65,7 @@ __all__ = [
     "compare_runs",
     "curve_groups",
     "eval_rows",
+    "levels_table",
     "load_run",
     "paired_rows",
     "reward_levels",

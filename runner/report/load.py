@@ -15,7 +15,6 @@ from runner.errors import UserInputError
 from runner.record.eval import EvalRecord, checked_eval
 from runner.record.status import STATUS_FILE, UnitStatus, recorded_status
 from runner.record.summary import SUMMARY_FILE, RunSummary, checked_summary
-from runner.report import plots
 from runner.report.summary import train_origin
 from runner.report.tb import Curve, read_curve
 from runner.trainers.base import EVAL_FILE, TB_DIR
@@ -52,7 +51,6 @@ class Run:
     manifest: dict[str, Any]
     summary: RunSummary | None
     bench: dict[str, Any] | None
-    labels: dict[str, str] = field(default_factory=dict)  # variant -> short display label
 
 
 def _read_json(path: Path, problems: list[str]) -> dict[str, Any] | None:
@@ -124,7 +122,6 @@ def load_run(run_dir: Path) -> Run:
         manifest=manifest,
         summary=summary,
         bench=_read_json(run_dir / "bench.json", problems),
-        labels=plots.display_names(variants),
     )
 
 

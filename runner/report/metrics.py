@@ -24,7 +24,7 @@ def eval_rows(run: Run) -> list[dict[str, Any]]:
         point, low, high = stats.iqm_ci(list(per_seed.values())) if per_seed else (np.nan,) * 3
         rows.append(
             {
-                "variant": run.labels.get(variant, variant),
+                "variant": variant,
                 "name": variant,
                 "per_seed": per_seed,
                 "per_seed_std": per_seed_std,

@@ -74,10 +74,10 @@ def learning_curves(groups: dict[str, list[Curve]], path: Path, *, title: str) -
     if not groups:
         return None
     fig, axes = subplots(1, 2, figsize=(12, 4.8), layout="constrained")
-    cut = False
+    ends: dict[int, list[Any]] = {0: [], 1: []}  # per panel, the dotted "mean ends" lines
     for i, (label, curves) in enumerate(groups.items()):
         color = f"C{i % 10}"
-        for ax, xkey in zip(axes, ("steps", "wall_s"), strict=True):
+        for k, (ax, xkey) in enumerate(zip(axes, ("steps", "wall_s"), strict=True)):
             xs = [getattr(c, xkey) for c in curves]
             ys = [c.values for c in curves]
             grid, mean, std = mean_band(xs, ys)
@@ -85,7 +85,14 @@ def learning_curves(groups: dict[str, list[Curve]], path: Path, *, title: str) -
             if std is not None:
                 ax.fill_between(grid, mean - std, mean + std, color=color, alpha=0.2, lw=0)
             unit = " s" if xkey == "wall_s" else " steps"
-            cut = _seeds_beyond_mean(ax, xs, ys, float(grid[-1]), color, unit) or cut
+            end = _seeds_beyond_mean(ax, xs, ys, float(grid[-1]), color, f"{label}: ", unit)
+            ends[k] += [end] if end is not None else []
+    for k, lines in ends.items():
+        if lines:  # in a legend of its own, placed where it covers the least data: labels at
+            # the dotted lines overlap each other and the curves where means end close together
+            axes[k].legend(handles=lines, loc="best", fontsize=8, title="mean ends (dotted)",
+                           title_fontsize=8)  # fmt: skip
+    cut = any(ends.values())
     axes[0].set_xlabel("environment steps")
     axes[1].set_xlabel("wall-clock time since training started (s)")
     for ax, what in zip(axes, ("steps", "wall time"), strict=True):
@@ -104,26 +111,23 @@ def learning_curves(groups: dict[str, list[Curve]], path: Path, *, title: str) -
 
 
 def _seeds_beyond_mean(
-    ax: Any, xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], end: float, color: str, unit: str
-) -> bool:
+    ax: Any,
+    xs: Sequence[np.ndarray],
+    ys: Sequence[np.ndarray],
+    end: float,
+    color: str,
+    label: str,
+    unit: str,
+) -> Any:
     """Where a seed runs on past the mean (the mean covers only the range every seed reaches,
-    so on wall time it stops at the fastest seed): draw each seed in full, thin, and mark where
-    the mean ends. True when something was drawn."""
+    so on wall time it stops at the fastest seed): draw each seed in full, thin, and a dotted
+    line where the mean ends, labelled `mean ends` for the panel's legend. The line, or None
+    when nothing was drawn."""
     if len(xs) < 2 or max(float(x[-1]) for x in xs) <= end * 1.01:
-        return False
+        return None
     for x, y in zip(xs, ys, strict=True):
         ax.plot(x, y, color=color, lw=0.7, alpha=0.45)
-    ax.axvline(end, color=color, ls=":", lw=1.2)
-    ax.annotate(
-        f"mean ends: {_si(end)}{unit}",
-        (end, 1.0),
-        xycoords=("data", "axes fraction"),
-        xytext=(3, -12),
-        textcoords="offset points",
-        fontsize=8,
-        color=color,
-    )
-    return True
+    return ax.axvline(end, color=color, ls=":", lw=1.2, label=f"{label}{_si(end)}{unit}")
 
 
 def eval_points(rows: list[dict[str, Any]], path: Path, *, title: str) -> Path | None:
@@ -325,31 +329,3 @@ def _scaling_bars(bench: dict[str, Any], points: list[dict[str, Any]], path: Pat
     ax.grid(axis="y", alpha=0.3, which="both")
     ax.legend(fontsize=9, loc="upper left")
     return _save(fig, path)
-
-
-def display_names(variants: dict[str, dict[str, Any]], limit: int = 40) -> dict[str, str]:
-    """Short labels for variants whose folder names are long: the scalar overrides that differ.
-
-    E.g. {'name-PPO_params-...': {'algo.name': 'PPO', 'algo.params': {...}}, ...} ->
-    {'name-PPO_params-...': 'name=PPO', ...}. Names already short are kept.
-    """
-    if all(len(n) <= limit for n in variants) or len(variants) < 2:
-        return {n: n for n in variants}
-    overrides = list(variants.values())
-    shared = set.intersection(*(set(o) for o in overrides))
-    keys = [
-        k
-        for k in overrides[0]
-        if k in shared
-        and not isinstance(overrides[0][k], dict)
-        and len({str(o[k]) for o in overrides}) > 1
-    ]
-    leaves = [k.split(".")[-1] for k in keys]
-    use = leaves if len(set(leaves)) == len(leaves) else keys
-    labels = {
-        n: ", ".join(f"{u}={o[k]}" for u, k in zip(use, keys, strict=True))
-        for n, o in variants.items()
-    }
-    if not keys or len(set(labels.values())) < len(labels):
-        return {n: n for n in variants}
-    return labels

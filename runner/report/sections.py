@@ -75,18 +75,13 @@ def paired_section(title: str, base: str, rows: list[dict], best: dict[str, int]
     return out
 
 
-def ttr_section(run: Run, groups: dict[str, list[Curve]]) -> list[str]:
-    levels, auto = reward_levels(run, groups)
-    if not levels:
-        return []
-    out = [
-        "## Time to reach reward levels",
-        "",
-        "Wall-clock seconds (and env steps) until `rollout/ep_rew_mean` first reached the "
-        "level: mean ± std over the seeds that reached it."
-        + (" Levels chosen automatically (set `eval.reward_levels` to fix them)." if auto else ""),
-        "",
-    ]
+TTR_HEADER = ["variant", "level", "seconds", "env steps", "seeds reached"]
+
+
+def ttr_rows(groups: dict[str, list[Curve]], levels: list[float]) -> list[list[str]]:
+    """The "time to reach" table's rows: per variant and level, the wall-clock seconds and env
+    steps until `rollout/ep_rew_mean` first reached it, over the seeds that reached it. The one
+    computation behind report.md's table and `rlcrate report --levels`."""
     body = []
     for v, curves in groups.items():
         for level, t in time_to_levels(curves, levels).items():
@@ -100,13 +95,29 @@ def ttr_section(run: Run, groups: dict[str, list[Curve]]) -> list[str]:
                     f"{n}/{t['of']}",
                 ]
             )
-    return out + md_table(["variant", "level", "seconds", "env steps", "seeds reached"], body)
+    return body
+
+
+def ttr_section(run: Run, groups: dict[str, list[Curve]]) -> list[str]:
+    levels, auto = reward_levels(run, groups)
+    if not levels:
+        return []
+    out = [
+        "## Time to reach reward levels",
+        "",
+        "Wall-clock seconds (and env steps) until `rollout/ep_rew_mean` first reached the "
+        "level: mean ± std over the seeds that reached it."
+        + (" Levels chosen automatically (set `eval.reward_levels` to fix them)." if auto else "")
+        + " Other levels, without changing the run: `rlcrate report RUN --levels 0.5,1,2`.",
+        "",
+    ]
+    return out + md_table(TTR_HEADER, ttr_rows(groups, levels))
 
 
 def expect_section(run: Run) -> list[str]:
     body = [
         [
-            run.labels.get(v, v),
+            v,
             e.metric,
             e.op,
             fmt(e.value),
@@ -188,7 +199,7 @@ def units_section(run: Run) -> list[str]:
     )
     for u in missing:
         why = f": {u.error}" if u.error else ""
-        out.append(f"- `{run.labels.get(u.variant, u.variant)}` seed {u.seed}: {u.state}{why}")
+        out.append(f"- `{u.variant}` seed {u.seed}: {u.state}{why}")
     return out + ([""] if missing else []) + resumed_section(run)
 
 
@@ -212,7 +223,7 @@ def resumed_section(run: Run) -> list[str]:
             if u.resumes
             else "restarted from scratch"
         )
-        out.append(f"- `{run.labels.get(u.variant, u.variant)}` seed {u.seed}: {how}")
+        out.append(f"- `{u.variant}` seed {u.seed}: {how}")
     return out + [""]
 
 
@@ -274,7 +285,7 @@ def lineage_section(run: Run) -> list[str]:
         zero = (config.get("train") or {}).get("timesteps") == 0
         how = "evaluated as it was (zero-shot, no training)" if zero else "then trained"
         out.append(
-            f"- `{run.labels.get(name, name)}`: from run `{parent.get('run_id')}` variant "
+            f"- `{name}`: from run `{parent.get('run_id')}` variant "
             f"`{parent.get('variant')}` (seed←parent seed: {pairs}), {how}"
         )
     if not out:

@@ -23,8 +23,7 @@ def videos_section(run: Run) -> list[str]:
         record = read_video(folder.parent)
         if record is None or not record.clips:
             continue
-        label = run.labels.get(variant, variant)
-        body += [f"### {label}, seed {seed}", ""]
+        body += [f"### {variant}, seed {seed}", ""]
         returns = unit.eval.returns() if unit.eval is not None else []
         if record.equivalent is not None:  # not eval.json's episodes: no return shown
             # a fixed sentence: the record's own text is data from a file, never shown as-is

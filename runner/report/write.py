@@ -17,6 +17,7 @@ from runner.report.sections import (
     lineage_section,
     paired_section,
     problems_section,
+    ttr_rows,
     ttr_section,
     units_section,
 )
@@ -24,11 +25,21 @@ from runner.report.study import study_section
 from runner.report.videos import videos_section
 
 
+def levels_table(run_dir: Path, levels: list[float]) -> tuple[str, list[list[str]]]:
+    """The "time to reach" table at `levels`, recomputed from the run's TensorBoard files:
+    (the run's title, the rows; none while no unit has a curve). Reads only: nothing in the run
+    directory is written."""
+    run = load_run(run_dir)
+    groups = curve_groups(run)
+    rows = ttr_rows(groups, levels) if any(groups.values()) else []
+    return f"{run.name} — run {run.run_id}", rows
+
+
 def write_report(run_dir: Path) -> Path:
     """Write report.md, plots/*.png and eval_table.tex into the run directory; return report.md."""
     run = load_run(run_dir)
     root, rows = run.path, eval_rows(run)
-    groups = {run.labels.get(v, v): cs for v, cs in curve_groups(run).items()}
+    groups = curve_groups(run)
     lc = plots.learning_curves(groups, root / "plots/learning_curves.png", title=run.name)
     ev = plots.eval_points(rows, root / "plots/eval.png", title=run.name)
     evaluated = [r for r in rows if r["n_seeds"] > 0]  # a paper's table has no empty rows

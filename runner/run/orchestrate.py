@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
@@ -23,6 +22,7 @@ from runner.checks.load import load_manifest
 from runner.errors import BackendUnavailable, RunnerError, UnitFailed, UserInputError
 from runner.executors import Chosen, Plan, choose
 from runner.manifest import Manifest, ResolvedRun, read_resolved, resolved
+from runner.manifest.parse import dump_yaml
 from runner.manifest.resolved import RESOLVED
 from runner.record import started
 from runner.record.lock import locked
@@ -43,6 +43,7 @@ from runner.run.finish import (
     settle,
     unreadable_status,
 )
+from runner.run.status import resume_hint
 
 JOBS = ("train", "eval", "bench")
 
@@ -108,7 +109,7 @@ def prepare_run_dir(
         raise UserInputError(f"--out {opts.out}: cannot create the run directory ({exc})") from None
     try:
         shutil.copyfile(manifest_path, run_dir / "manifest.yaml")
-        write_text_atomic(run_dir / RESOLVED, yaml.safe_dump(res.dump(), sort_keys=False))
+        write_text_atomic(run_dir / RESOLVED, dump_yaml(res.dump()))
         prov = provenance.collect(sys.argv, manifest_path, res.backends(), res.pythons())
         prov["command_line"] = res.command_line
         prov["executor"] = opts.executor.record()
@@ -328,14 +329,6 @@ def track(run_dir: Path, res: ResolvedRun, console: Console) -> None:
     for name, n in done.items():
         if n:
             console.print(f"tracked: {n} unit(s) in {name}")
-
-
-def resume_hint(console: Console, run_dir: Path) -> None:
-    """The command that continues the run, on a line of its own that is never wrapped, so it
-    pastes as it is from a terminal or a log file."""
-    command = f"rlcrate run {run_dir / 'manifest.yaml'} --resume {run_dir}"
-    console.print("[yellow]stopped; resume with:[/]")
-    console.print(escape(command), soft_wrap=True, highlight=False)
 
 
 def check_installed(manifest: Manifest) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from runner.manifest.resolved import read_resolved
 from runner.manifest.schema import Manifest, VideoSpec
+from runner.record.process import this_process
 from runner.record.rundir import UnitRef
 from runner.record.seeding import derive, seed_everything
 from runner.record.status import read_status, write_status
@@ -61,6 +62,7 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
         seeds=seeds,
         jobs=jobs,
         python={"executable": sys.executable, "version": platform.python_version()},
+        process=this_process().model_dump(),
         started=started,
         error=None,
         finished=None,

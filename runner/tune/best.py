@@ -14,9 +14,8 @@ BEST_FILE = "best.yaml"
 def write_best(run_dir: Path, data: dict[str, Any], best: TrialRecord, how: str) -> Path:
     """best.yaml: `data` (the manifest as run, its tune: section left out) with the best trial's
     values set at their paths, under a comment that says where they came from."""
-    import yaml
-
     from runner.manifest.matrix import set_path
+    from runner.manifest.parse import dump_yaml
 
     data = {k: v for k, v in data.items() if k != "tune"}
     for path, value in best.params.items():
@@ -30,6 +29,6 @@ def write_best(run_dir: Path, data: dict[str, Any], best: TrialRecord, how: str)
         *[f"#   {path}: {value!r}" for path, value in best.params.items()],
         "# The manifest's tune: section is left out: `rlcrate run` this file to run the winner.",
     ]
-    text = "\n".join(lines) + "\n" + yaml.safe_dump(data, sort_keys=False)
+    text = "\n".join(lines) + "\n" + dump_yaml(data)
     write_text_atomic(run_dir / BEST_FILE, text)
     return run_dir / BEST_FILE

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
@@ -29,6 +28,7 @@ from runner.errors import UnitFailed, UserInputError
 from runner.executors import Chosen
 from runner.manifest import Manifest, ResolvedVariant, apply_overrides
 from runner.manifest.matrix import override_modes
+from runner.manifest.parse import dump_yaml
 from runner.manifest.resolved import RESOLVED
 from runner.manifest.tune import TuneSpec
 from runner.record import started
@@ -138,7 +138,7 @@ def _write_resolved(s: Study, variants: dict[str, ResolvedVariant]) -> None:
     the record of what the run started with updated to it (checked by every --resume)."""
     kept = {k: v for k, v in s.res.variants.items() if k.startswith("trial-")}
     s.res.variants = kept | variants
-    write_text_atomic(s.run_dir / RESOLVED, yaml.safe_dump(s.res.dump(), sort_keys=False))
+    write_text_atomic(s.run_dir / RESOLVED, dump_yaml(s.res.dump()))
     update_provenance(s.run_dir, **{started.KEY: started.fingerprint(s.run_dir)})
 
 

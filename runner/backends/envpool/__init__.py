@@ -12,6 +12,8 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,16 @@ from runner.backends.base import Backend, Traits, unknown_id
 from runner.errors import BackendUnavailable, FieldError, FieldProblem, first_error
 from runner.manifest.schema import ParallelSpec
 from runner.record.rundir import write_text_atomic
+
+
+@contextlib.contextmanager
+def _own_spaces() -> Iterator[None]:
+    """EnvPool builds its Gymnasium spaces from float64 bounds with dtype float32, and Gymnasium
+    warns of the lowered precision each time (`Box low's precision lowered`): EnvPool's detail,
+    not the user's, printed around rlcrate's own lines (`rlcrate export`'s one)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", r".*Box (low|high)'s precision lowered", UserWarning)
+        yield
 
 
 class EnvPoolEnv(atari.AtariOption):
@@ -154,13 +166,14 @@ class EnvPool(Backend):
 
         self.require_env(env)
         extra = atari.envpool_kwargs(env.atari) if env.atari else {}
-        try:
-            spec = envpool.make_spec(env.id, **extra, **env.kwargs)
-        except (TypeError, ValueError, RuntimeError) as exc:
-            raise FieldError(
-                ("env", "kwargs"), f"EnvPool's {env.id} rejected them ({exc})"
-            ) from None
-        return spec.observation_space, spec.action_space
+        with _own_spaces():
+            try:
+                spec = envpool.make_spec(env.id, **extra, **env.kwargs)
+            except (TypeError, ValueError, RuntimeError) as exc:
+                raise FieldError(
+                    ("env", "kwargs"), f"EnvPool's {env.id} rejected them ({exc})"
+                ) from None
+            return spec.observation_space, spec.action_space
 
     def action_kind(self, env: EnvPoolEnv) -> str | None:
         # Known without importing envpool for the common families, otherwise asked of EnvPool.
@@ -177,16 +190,17 @@ class EnvPool(Backend):
 
         self.require_env(env)
         preprocessing = atari.envpool_kwargs(env.atari) if env.atari else {}
-        pool = envpool.make(
-            env.id,
-            env_type="gymnasium",
-            num_envs=parallel.envs,
-            batch_size=parallel.envs,
-            num_threads=parallel.workers,
-            seed=seed,
-            **preprocessing,
-            **env.kwargs,
-        )
         from runner.backends.envpool.vec import EnvPoolVecEnv
 
-        return EnvPoolVecEnv(pool)
+        with _own_spaces():
+            pool = envpool.make(
+                env.id,
+                env_type="gymnasium",
+                num_envs=parallel.envs,
+                batch_size=parallel.envs,
+                num_threads=parallel.workers,
+                seed=seed,
+                **preprocessing,
+                **env.kwargs,
+            )
+            return EnvPoolVecEnv(pool)

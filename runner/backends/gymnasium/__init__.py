@@ -6,6 +6,7 @@ surrogate): they step every env in one NumPy call, in-process, whatever `paralle
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 from pathlib import Path
@@ -58,7 +59,18 @@ def _register_plugins(env_id: str | None) -> None:
     namespace = env_id.split("/")[0] if env_id and "/" in env_id else None
     for ns, module in PLUGINS.items():
         if (env_id is None or ns == namespace) and importlib.util.find_spec(module) is not None:
-            gym.register_envs(importlib.import_module(module))
+            plugin = importlib.import_module(module)
+            if module == "ale_py":
+                _quiet_ale(plugin)
+            gym.register_envs(plugin)
+
+
+def _quiet_ale(ale_py: Any) -> None:
+    """The Arcade Learning Environment prints its banner ("A.L.E: Arcade Learning Environment
+    ... [Powered by Stella]") to stderr from every process that makes a game, SubprocVecEnv's
+    workers included, around rlcrate's own output; its errors still come through."""
+    with contextlib.suppress(AttributeError):  # an ale-py without a logger setting
+        ale_py.ALEInterface.setLoggerMode(ale_py.LoggerMode.Error)
 
 
 def _is_ale(env_id: str) -> bool:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from runner.run.bench import split
+
 FLATTEN_EFFICIENCY = 0.5
 RATES = ("env_only", "inference", "train")  # each {"steps_per_s": ..., "steps": N} or None
 
@@ -51,19 +53,28 @@ def analyse(bench: dict[str, Any]) -> None:
             elif len(pts) > 1:
                 findings += [
                     f"{name(key)} steps/s: {p['label']} is ×{p['speedup'][key]:.2f} "
-                    f"{pts[0]['label']}"
+                    f"{pts[0]['label']}{_support(pts[0], p, key)}"
                     for p in pts[1:]
                     if key in p.get("speedup", {})
                 ]
     for p in bench["points"]:
-        findings += _bound(p) + _cold(p)
-        if (p.get("train") or {}).get("env_fraction") is not None:
-            findings.append(
-                f"{p['label']}: training spends "
-                f"{100 * p['train']['env_fraction']:.0f}% of its time stepping envs"
-            )
+        line = split.sentence(p) if not p["error"] else None
+        findings += ([line] if line else []) + _cold(p)
     bench["flatten"] = flatten
     bench["findings"] = findings
+
+
+def _support(a: dict[str, Any], b: dict[str, Any], key: str) -> str:
+    """What the repeats say of a ratio between two points: nothing to add when their ranges are
+    apart; otherwise that the difference is within the spread, or that none was measured."""
+    ra, rb = split.rate(a, key), split.rate(b, key)
+    if ra is None or rb is None:
+        return ""
+    if min(split.repeats(a, key), split.repeats(b, key)) < 2:
+        return " (one repeat: no spread measured)"
+    if not split.apart(ra, rb):
+        return " (within the repeats' spread: no measurable difference)"
+    return ""
 
 
 def name(key: str) -> str:
@@ -73,28 +84,6 @@ def name(key: str) -> str:
 def _median(p: dict[str, Any], key: str) -> float | None:
     m = p.get(key)
     return float(m["steps_per_s"]["median"]) if m else None
-
-
-def _bound(p: dict[str, Any]) -> list[str]:
-    """What a training step's time goes to, and which part bounds training: the env (the share
-    of training time spent stepping envs where it was timed, else env-only's time per step),
-    policy inference (what it adds to env-only's time per step), the update (the rest)."""
-    env, inference, train = (_median(p, k) for k in RATES)
-    if not (env and inference and train):
-        return []
-    step = 1 / train
-    fraction = p["train"].get("env_fraction")
-    env_s = fraction * step if fraction is not None else 1 / env
-    inference_s = max(0.0, 1 / inference - 1 / env)
-    parts = {
-        "the env": env_s,
-        "policy inference": inference_s,
-        "the update": max(0.0, step - env_s - inference_s),
-    }
-    total = sum(parts.values())
-    shares = ", ".join(f"{what} {100 * t / total:.0f}%" for what, t in parts.items())
-    bound = max(parts, key=lambda k: parts[k])
-    return [f"{p['label']}: a training step's time goes to {shares}: {bound} bounds training"]
 
 
 def _cold(p: dict[str, Any]) -> list[str]:
@@ -123,12 +112,31 @@ def _flatten_text(
         f"{who}{name(key)} steps/s: ×{last['speedup'][key]:.2f} from {path}={pts[0]['x']} "
         f"to {last['x']} (efficiency {last['efficiency'][key]:.3g})"
     )
+    one = min(split.repeats(p, key) for p in pts) < 2
+    note = " (one repeat: no spread measured)" if one else ""
     if flat["x"] is None:
-        return [f"{head}; keeps scaling (efficiency ≥ {FLATTEN_EFFICIENCY} throughout)"]
+        return [f"{head}; keeps scaling (efficiency ≥ {FLATTEN_EFFICIENCY} throughout){note}"]
+    at = next(p for p in pts if p["x"] == flat["x"])
+    if _could_keep_scaling(pts[0], at, key):
+        return [
+            f"{head}; by the medians the gain flattens at {path}={flat['x']} (efficiency "
+            f"{flat['efficiency']:.3g} < {FLATTEN_EFFICIENCY}), but within the repeats' spread "
+            "it may not"
+        ]
     return [
         f"{head}; the gain flattens at {path}={flat['x']} (efficiency "
-        f"{flat['efficiency']:.3g} < {FLATTEN_EFFICIENCY})"
+        f"{flat['efficiency']:.3g} < {FLATTEN_EFFICIENCY}){note}"
     ]
+
+
+def _could_keep_scaling(first: dict[str, Any], at: dict[str, Any], key: str) -> bool:
+    """Whether the best case the repeats allow (the fastest run at `at` against the slowest at
+    the first point) still scales with efficiency FLATTEN_EFFICIENCY or more."""
+    ra, rb = split.rate(first, key), split.rate(at, key)
+    if ra is None or rb is None or min(split.repeats(first, key), split.repeats(at, key)) < 2:
+        return False
+    best = (rb.high / ra.low) / (float(at["x"]) / float(first["x"]))
+    return best >= FLATTEN_EFFICIENCY
 
 
 def add_overhead(bench: dict[str, Any], cost: dict[str, float]) -> None:

@@ -21,7 +21,6 @@ def plan(manifest: Manifest) -> list[Point]:
     """Every distinct (variant, sweep point) config, all validated before anything runs (see
     `runner.checks.sweep`), labelled for tables and plots."""
     from runner.manifest.matrix import expand
-    from runner.report.plots import display_names
 
     points = sweep_points(manifest)
     names = {p.variant for p in points}
@@ -40,11 +39,10 @@ def plan(manifest: Manifest) -> list[Point]:
             )
         for p in points:
             p.note = note
-    short = display_names({v.name: v.overrides for v in variants if v.name in names})
     for p in points:
         if len(names) == 1:
             p.variant = "default"
-        p.label = _label(short.get(p.variant, p.variant), p.overrides, len(names) > 1)
+        p.label = _label(p.variant, p.overrides, len(names) > 1)
     return points
 
 

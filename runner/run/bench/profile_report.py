@@ -54,11 +54,11 @@ def profiled(bench: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def add_findings(bench: dict[str, Any]) -> None:
-    """One sentence per point naming its bottleneck, and the profile's own overhead."""
+    """The profile's own overhead (each point's sentence naming its bottleneck comes from
+    `split.sentence`, with the bench's other findings)."""
     points = profiled(bench)
     if not points:
         return
-    bench["findings"] += [bottleneck(p) for p in points]
     worst = max(points, key=lambda p: p["profile"]["overhead"])
     bound = max(p["profile"]["overhead_bound"] for p in points)
     cpu = max(p["profile"]["overhead_cpu"] for p in points)

@@ -14,6 +14,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from runner.errors import did_you_mean
+
 # name -> (module, class, action space kinds it supports)
 ALGOS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "PPO": (
@@ -80,8 +82,7 @@ def constructor_args(name: str) -> tuple[str, ...] | None:
 def check(name: str, params: dict[str, Any], action_kind: str | None) -> tuple[str, str] | None:
     """(field, message) for the first problem with this algorithm choice, or None."""
     if name not in ALGOS:
-        close = difflib.get_close_matches(name, list(ALGOS), n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else ""
+        hint = did_you_mean(name, list(ALGOS))
         return "name", f"unknown algorithm '{name}'{hint} (known: {', '.join(ALGOS)})"
     args = constructor_args(name)
     if args is None:

@@ -5,10 +5,10 @@ annotation, schedules, `policy_kwargs` names and types, and the device's spellin
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import Any
 
+from runner.errors import did_you_mean
 from runner.manifest import schedules
 from runner.trainers.sb3 import hyper
 from runner.trainers.sb3 import source as sb3_source
@@ -32,8 +32,7 @@ def policy_issue(name: str, policy: str) -> tuple[str | None, tuple[str, str] | 
         return None, None
     if policy in aliases:
         return None, aliases[policy]
-    close = difflib.get_close_matches(policy, list(aliases), n=1)
-    hint = f"; did you mean '{close[0]}'?" if close else ""
+    hint = did_you_mean(policy, list(aliases))
     return f"{name} has no policy '{policy}'{hint} (known: {', '.join(aliases)})", None
 
 

@@ -10,6 +10,10 @@ from runner.backends import get_backend
 from runner.manifest.schema import Manifest, ParallelSpec
 from runner.trainers.sb3.algos import ALGOS
 
+# SB3's warning (PPO, and the algorithms derived from it) when batch_size does not divide the
+# rollout buffer: a regular expression matched against the start of the message.
+MINI_BATCH_ADVICE = "You have specified a mini-batch size"
+
 
 def algo_class(name: str) -> Any:
     module, cls, _ = ALGOS[name]
@@ -81,9 +85,18 @@ def load_model(
 ) -> Any:
     """The model saved at `path`, rebuilt from the manifest on `venv` and given the file's
     weights (`files.load_weights`: nothing in the file is unpickled); `resume`: also its
-    training counters, and TensorBoard stays off until the caller sets a logger."""
+    training counters, and TensorBoard stays off until the caller sets a logger.
+
+    A model rebuilt to act (evaluation, export: one env) never trains on its rollout buffer, so
+    SB3's advice on a batch size that does not divide `n_steps x envs` there is not the user's
+    (it would print around `rlcrate export`'s one line); a resumed one trains as it did."""
+    import warnings
+
     from runner.trainers.sb3.files import load_weights
 
-    model = make_model(cfg, venv, seed=seed, tb_dir=None)
+    with warnings.catch_warnings():
+        if not resume:
+            warnings.filterwarnings("ignore", MINI_BATCH_ADVICE, UserWarning)
+        model = make_model(cfg, venv, seed=seed, tb_dir=None)
     load_weights(model, path, counters=resume)
     return model
