@@ -30,6 +30,7 @@ from runner.archive.layout import (
 from runner.archive.parents import parent_files
 from runner.errors import UserInputError
 from runner.manifest.resolved import ResolvedRun, read_resolved
+from runner.record.output import check_output, write_failed
 from runner.record.provenance import Provenance, read_provenance
 from runner.record.rundir import file_sha256
 from runner.record.status import read_status
@@ -197,23 +198,11 @@ def _index(
     }
 
 
-def check_output(run_dir: Path, output: Path) -> None:
-    """Refuse an output inside the run directory: the archive would replace one of the run's own
-    files (its summary.json, a model.zip) or be archived into itself. Where the file lands is
-    its resolved folder plus its name (a link at `output` itself is replaced, not followed)."""
-    lands = output.parent.resolve() / output.name
-    run = run_dir.resolve()
-    if lands == run or run in lands.parents:
-        raise UserInputError(
-            f"-o {output}: refused, it is inside the run directory {run_dir} (the archive "
-            "would replace or join the run's own files); write it elsewhere"
-        )
-
-
 def archive(run_dir: Path, output: Path, opts: ArchiveOptions) -> dict[str, Any]:
     """Write the archive atomically; returns its index. Refuses a run that is not finished."""
     res = read_resolved(run_dir)
-    check_output(run_dir, output)
+    # inside a run (its own or another), a device, a folder: refused; an older archive: replaced
+    check_output(output, force=True)
     prov = read_provenance(run_dir) or Provenance()  # damaged: the archive records less
     states = unit_states(run_dir, res)
     check_finished(run_dir, states, opts)
@@ -258,9 +247,13 @@ def clear_stale_parts(output: Path) -> list[Path]:
 
 
 def _write(output: Path, top: str, entries: dict[str, bytes | Path]) -> None:
-    output.parent.mkdir(parents=True, exist_ok=True)
-    clear_stale_parts(output)
     tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        clear_stale_parts(output)
+        tmp.open("xb").close()  # the folder takes a new file: else one line naming the target
+    except OSError as exc:
+        raise write_failed(output, exc) from None
     try:
         with tmp.open("wb") as raw:
             with (
@@ -272,6 +265,8 @@ def _write(output: Path, top: str, entries: dict[str, bytes | Path]) -> None:
             raw.flush()
             os.fsync(raw.fileno())
         os.replace(tmp, output)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename in (None, str(tmp)):  # not a run file's
+            raise write_failed(output, exc) from None
         raise
