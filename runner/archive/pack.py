@@ -103,6 +103,24 @@ def check_finished(run_dir: Path, states: dict[str, str], opts: ArchiveOptions) 
     return bad
 
 
+def check_study(run_dir: Path, res: ResolvedRun) -> None:
+    """A study's tune.json is archived only as its units and resolved.yaml have it
+    (`tune.agree`): `reproduce` reruns the trial it names best."""
+    from runner.record.tune import TUNE_FILE, read_tune
+    from runner.tune.agree import record_disagrees, run_metric
+
+    record = read_tune(run_dir)  # damaged: one line naming it
+    if record is None:
+        return
+    why = record_disagrees(record, res, run_metric(run_dir, record.study.metric))
+    if why is not None:
+        raise UserInputError(
+            f"{run_dir / TUNE_FILE}: disagrees with the study's units and resolved.yaml ({why}); "
+            "an archive of it would rerun another trial than its figures pick: restore it, or "
+            "archive with it removed"
+        )
+
+
 def game_hashes(res: ResolvedRun) -> dict[str, Any]:
     """SHA-256 of every file each env is made from (a Godot game: bundled, project folder or
     exported binary); envs made from an installed package have none."""
@@ -206,6 +224,7 @@ def archive(run_dir: Path, output: Path, opts: ArchiveOptions) -> dict[str, Any]
     prov = read_provenance(run_dir) or Provenance()  # damaged: the archive records less
     states = unit_states(run_dir, res)
     check_finished(run_dir, states, opts)
+    check_study(run_dir, res)
     entries: dict[str, bytes | Path] = {rel: run_dir / rel for rel in run_files(run_dir, opts)}
     entries.update(extra_files(prov))
     entries.update(parent_files(run_dir, res))

@@ -349,7 +349,7 @@ def reproduce(archive_file: Path, opts: ReproduceOptions, console: Console) -> b
     res = parse_resolved(v.yaml("resolved.yaml"), f"{archive_file}:resolved.yaml")
     check_archived_results(v, res)
     whole, trials = res, None
-    study = study_of(v)
+    study = study_of(v, res)
     if study is not None:
         trials = pick_trials(v, study, res, opts.trials)
         res = only(res, trials)
