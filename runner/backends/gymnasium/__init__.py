@@ -253,6 +253,19 @@ class Gymnasium(Backend):
         finally:
             e.close()
 
+    def episode_limit(self, env: GymnasiumEnv) -> int | None:
+        """gym.make's time limit: `max_episode_steps` in env.kwargs, else the registration's
+        (None: the env has none, as CliffWalking-v1)."""
+        import gymnasium as gym
+
+        if env.id == SURROGATE:
+            return None
+        given = atari.gym_kwargs(env).get("max_episode_steps")
+        if isinstance(given, int) and not isinstance(given, bool) and given > 0:
+            return given
+        _register_plugins(env.id)
+        return gym.spec(env.id).max_episode_steps
+
     def make_vec_env(
         self, env: GymnasiumEnv, parallel: ParallelSpec, *, seed: int, log_dir: Path | None
     ) -> Any:

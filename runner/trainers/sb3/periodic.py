@@ -30,7 +30,7 @@ def _eval_env(cfg: Manifest, seed: int) -> Any:
 
     plain = cfg.model_copy(update={"algo": cfg.algo.model_copy(update={"normalize": None})})
     one = ParallelSpec(envs=1, workers=1, mode="dummy")
-    venv = make_env(plain, seed=seed, parallel=one)
+    venv = make_env(plain, seed=seed, parallel=one, evaluation=True)
     return normalize_env(venv, cfg, stats=None, training=False, synced=True)
 
 
