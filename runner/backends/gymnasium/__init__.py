@@ -20,7 +20,7 @@ from runner.backends.base import (
     Traits,
     unknown_id,
 )
-from runner.errors import BackendUnavailable, FieldError, FieldProblem, first_error
+from runner.errors import BackendUnavailable, FieldError, FieldProblem, first_error, first_line
 from runner.manifest.schema import ParallelSpec
 
 # Modules that register extra ids with Gymnasium when imported, by id namespace. Imported only
@@ -248,6 +248,10 @@ class Gymnasium(Backend):
             e = gym.make(env.id, **env.kwargs)
         except TypeError as exc:
             raise FieldError(("env", "kwargs"), f"{env.id} rejected them ({exc})") from None
+        except Exception as exc:  # the env's own constructor: a KeyError, a ValueError, anything
+            where = ("env", "kwargs") if env.kwargs else ("env", "id")
+            why = f"{env.id} could not be made ({first_line(exc, 200)})"
+            raise FieldError(where, why) from None
         try:
             return e.observation_space, e.action_space
         finally:
