@@ -28,11 +28,11 @@ from runner.archive.layout import (
     VIDEO_PARTS,
 )
 from runner.archive.parents import parent_files
-from runner.errors import UserInputError
+from runner.errors import RunFileError, UserInputError
 from runner.manifest.resolved import ResolvedRun, read_resolved
 from runner.record.output import check_output, write_failed
-from runner.record.provenance import Provenance, read_provenance
-from runner.record.rundir import file_sha256
+from runner.record.provenance import PROVENANCE_FILE, Provenance, provenance_problem
+from runner.record.rundir import file_sha256, read_json
 from runner.record.status import read_status
 
 
@@ -101,6 +101,22 @@ def check_finished(run_dir: Path, states: dict[str, str], opts: ArchiveOptions) 
             "resume the run, or pass --incomplete to archive it marked incomplete"
         )
     return bad
+
+
+def _provenance(run_dir: Path) -> Provenance:
+    """provenance.json through its model (none: the archive records less); one that does not
+    fit it is refused, as `reproduce` would refuse the archive."""
+    path = run_dir / PROVENANCE_FILE
+    raw = read_json(path)
+    if raw is None and not path.exists():
+        return Provenance()
+    why = provenance_problem(raw)
+    if why is not None:
+        raise RunFileError(
+            f"{path}: damaged ({why}); `reproduce` would refuse an archive of it: restore it, "
+            "or remove it (the archive then records less of where the run ran)"
+        )
+    return Provenance.model_validate(raw)
 
 
 def check_study(run_dir: Path, res: ResolvedRun) -> None:
@@ -205,7 +221,8 @@ def _index(
             "rlcrate": prov.rlcrate,
             "image": prov.image or None,
             "python": prov.python.get("version"),
-            "determinism": prov.determinism or None,
+            "determinism": {k: c.model_dump(mode="json") for k, c in prov.determinism.items()}
+            or None,
         },
         "lock": "environment/requirements.lock"
         if "environment/requirements.lock" in sizes
@@ -221,7 +238,7 @@ def archive(run_dir: Path, output: Path, opts: ArchiveOptions) -> dict[str, Any]
     res = read_resolved(run_dir)
     # inside a run (its own or another), a device, a folder: refused; an older archive: replaced
     check_output(output, force=True)
-    prov = read_provenance(run_dir) or Provenance()  # damaged: the archive records less
+    prov = _provenance(run_dir)
     states = unit_states(run_dir, res)
     check_finished(run_dir, states, opts)
     check_study(run_dir, res)
