@@ -68,7 +68,13 @@ def env_model(backend: str) -> type[EnvSpec] | None:
     from runner import plugins
 
     plugin = plugins.find("backend", backend)
-    return None if plugin is None else plugins.load("backend", plugin).Options
+    if plugin is None:
+        return None
+    loaded = plugins.load("backend", plugin)
+    options = getattr(loaded, "Options", None) if isinstance(loaded, type) else None
+    if not (isinstance(options, type) and issubclass(options, EnvSpec)):
+        raise plugins.not_a("backend", plugin, "runner.backends.base.Backend (with its Options)")
+    return options
 
 
 def env_models() -> dict[str, type[EnvSpec]]:
