@@ -93,6 +93,19 @@ def storage(path: Path) -> Any:
     return JournalStorage(JournalFileBackend(str(path), lock_obj=cast(Any, RunDirLocked())))
 
 
+def trials(path: Path, name: str) -> list[Any]:
+    """The study's trials as the journal holds them (Optuna FrozenTrials; none when it holds no
+    such study), read without writing to it: checked before the study is opened (`agree`)."""
+    if not path.is_file():
+        return []
+    try:
+        store = storage(path)
+        found = [s for s in store.get_all_studies() if s.study_name == name]
+        return list(store.get_all_trials(found[0]._study_id)) if found else []
+    except (KeyError, ValueError, TypeError, AssertionError, AttributeError) as exc:
+        raise unreadable(path, exc) from None
+
+
 def unreadable(path: Path, exc: Exception) -> RunFileError:
     """Optuna could not replay a journal whose every line is JSON (a record of the wrong shape):
     one line naming it."""

@@ -80,10 +80,10 @@ def open_session(
         print(f"warning: {note}", file=sys.stderr, flush=True)
     old = records.read_tune(run_dir)
     seed = manifest.seeds[0]
+    drawn = journal.trials(run_dir / records.STUDY_FILE, manifest.name)
+    _check_records(run_dir, res, spec, old, drawn)  # before anything is written to the journal
     pruned_by = optuna_side.pruner(spec, manifest.eval.every, manifest.train.timesteps)
     study = optuna_side.open_study(run_dir, manifest.name, spec, seed, pruned_by)
-    drawn = study.get_trials(deepcopy=False)
-    _check_records(run_dir, res, spec, old, drawn)
     study.sampler, why = replay.replayed(spec, seed, manifest, drawn)
     trials = spec.trials if spec.sampler != "grid" else min(spec.trials, spec.grid_size())
     record = old or TuneRecord(

@@ -115,13 +115,17 @@ def open_study(
 
     path = run_dir / STUDY_FILE
     try:
+        store = journal.storage(path)
+        if any(s.study_name == name for s in store.get_all_studies()):  # nothing appended
+            return optuna.load_study(
+                study_name=name, storage=store, sampler=sampler(spec, seed), pruner=pruned_by
+            )
         return optuna.create_study(
             study_name=name,
-            storage=journal.storage(path),
+            storage=store,
             sampler=sampler(spec, seed),
             pruner=pruned_by,
             direction=spec.objective.direction,
-            load_if_exists=True,
         )
     except (KeyError, ValueError, TypeError, AssertionError, AttributeError) as exc:
         raise journal.unreadable(path, exc) from None
