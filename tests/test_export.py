@@ -117,7 +117,7 @@ def test_a_normalized_model_has_its_statistics_folded_in(tmp_path):
         arrays = {k: stats[k] for k in stats.files} | {"obs.var": bad}
         np.savez(unit / "vecnormalize.npz", **arrays)
         res = rlcrate("export", str(run), "-o", str(tmp_path / "bad.onnx"))
-        one_error_line(res, f"{unit / 'vecnormalize.npz'}: {says}")
+        one_error_line(res, f"{unit / 'vecnormalize.npz'}: obs.var holds {says}")
         assert not (tmp_path / "bad.onnx").exists()
 
 
