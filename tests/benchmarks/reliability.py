@@ -1,7 +1,7 @@
 """Reliability driver: try every bad input and inject every fault, and count.
 
-    .venv/bin/python tests/benchmarks/reliability.py [--no-faults] [--no-archives] [--no-files] [--no-red-team]
-        [--json OUT]
+    .venv/bin/python tests/benchmarks/reliability.py [--no-faults] [--no-archives] [--no-files]
+        [--no-red-team] [--json OUT]
 
 Bad inputs (tests/reliability_cases.py) go through the installed console script in a
 subprocess; each counts when it gets exactly one `error:` line, exit status 2, no traceback and
