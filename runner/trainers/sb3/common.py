@@ -38,7 +38,7 @@ def make_env(
 
     backend = get_backend(cfg.env.backend)
     venv = backend.make_vec_env(cfg.env, parallel or cfg.parallel, seed=seed, log_dir=log_dir)
-    if evaluation and (bound := episode_bound(cfg))[2]:
+    if evaluation and venv.num_envs == 1 and (bound := episode_bound(cfg))[2]:
         from runner.trainers.sb3.episode_cap import EpisodeCap
 
         venv = EpisodeCap(venv, bound[0])
