@@ -111,8 +111,8 @@ def test_a_normalized_model_has_its_statistics_folded_in(tmp_path):
     train = json.loads((unit / "train.json").read_text())
     (unit / "train.json").write_text(json.dumps({**train, "files": {}}))
     for bad, says in (
-        (-var, "obs.var holds negative values"),
-        (var * np.nan, "obs.var holds NaN or infinite values"),
+        (-var, "negative values"),
+        (var * np.nan, "NaN or infinite values"),
     ):
         arrays = {k: stats[k] for k in stats.files} | {"obs.var": bad}
         np.savez(unit / "vecnormalize.npz", **arrays)
