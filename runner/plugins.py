@@ -16,11 +16,14 @@ installed still finds them, and their names answer without reading the installed
 from __future__ import annotations
 
 import importlib
+import os
+import sys
+import threading
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from runner.errors import UserInputError, did_you_mean
+from runner.errors import SettingError, UserInputError, did_you_mean
 
 GROUPS = {
     "backend": "rlcrate.backends",
@@ -96,18 +99,84 @@ def unknown(kind: str, name: str) -> str:
     )
 
 
+# How long a plugin's module may take to import (RLCRATE_PLUGIN_IMPORT_TIMEOUT, seconds): a
+# module that blocks at import (waits on a socket, reads stdin) would hang doctor, plugin check
+# and validate; one that imports torch or JAX takes seconds.
+IMPORT_S = 120.0
+_HUNG: dict[str, str] = {}  # modules whose import did not end, in this process
+
+
+def import_s() -> float:
+    value = os.environ.get("RLCRATE_PLUGIN_IMPORT_TIMEOUT")
+    if value is None:
+        return IMPORT_S
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not 0.5 <= seconds <= 3600:
+        raise SettingError(
+            f"RLCRATE_PLUGIN_IMPORT_TIMEOUT={value!r}: expected seconds between 0.5 and 3600"
+        )
+    return seconds
+
+
+def _import(module: str, trusted: bool) -> Any:
+    """The module, imported in this process. Another package's is imported in a thread that
+    may take `import_s()` at most (TimeoutError after, the thread left behind as a daemon:
+    this process reports the plugin broken and goes on); `sys.exit` at import is SystemExit."""
+    if module in _HUNG:  # its import still holds the module's lock: asking again would hang
+        raise TimeoutError(_HUNG[module])
+    if trusted or module in sys.modules:
+        return importlib.import_module(module)
+    found: list[Any] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            found.append(importlib.import_module(module))
+        except BaseException as exc:  # SystemExit too: it would end only this thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name=f"rlcrate-import-{module}", daemon=True)
+    thread.start()
+    thread.join(import_s())
+    if thread.is_alive():
+        _HUNG[module] = f"its import did not finish within {import_s():g} s (blocked?)"
+        raise TimeoutError(_HUNG[module])
+    if failed:
+        raise failed[0]
+    return found[0]
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit):
+        return f"it called sys.exit({exc.code!r}) while being imported"
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
 def load(kind: str, plugin: Plugin) -> Any:
     """The plugin's module (or its attribute, for `module:attribute`); one line naming the
-    package when it cannot be imported."""
+    package when it cannot be imported: an error, `sys.exit` or an import that does not end."""
     module, _, attr = plugin.target.partition(":")
     try:
-        loaded: Any = importlib.import_module(module.strip())
+        loaded: Any = _import(module.strip(), trusted=plugin.package == RLCRATE)
         for part in filter(None, attr.strip().split(".")):
             loaded = getattr(loaded, part)
-    except Exception as exc:  # a broken plugin is the user's install, never a traceback
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    except (Exception, SystemExit) as exc:  # a broken plugin is the user's install
+        if isinstance(exc, SettingError):
+            raise
         raise UserInputError(
             f"the {kind} {plugin.name!r} of the package {plugin.package} (entry point "
-            f"{GROUPS[kind]}) cannot be imported: {plugin.target}: {first}"
+            f"{GROUPS[kind]}) cannot be imported: {plugin.target}: {_why(exc)}"
         ) from None
     return loaded
+
+
+def not_a(kind: str, plugin: Plugin, base: str) -> UserInputError:
+    """The entry point names something other than the class a plugin of `kind` is (a
+    function, a module): one line."""
+    return UserInputError(
+        f"the {kind} {plugin.name!r} of the package {plugin.package} ({plugin.target}) is not a "
+        f"subclass of {base}"
+    )

@@ -92,6 +92,18 @@ def rlcrate(
     )
 
 
+def one_error_line(res: subprocess.CompletedProcess, *words: str, code: int = 2) -> str:
+    """The command's one line on stderr (`error: ...`, exit `code`, no traceback), holding each
+    of `words`."""
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert res.returncode == code, (res.returncode, res.stdout[-2000:], res.stderr[-2000:])
+    assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr[-3000:]
+    assert "Traceback" not in res.stdout + res.stderr
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+    return lines[0]
+
+
 def as_run_by(run: Path, executor: str) -> None:
     """Record in a finished run's provenance.json that `executor` ran it (what `status` asks):
     for the tests that give a local run another executor's records (Slurm's jobs.json)."""

@@ -30,6 +30,10 @@ def _alias_bomb() -> str:
     return "\n".join(lines) + "\n"
 
 
+def _study(dim: dict[str, Any]) -> dict[str, Any]:
+    return tiny_manifest(tune={"space": {"algo.params.n_epochs": dim}, "sampler": "grid"})
+
+
 # name -> manifest text (a dict is dumped as YAML)
 MANIFESTS: dict[str, Any] = {
     "alias_bomb": _alias_bomb(),
@@ -100,6 +104,16 @@ MANIFESTS: dict[str, Any] = {
         algo__defaults="zoo", algo__name="SAC", env__id="FetchReach-v1", algo__params={}
     ),
     "zoo_on_godot": tiny_manifest(algo__defaults="zoo", env__backend="godot", env__id="ballchase"),
+    # an env constructor raising what it raises (issue 48, item 15): one line at env.kwargs
+    "env_constructor_keyerror": tiny_manifest(
+        env__id="FrozenLake-v1", env__kwargs={"map_name": "9x9"}
+    ),
+    "env_constructor_valueerror": tiny_manifest(
+        env__id="FrozenLake-v1", env__kwargs={"max_episode_steps": -5}
+    ),
+    # int ranges are counted, never listed (item 13): a grid of them too large to list
+    "tune_grid_of_a_billion_ints": _study({"int": [1, 10**9]}),
+    "tune_grid_of_a_huge_int": _study({"int": [1, 10**40]}),
     "action_noise_shape": tiny_manifest(
         algo__name="TD3", env__id="Pendulum-v1", algo__params={"action_noise": {"type": "pink"}}
     ),
@@ -194,6 +208,8 @@ def cases(folder: Path, out: Path) -> list[Case]:
         for name, content in MANIFESTS.items()
     ]
     files.append(Case("run_alias_bomb", ["run", str(folder / "alias_bomb.yaml"), *o]))
+    raising = str(folder / "env_constructor_keyerror.yaml")
+    files.append(Case("run_env_constructor_raises", ["run", raising, *o]))
     deep = [
         Case(f"deep_{name}", ["run", str(_write(folder, name, content)), *o], deep=True)
         for name, content in DEEP.items()

@@ -10,8 +10,10 @@ import yaml
 
 from runner.manifest import Manifest
 from runner.provenance import determinism
+from runner.record.provenance import DeterminismCheck
 from runner.run.check_determinism import first_divergence
-from tests.helpers import ROOT, rlcrate, run_dir_of, tiny_manifest
+from tests.archive_tools import altered
+from tests.helpers import ROOT, one_error_line, rlcrate, run_dir_of, tiny_manifest, toy_manifest
 
 
 def _attempt(rows, params="p"):
@@ -43,12 +45,13 @@ def _config(backend="gymnasium", **over):
 
 
 def test_levels_declared_and_overruled_by_a_recorded_check():
-    assert determinism.level(_config(), None)[0] == "bitwise"
-    assert determinism.level(_config("godot", env__pacing="paced"), None)[0] == "statistical"
-    assert determinism.level(_config(algo__device="cuda"), None)[0] == "statistical"
-    assert determinism.level(_config(algo__torch_threads=4), None)[0] == "statistical"
-    assert determinism.level(_config("isaaclab"), None)[0] == "statistical"
-    diverged = {"gymnasium": {"result": "diverged", "first_divergence": {"step": 3}}}
+    assert determinism.level(_config(), {})[0] == "bitwise"
+    assert determinism.level(_config("godot", env__pacing="paced"), {})[0] == "statistical"
+    assert determinism.level(_config(algo__device="cuda"), {})[0] == "statistical"
+    assert determinism.level(_config(algo__torch_threads=4), {})[0] == "statistical"
+    assert determinism.level(_config("isaaclab"), {})[0] == "statistical"
+    check = {"result": "diverged", "first_divergence": {"step": 3}}
+    diverged = {"gymnasium": DeterminismCheck.model_validate(check)}
     assert determinism.level(_config(), diverged) == (
         "statistical",
         "check-determinism found diverged",
@@ -116,3 +119,48 @@ def test_godot_unpaced_bitwise(write_manifest, cache_dir):
     out = rlcrate("check-determinism", str(write_manifest(data)), "--steps", "2048")
     assert out.returncode == 0, out.stdout + out.stderr
     assert "bitwise" in out.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.gymnasium
+def test_a_damaged_cache_is_never_copied_on(write_manifest, tmp_path, cache_dir):
+    """A string where a check's result belongs (issue 48, item 14): a run records no check, and
+    an archive crafted to carry one is refused by reproduce in one line."""
+    cache_dir.mkdir()
+    poisoned = {determinism.fingerprint(): {"gymnasium": "bitwise", "resume": {"gymnasium": 5}}}
+    (cache_dir / "determinism.json").write_text(json.dumps(poisoned))
+    path = write_manifest(toy_manifest(train__timesteps=128))
+    res = rlcrate("run", str(path), "--out", str(tmp_path / "runs"))
+    assert res.returncode == 0, res.stdout + res.stderr
+    run = run_dir_of(tmp_path / "runs", "toy")
+    prov = json.loads((run / "provenance.json").read_text())
+    assert prov["determinism"] == {} and prov["resume_checked"] == {}
+    assert not prov["resume"]["gymnasium"].startswith("approximate: check-determinism")
+    archive = tmp_path / "toy.tar.gz"
+    assert rlcrate("archive", str(run), "-o", str(archive)).returncode == 0
+
+    def crafted(files):
+        prov = json.loads(files["provenance.json"])
+        prov["determinism"] = {"gymnasium": "bitwise"}
+        files["provenance.json"] = json.dumps(prov).encode()
+
+    bad = altered(archive, tmp_path / "bad.tar.gz", crafted, sums=True)
+    res = rlcrate("reproduce", str(bad), "--out", str(tmp_path / "rerun"))
+    one_error_line(res, f"{bad}: refused, its provenance.json is damaged (determinism.gymnasium")
+    assert not (tmp_path / "rerun").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.gymnasium
+def test_a_cache_folder_that_is_a_file_still_gives_the_verdict(write_manifest, tmp_path):
+    (tmp_path / "cache").write_text("a file, not a folder")
+    path = write_manifest(toy_manifest(train__timesteps=128))
+    env = {"RLCRATE_CACHE_DIR": str(tmp_path / "cache")}
+    res = rlcrate("check-determinism", str(path), env_extra=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    text = " ".join(res.stdout.split())
+    assert "bitwise:" in text and "Traceback" not in res.stdout + res.stderr
+    assert (
+        "warning: the result is not remembered for later runs' provenance: RLCRATE_CACHE_DIR "
+        f"{tmp_path / 'cache'} is not a folder"
+    ) in text

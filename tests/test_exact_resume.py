@@ -22,6 +22,7 @@ import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from runner.record.datafiles import torch_load
+from runner.record.provenance import DeterminismCheck
 from runner.trainers.sb3.exact import KILL_ENV
 from tests.helpers import checkout_env, rlcrate, run_dir_of, start_run, tiny_manifest
 
@@ -217,7 +218,9 @@ def test_check_determinism_resume_says_exact_and_is_remembered(
     assert "gymnasium" not in entry  # check-determinism's own verdicts are kept apart
     prov = provenance.collect(["rlcrate"], path, {"gymnasium"}, {})
     assert prov["resume_checked"]["gymnasium"] == checked and prov["resume"]["gymnasium"] == "exact"
-    differed = {**checked, "result": "approximate", "differ": ["params"]}
+    differed = DeterminismCheck.model_validate(
+        {**checked, "result": "approximate", "differ": ["params"]}
+    )
     assert resume_level("gymnasium", checked=differed) == (
         "approximate: check-determinism --resume found params differ (on CartPole-v1)"
     )

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import yaml
 
-from tests.helpers import rlcrate, run_dir_of, tiny_manifest
+from tests.helpers import one_error_line, rlcrate, run_dir_of, tiny_manifest
 from tests.test_godot import HAVE_GODOT
 
 onnxruntime = pytest.importorskip("onnxruntime")
@@ -110,6 +110,19 @@ def test_a_normalized_model_has_its_statistics_folded_in(tmp_path):
     )
     got = onnxruntime.InferenceSession(str(tmp_path / "pend.onnx")).run(None, {"obs": obs})[0]
     assert np.allclose(got, want, atol=1e-5)
+    # statistics no running variance can have (an older run's, unpinned): one line, no file
+    unit = run / "units/default/seed-0"
+    train = json.loads((unit / "train.json").read_text())
+    (unit / "train.json").write_text(json.dumps({**train, "files": {}}))
+    for bad, says in (
+        (-var, "negative values"),
+        (var * np.nan, "NaN or infinite values"),
+    ):
+        arrays = {k: stats[k] for k in stats.files} | {"obs.var": bad}
+        np.savez(unit / "vecnormalize.npz", **arrays)
+        res = rlcrate("export", str(run), "-o", str(tmp_path / "bad.onnx"))
+        one_error_line(res, f"{unit / 'vecnormalize.npz'}: obs.var holds {says}")
+        assert not (tmp_path / "bad.onnx").exists()
 
 
 @pytest.mark.godot

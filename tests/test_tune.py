@@ -69,6 +69,8 @@ BAD = [
      "algo.params.gamma", "expected exactly one of choice, int, uniform, log_uniform"),
     ("sampler", {"sampler": "annealing"}, "sampler:", "'tpe', 'random', 'grid', 'qmc' or 'cmaes'"),
     ("grid of a range", {"sampler": "grid"}, "sampler:", "grid takes choice and int values only"),
+    ("grid of a billion ints", {"sampler": "grid", "space": {"algo.params.n_epochs": {"int": [1,
+     10**9]}}}, "sampler:", "the space's grid has 1e+09 points, more than the 100,000"),
     ("trials 0", {"trials": 0}, "trials:", "greater than or equal to 1"),
     ("trials 1001", {"trials": 1001}, "trials:", "less than or equal to 1000"),
     ("parallel 0", {"parallel": 0}, "parallel: 0", "greater than or equal to 1"),
@@ -144,6 +146,23 @@ def test_tune_without_a_tune_section_is_refused(tmp_path):
     res = rlcrate("tune", str(path), "--out", str(tmp_path / "runs"))
     assert res.returncode == 2
     assert "has no tune: section" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_an_int_range_of_a_billion_values_is_counted_not_listed(tmp_path):
+    """A MemoryError before (item 13 of issue 48): every sampler had the range listed."""
+    import resource
+
+    def capped() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    m = _study(sampler="tpe")
+    m["tune"]["space"] = {  # a billion values, and a bound past any C integer
+        "algo.params.n_epochs": {"int": [1, 10**9]},
+        "algo.params.n_steps": {"int": [64, 10**40]},
+    }
+    res = rlcrate("validate", str(_write(tmp_path, m)), preexec_fn=capped)
+    assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr[-2000:]
+    assert "a study of up to 3 trial(s)" in res.stdout
 
 
 def test_a_good_tune_section_validates_as_a_study(tmp_path):

@@ -274,6 +274,31 @@ def test_tampered_zoo_file_is_one_line_naming_it(write_manifest, tmp_path, case)
     assert time.monotonic() - start < 30 and not flag.exists()
 
 
+@pytest.mark.skipif(importlib.util.find_spec("rl_zoo3") is None, reason="rl-zoo3 not installed")
+@pytest.mark.parametrize(
+    ("chain", "says"),
+    [(9_000, "is nested too deeply for a value rlcrate reads"),
+     (20_000, "is 20,001 characters, more than an rl-zoo3 value has")],
+    ids=["unary chain", "long text"],
+)  # fmt: skip
+def test_a_zoo_expression_past_the_parser_is_one_line(write_manifest, tmp_path, chain, says):
+    """A long unary chain in a zoo table's policy_kwargs was a MemoryError traceback from
+    ast.parse (issue 48, item 20)."""
+    zoo = tmp_path / "site" / "rl_zoo3"  # found before the installed one
+    (zoo / "hyperparams").mkdir(parents=True)
+    (zoo / "__init__.py").write_text("")
+    entry = f'CartPole-v1:\n  policy_kwargs: "{"-" * chain}1"\n'
+    (zoo / "hyperparams" / "ppo.yml").write_text(entry)
+    m = tiny_manifest(algo={"name": "PPO", "defaults": "zoo"})
+    out = rlcrate(
+        "validate",
+        str(write_manifest(m)),
+        env_extra={"PYTHONPATH": f"{ROOT}:{tmp_path / 'site'}"},
+        preexec_fn=_capped,
+    )
+    _one_line(out, "algo.defaults: rl-zoo3", "ppo.yml CartPole-v1", says)
+
+
 # ------------------------------------------------------------ --seeds names seeds (item 14, #31)
 
 NOT_SEEDS = {

@@ -81,6 +81,57 @@ def test_a_video_that_cannot_be_written_fails_the_unit_and_keeps_its_eval(tiny_r
     assert _eval(unit)["episodes"] == want
 
 
+def _fake_ffmpeg(folder: Path, body: str) -> Path:
+    """An ffmpeg (IMAGEIO_FFMPEG_EXE) that fails as the red team's did; its pid in `pids`."""
+    fake = folder / "ffmpeg"
+    fake.write_text(f'#!/bin/sh\necho $$ >> "{folder}/pids"\nfor last; do :; done\n{body}\n')
+    fake.chmod(0o755)
+    return fake
+
+
+def _all_ended(pids: Path) -> bool:
+    states = []
+    for pid in pids.read_text().split():
+        stat = Path(f"/proc/{pid}/stat")
+        states.append(stat.read_text().rsplit(")", 1)[1].split()[0] if stat.exists() else "gone")
+    return all(s in ("Z", "gone") for s in states)
+
+
+@pytest.mark.slow
+@pytest.mark.gymnasium
+def test_a_hung_ffmpeg_fails_the_unit_in_time_and_leaves_no_file(tiny_run, tmp_path):
+    run = _copy(tiny_run, tmp_path)
+    env = {
+        "IMAGEIO_FFMPEG_EXE": str(_fake_ffmpeg(tmp_path, "exec sleep 100000")),
+        "RLCRATE_FFMPEG_TIMEOUT": "3",
+    }
+    res = rlcrate("eval", str(run), "--video", env_extra=env, timeout=300)
+    assert res.returncode == 1, res.stdout[-2000:] + res.stderr[-2000:]
+    says = "ffmpeg took no frame for 3 s (hung?) and was stopped"
+    for unit in _units(run):
+        error = json.loads((unit / "status.json").read_text())["error"]
+        assert f"cannot write {unit / 'video/episode-0.mp4'}: {says}" in error, error
+        assert _eval(unit)["episodes"], "the evaluation was not kept"
+        assert not list((unit / "video").iterdir()), "a file of the failed clip was left"
+    assert _all_ended(tmp_path / "pids"), "an ffmpeg was left running"
+
+
+def test_a_clip_whose_ffmpeg_is_killed_is_not_kept_under_any_name(tmp_path, monkeypatch):
+    from runner.manifest.schema import VideoSpec
+    from runner.video.encode import EpisodeWriter
+
+    body = 'printf partial > "$last"; head -c 100000 > /dev/null; kill -9 $$'
+    monkeypatch.setenv("IMAGEIO_FFMPEG_EXE", str(_fake_ffmpeg(tmp_path, body)))
+    writer = EpisodeWriter(tmp_path / "video", 0, VideoSpec(episodes=1, format="mp4"))
+    frame = np.random.default_rng(0).integers(0, 255, (64, 96, 3), dtype=np.uint8)
+    with pytest.raises(RuntimeError, match="ffmpeg was killed by signal 9 before the file was "):
+        for _ in range(100):  # 1.8 MB: more than the fake takes before it is killed
+            writer.add(frame)
+        writer.close()
+    writer.abandon()  # what the capture does with a writer that failed
+    assert not list((tmp_path / "video").iterdir()) and _all_ended(tmp_path / "pids")
+
+
 def _drawing_godot() -> bool:
     from tests.test_godot import HAVE_GODOT
 

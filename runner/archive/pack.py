@@ -28,10 +28,11 @@ from runner.archive.layout import (
     VIDEO_PARTS,
 )
 from runner.archive.parents import parent_files
-from runner.errors import UserInputError
+from runner.errors import RunFileError, UserInputError
 from runner.manifest.resolved import ResolvedRun, read_resolved
-from runner.record.provenance import Provenance, read_provenance
-from runner.record.rundir import file_sha256
+from runner.record.output import check_output, write_failed
+from runner.record.provenance import PROVENANCE_FILE, Provenance, provenance_problem
+from runner.record.rundir import file_sha256, read_json
 from runner.record.status import read_status
 
 
@@ -100,6 +101,40 @@ def check_finished(run_dir: Path, states: dict[str, str], opts: ArchiveOptions) 
             "resume the run, or pass --incomplete to archive it marked incomplete"
         )
     return bad
+
+
+def _provenance(run_dir: Path) -> Provenance:
+    """provenance.json through its model (none: the archive records less); one that does not
+    fit it is refused, as `reproduce` would refuse the archive."""
+    path = run_dir / PROVENANCE_FILE
+    raw = read_json(path)
+    if raw is None and not path.exists():
+        return Provenance()
+    why = provenance_problem(raw)
+    if why is not None:
+        raise RunFileError(
+            f"{path}: damaged ({why}); `reproduce` would refuse an archive of it: restore it, "
+            "or remove it (the archive then records less of where the run ran)"
+        )
+    return Provenance.model_validate(raw)
+
+
+def check_study(run_dir: Path, res: ResolvedRun) -> None:
+    """A study's tune.json is archived only as its units and resolved.yaml have it
+    (`tune.agree`): `reproduce` reruns the trial it names best."""
+    from runner.record.tune import TUNE_FILE, read_tune
+    from runner.tune.agree import record_disagrees, run_metric
+
+    record = read_tune(run_dir)  # damaged: one line naming it
+    if record is None:
+        return
+    why = record_disagrees(record, res, run_metric(run_dir, record.study.metric))
+    if why is not None:
+        raise UserInputError(
+            f"{run_dir / TUNE_FILE}: disagrees with the study's units and resolved.yaml ({why}); "
+            "an archive of it would rerun another trial than its figures pick: restore it, or "
+            "archive with it removed"
+        )
 
 
 def game_hashes(res: ResolvedRun) -> dict[str, Any]:
@@ -186,7 +221,8 @@ def _index(
             "rlcrate": prov.rlcrate,
             "image": prov.image or None,
             "python": prov.python.get("version"),
-            "determinism": prov.determinism or None,
+            "determinism": {k: c.model_dump(mode="json") for k, c in prov.determinism.items()}
+            or None,
         },
         "lock": "environment/requirements.lock"
         if "environment/requirements.lock" in sizes
@@ -197,26 +233,15 @@ def _index(
     }
 
 
-def check_output(run_dir: Path, output: Path) -> None:
-    """Refuse an output inside the run directory: the archive would replace one of the run's own
-    files (its summary.json, a model.zip) or be archived into itself. Where the file lands is
-    its resolved folder plus its name (a link at `output` itself is replaced, not followed)."""
-    lands = output.parent.resolve() / output.name
-    run = run_dir.resolve()
-    if lands == run or run in lands.parents:
-        raise UserInputError(
-            f"-o {output}: refused, it is inside the run directory {run_dir} (the archive "
-            "would replace or join the run's own files); write it elsewhere"
-        )
-
-
 def archive(run_dir: Path, output: Path, opts: ArchiveOptions) -> dict[str, Any]:
     """Write the archive atomically; returns its index. Refuses a run that is not finished."""
     res = read_resolved(run_dir)
-    check_output(run_dir, output)
-    prov = read_provenance(run_dir) or Provenance()  # damaged: the archive records less
+    # inside a run (its own or another), a device, a folder: refused; an older archive: replaced
+    check_output(output, force=True)
+    prov = _provenance(run_dir)
     states = unit_states(run_dir, res)
     check_finished(run_dir, states, opts)
+    check_study(run_dir, res)
     entries: dict[str, bytes | Path] = {rel: run_dir / rel for rel in run_files(run_dir, opts)}
     entries.update(extra_files(prov))
     entries.update(parent_files(run_dir, res))
@@ -258,9 +283,13 @@ def clear_stale_parts(output: Path) -> list[Path]:
 
 
 def _write(output: Path, top: str, entries: dict[str, bytes | Path]) -> None:
-    output.parent.mkdir(parents=True, exist_ok=True)
-    clear_stale_parts(output)
     tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        clear_stale_parts(output)
+        tmp.open("xb").close()  # the folder takes a new file: else one line naming the target
+    except OSError as exc:
+        raise write_failed(output, exc) from None
     try:
         with tmp.open("wb") as raw:
             with (
@@ -272,6 +301,8 @@ def _write(output: Path, top: str, entries: dict[str, bytes | Path]) -> None:
             raw.flush()
             os.fsync(raw.fileno())
         os.replace(tmp, output)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename in (None, str(tmp)):  # not a run file's
+            raise write_failed(output, exc) from None
         raise

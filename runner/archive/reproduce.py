@@ -22,6 +22,7 @@ from runner.archive.parents import unpacked_parent
 from runner.archive.results import (
     RerunFailed,
     archived_eval,
+    archived_provenance,
     check_archived_results,
     rerun_problem,
 )
@@ -242,7 +243,7 @@ def compare(
 ) -> list[VariantResult]:
     from runner.provenance.determinism import level
 
-    recorded = (v.json("provenance.json") or {}).get("determinism")
+    recorded = archived_provenance(v).determinism
     per_test = alpha / len(res.variants)
     out = []
     for name, variant in res.variants.items():
@@ -322,9 +323,8 @@ def _environment(v: Verified, res: ResolvedRun, run_dir: Path) -> list[envdiff.R
     from runner.archive.pack import game_hashes
 
     here = read_json(run_dir / "provenance.json") or envdiff.current(res.backends())
-    return envdiff.diff(
-        v.json("provenance.json") or {}, here, v.index.get("game"), game_hashes(res)
-    )
+    archived = archived_provenance(v).model_dump(mode="json", exclude_unset=True)
+    return envdiff.diff(archived, here, v.index.get("game"), game_hashes(res))
 
 
 def _check_rerun(
@@ -351,8 +351,9 @@ def reproduce(archive_file: Path, opts: ReproduceOptions, console: Console) -> b
         raise UserInputError(f"{archive_file}: the archive holds no resolved.yaml")
     res = parse_resolved(v.yaml("resolved.yaml"), f"{archive_file}:resolved.yaml")
     check_archived_results(v, res)
+    archived_provenance(v)  # its determinism checks set the verdict's level: refused if damaged
     whole, trials = res, None
-    study = study_of(v)
+    study = study_of(v, res)
     if study is not None:
         trials = pick_trials(v, study, res, opts.trials)
         res = only(res, trials)
@@ -365,7 +366,7 @@ def reproduce(archive_file: Path, opts: ReproduceOptions, console: Console) -> b
         f"{v.index.get('written_by')}, run {v.top})"
     )
     if opts.image is not None:
-        line = image_line(opts.image, v.json("provenance.json") or {})
+        line = image_line(opts.image, archived_provenance(v).model_dump(mode="json"))
         console.print(escape(line), soft_wrap=True)
     if study is not None and trials is not None:
         console.print(

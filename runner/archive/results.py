@@ -17,6 +17,7 @@ from typing import Any
 from runner.errors import RunnerError, UserInputError
 from runner.manifest.resolved import ResolvedRun
 from runner.record.eval import EvalRecord, checked_eval
+from runner.record.provenance import Provenance, checked_provenance, provenance_problem
 from runner.record.rundir import UnitRef
 from runner.record.status import read_status
 from runner.record.summary import checked_summary
@@ -97,6 +98,25 @@ def check_archived_results(v: Any, res: ResolvedRun) -> None:
             f"{v.path}: refused, its summary.json disagrees with its eval files ({why}; "
             "altered?); nothing was rerun"
         )
+
+
+def archived_provenance(v: Any) -> Provenance:
+    """The archive's provenance.json through its model (an archive without one: an empty
+    record); one that does not fit it (a string where a determinism check belongs) is refused:
+    the verdict's level is read from it."""
+    try:
+        raw = v.json("provenance.json")
+    except ValueError:  # not JSON, not UTF-8
+        raw = "not JSON"
+    if raw is None:
+        return Provenance()
+    prov = checked_provenance(raw)
+    if prov is None:
+        raise UserInputError(
+            f"{v.path}: refused, its provenance.json is damaged ({provenance_problem(raw)}); "
+            "nothing was rerun"
+        )
+    return prov
 
 
 def rerun_problem(run_dir: Path, res: ResolvedRun, seeds: list[int]) -> str | None:

@@ -11,21 +11,55 @@ from __future__ import annotations
 
 from typing import Any
 
+from runner.archive.results import archived_eval
 from runner.archive.verify import Verified
 from runner.errors import UserInputError
 from runner.manifest import ResolvedRun
 from runner.record.rundir import checked
 from runner.record.tune import TUNE_FILE, TuneRecord
+from runner.tune.agree import STATUS_FIELD, UnitMetric, record_disagrees
 
 
-def study_of(v: Verified) -> TuneRecord | None:
-    """The archive's tune.json (None: not a study's run); a damaged one is refused."""
+def study_of(v: Verified, res: ResolvedRun) -> TuneRecord | None:
+    """The archive's tune.json (None: not a study's run); a damaged one, or one that disagrees
+    with the archived units and resolved.yaml (`tune.agree`: as summary.json is checked against
+    the eval files), is refused: the trial rerun is the one the units' figures pick."""
     if TUNE_FILE not in v.files:
         return None
-    record = checked(TuneRecord, v.json(TUNE_FILE))
+    try:
+        record = checked(TuneRecord, v.json(TUNE_FILE))
+    except ValueError:  # not JSON, not UTF-8
+        record = None
     if record is None:
-        raise UserInputError(f"{v.path}: its {TUNE_FILE} is damaged; nothing was rerun")
+        raise UserInputError(f"{v.path}: refused, its {TUNE_FILE} is damaged; nothing was rerun")
+    why = record_disagrees(record, res, _archived_metric(v, record.study.metric))
+    if why is not None:
+        raise UserInputError(
+            f"{v.path}: refused, its {TUNE_FILE} disagrees with its units and resolved.yaml "
+            f"({why}; altered?); nothing was rerun"
+        )
     return record
+
+
+def _archived_metric(v: Verified, metric: str) -> UnitMetric:
+    """A unit's metric from the archive's own files (its eval.json's episodes, its status)."""
+    from runner.record.status import UnitStatus
+
+    def of(variant: str, seed: int) -> float | None:
+        unit = f"units/{variant}/seed-{seed}"
+        try:
+            status = checked(UnitStatus, v.json(f"{unit}/status.json"))
+        except ValueError:
+            status = None
+        if status is None or status.state != "done":
+            return None
+        if metric == "eval.mean_reward":
+            ev = archived_eval(v, f"{variant}/seed-{seed}")
+            return ev.mean if ev else None
+        value = getattr(status, STATUS_FIELD[metric])
+        return float(value) if value is not None else None
+
+    return of
 
 
 def pick_trials(v: Verified, record: TuneRecord, res: ResolvedRun, n: int | None) -> list[str]:

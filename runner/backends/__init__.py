@@ -30,10 +30,7 @@ def get_backend(name: str) -> Backend:
         raise UserInputError(plugins.unknown("backend", name))
     cls = plugins.load("backend", plugin)
     if not (isinstance(cls, type) and issubclass(cls, Backend)):
-        raise UserInputError(
-            f"the backend {name!r} of the package {plugin.package} ({plugin.target}) is not a "
-            "subclass of runner.backends.base.Backend"
-        )
+        raise plugins.not_a("backend", plugin, "runner.backends.base.Backend")
     try:
         return cls()
     except TypeError as exc:  # an abstract hook left out

@@ -286,6 +286,12 @@ class Backend(ABC):
         records the evaluation itself."""
         return None
 
+    def episode_limit(self, env: Any) -> int | None:
+        """The steps after which `env` ends an episode on its own (a time limit), or None (the
+        default) when it has none or cannot say: an evaluation then cuts its episodes at
+        `eval.max_episode_steps` (else rlcrate's default), so that no evaluation runs forever."""
+        return None
+
     def interpreter(self) -> str | None:
         """The Python that runs this backend's units (an executable path). Default None: the
         runner's own. A unit talks to the runner only through files, so it may run anywhere

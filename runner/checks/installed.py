@@ -17,6 +17,8 @@ import subprocess
 import time
 
 from runner.backends import get_backend, python_env_var
+from runner.errors import SettingError
+from runner.record.command import ask
 
 TRAIN_MODULES = ("stable_baselines3", "torch", "tensorboard")
 # engine -> a command that succeeds only when the engine can actually run containers here
@@ -74,7 +76,28 @@ def image_hint(backend: str) -> str:
     return f", or run in an image (--image {images[0]})" if images else ""
 
 
-def engine_problem(engine: str, timeout: float = 30) -> str | None:
+# How long a container engine may take to answer a question (its version, a container probe,
+# its images): RLCRATE_ENGINE_TIMEOUT (seconds). A hung engine is killed after, with every
+# process it started (`record.command`).
+ENGINE_TIMEOUT_S = 60.0
+
+
+def engine_timeout() -> float:
+    value = os.environ.get("RLCRATE_ENGINE_TIMEOUT")
+    if value is None:
+        return ENGINE_TIMEOUT_S
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not 0.5 <= seconds <= 3600:
+        raise SettingError(
+            f"RLCRATE_ENGINE_TIMEOUT={value!r}: expected seconds between 0.5 and 3600"
+        )
+    return seconds
+
+
+def engine_problem(engine: str, timeout: float | None = None) -> str | None:
     """None when `engine` is installed and answers (and starts a container, where answering
     does not prove it can); else why not, in a few words. Probes afresh: for what is about to
     use the engine."""
@@ -85,7 +108,7 @@ PROBES_FILE = "engine-probes.json"  # in rlcrate's cache: what each container pr
 
 
 def engine_probe(
-    engine: str, timeout: float = 30, *, fresh: bool = True
+    engine: str, timeout: float | None = None, *, fresh: bool = True
 ) -> tuple[str | None, float | None]:
     """(`engine_problem`, None) when probed now; with `fresh=False`, a container probe made
     before for the same engine binary (path, modification time) giving the same answer (its
@@ -93,8 +116,9 @@ def engine_probe(
     path = shutil.which(engine)
     if path is None:
         return "not installed", None
+    timeout = engine_timeout() if timeout is None else timeout
     try:
-        out = subprocess.run(ENGINE_PROBES[engine], capture_output=True, text=True, timeout=timeout)
+        out = ask(ENGINE_PROBES[engine], timeout)
     except subprocess.TimeoutExpired:
         return f"`{' '.join(ENGINE_PROBES[engine][:2])}` did not answer", None
     except OSError as exc:
@@ -164,7 +188,7 @@ def container_problem(engine: str, timeout: float) -> str | None:
     if probe is None:
         return None
     try:
-        out = subprocess.run(probe, capture_output=True, text=True, timeout=timeout)
+        out = ask(probe, timeout)
     except subprocess.TimeoutExpired:
         return f"starting a container did not finish in {timeout:.0f} s"
     except OSError as exc:

@@ -17,7 +17,14 @@ from pydantic import ValidationError
 from runner import trainers
 from runner.checks import lineage
 from runner.checks.installed import missing_packages
-from runner.errors import FieldError, FieldProblem, ManifestError, RunnerError, SettingError
+from runner.errors import (
+    FieldError,
+    FieldProblem,
+    ManifestError,
+    RunnerError,
+    SettingError,
+    first_line,
+)
 from runner.manifest.matrix import (
     LABEL,
     apply_overrides,
@@ -93,10 +100,21 @@ def _check_env(
         raise
     except RunnerError as exc:  # the backend cannot run this env at all
         found = [FieldProblem(("env", "id"), str(exc))]
+    except Exception as exc:  # the env's own constructor (a KeyError for an unknown map name)
+        found = [_unmakeable(cfg, exc)]
     if key not in seen:
         out += [at(source, lines, p.path, p.message) for p in found]
     seen.add(key)
     return None
+
+
+def _unmakeable(cfg: Manifest, exc: Exception) -> FieldProblem:
+    """The env's constructor raised: one line at env.kwargs (at env.id when there are none)."""
+    path = ("env", "kwargs") if cfg.env.kwargs else ("env", "id")
+    with_kwargs = " with these kwargs" if cfg.env.kwargs else ""
+    return FieldProblem(
+        path, f"{cfg.env.id} could not be made{with_kwargs} ({first_line(exc, 200)})"
+    )
 
 
 def _check_trainer(cfg: Manifest, source: str, lines: Lines, out: list[Problem]) -> bool:

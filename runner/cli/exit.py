@@ -24,9 +24,11 @@ STATUSES: dict[int, str] = {
     "`expect:` claims fail, or the rerun could not run to the end (no verdict); "
     "`check-determinism`: the attempts diverged; `status`: a unit failed",
     2: "bad input: manifest, arguments, an unknown command or option, a damaged run directory, a "
-    "run in use by another runner, a run directory not finished, an output inside the run or a "
-    "file of the run that is a link or not a regular file (`archive`), an archive refused "
-    "(`reproduce`), a backend not installed here",
+    "run in use by another runner, a run directory not finished, an output (`-o`) inside a run "
+    "directory, not a regular file, on a read-only file system or (`export` without `--force`) "
+    "already there, a file of the run that is a link or not a regular file (`archive`), a "
+    "study's records that disagree (`tune --resume`), an archive refused (`reproduce`), a "
+    "backend not installed here or a plugin that cannot be imported",
     3: "`run`: every unit finished but an `expect:` claim does not hold (one `expect not met:` "
     "line per claim on stderr; `--no-expect` reports without failing)",
     130: "interrupted (Ctrl-C, SIGTERM)",

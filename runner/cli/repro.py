@@ -173,18 +173,23 @@ def export_cmd(
             "as the model's predict(); the default otherwise).",
         ),
     ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace OUTPUT (and OUTPUT.json) if they exist.")
+    ] = False,
 ) -> None:
     """Write a trained unit's policy as ONNX (for a Godot game: the layout godot-rl's plugin
     loads), kept only if onnxruntime gives the model's own actions.
 
     The model is rebuilt from the run directory (nothing in it is unpickled); a normalized
     model has its frozen observation statistics folded in. OUTPUT.json records the unit, the
-    layout and the check (onnxruntime against torch, and the actions against predict())."""
+    layout and the check (onnxruntime against torch, and the actions against predict()).
+    An existing OUTPUT is replaced only with --force; a path inside a run directory, or one
+    that is not a regular file, never."""
     if fmt != "onnx":
         raise UserInputError(f"--format {fmt}: expected onnx")
     from runner.export import export_unit
 
-    record = export_unit(run_dir, output, variant=variant, seed=seed, layout=layout)
+    record = export_unit(run_dir, output, variant=variant, seed=seed, layout=layout, force=force)
     check = record["check"]
     unit = record["unit"]
     console().print(

@@ -58,10 +58,7 @@ def get_executor(name: str) -> Executor[Any]:
         raise UserInputError(f"--executor {name!r}: {plugins.unknown('executor', name)}")
     cls = plugins.load("executor", plugin)
     if not (isinstance(cls, type) and issubclass(cls, Executor)):
-        raise UserInputError(
-            f"the executor {name!r} of the package {plugin.package} ({plugin.target}) is not a "
-            "subclass of runner.executors.base.Executor"
-        )
+        raise plugins.not_a("executor", plugin, "runner.executors.base.Executor")
     try:
         return cast("Executor[Any]", cls())
     except TypeError as exc:  # `launch` left out

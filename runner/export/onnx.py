@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import warnings
 from pathlib import Path
 from typing import Any
@@ -47,13 +48,17 @@ def export_unit(
     variant: str | None = None,
     seed: int | None = None,
     layout: str | None = None,
+    force: bool = False,
 ) -> dict[str, Any]:
     """Write the unit's policy to `output` (and what was checked to `output`.json); returns that
-    record. Nothing is written unless the check passes."""
+    record. Nothing is written unless the check passes; nothing is replaced unless `force`, and
+    never a run's own file or anything but a regular file."""
     from runner.backends import get_backend
     from runner.manifest.resolved import read_resolved
+    from runner.record.output import check_output
     from runner.trainers import trainer_name, trainer_of
     from runner.trainers.base import MODEL_FILE
+    from runner.trainers.resume import check_final
 
     res = read_resolved(run_dir)
     unit = pick_unit(run_dir, list(res.variants), res.seeds, variant, seed)
@@ -69,9 +74,12 @@ def export_unit(
     model_file = unit.dir(run_dir) / MODEL_FILE
     if not model_file.is_file():
         raise UserInputError(f"{model_file} is missing: the unit has not finished training")
-    if output.is_dir():
-        raise UserInputError(f"-o {output}: a folder; name the .onnx file to write")
+    record_file = output.with_name(output.name + ".json")
+    check_output(output, force=force)
+    check_output(record_file, force=force, what="the export's record")
     _needs("onnx", "onnxruntime")
+    check_final(unit.dir(run_dir))  # the model (and its statistics) as training left them
+    model_sha256 = hashlib.sha256(model_file.read_bytes()).hexdigest()
     model, venv = _load(cfg, unit, run_dir, model_file)
     try:
         record = _export(model, venv, cfg, layout, output)
@@ -81,13 +89,17 @@ def export_unit(
         "run": str(run_dir.resolve()),
         "variant": unit.variant,
         "seed": unit.seed,
-        "model_sha256": hashlib.sha256(model_file.read_bytes()).hexdigest(),
+        "model_sha256": model_sha256,
         "algo": cfg.algo.name,
         "env": f"{cfg.env.backend}:{cfg.env.id}",
     }
+    from runner.record.output import write_failed
     from runner.record.rundir import write_json_atomic
 
-    write_json_atomic(output.with_name(output.name + ".json"), record)
+    try:
+        write_json_atomic(record_file, record)
+    except OSError as exc:
+        raise write_failed(record_file, exc) from None
     return record
 
 
@@ -227,6 +239,8 @@ def _export(model: Any, venv: Any, cfg: Any, layout: str, output: Path) -> dict[
     import torch
     from gymnasium import spaces
 
+    from runner.record.output import write_failed
+
     norm = _normalization(venv)
     module = _module(model, venv, layout, norm)
     obs, replayed = _check_observations(model, venv)
@@ -239,15 +253,18 @@ def _export(model: Any, venv: Any, cfg: Any, layout: str, output: Path) -> dict[
     else:
         args, names = (example,), (["obs"], ["action"])
         axes = {"obs": {0: "batch"}, "action": {0: "batch"}}
-    output.parent.mkdir(parents=True, exist_ok=True)
-    partial = output.with_name(f".{output.name}.partial")
+    partial = output.with_name(f".{output.name}.{os.getpid()}.partial")
     try:
-        with warnings.catch_warnings():  # the TorchScript exporter (no onnxscript needed)
-            warnings.simplefilter("ignore")
-            torch.onnx.export(
-                module, args, str(partial), dynamo=False, opset_version=OPSET,
-                input_names=names[0], output_names=names[1], dynamic_axes=axes,
-            )  # fmt: skip
+        try:
+            output.parent.mkdir(parents=True, exist_ok=True)
+            with warnings.catch_warnings():  # the TorchScript exporter (no onnxscript needed)
+                warnings.simplefilter("ignore")
+                torch.onnx.export(
+                    module, args, str(partial), dynamo=False, opset_version=OPSET,
+                    input_names=names[0], output_names=names[1], dynamic_axes=axes,
+                )  # fmt: skip
+        except OSError as exc:
+            raise write_failed(output, exc) from None
         session = onnxruntime.InferenceSession(str(partial), providers=["CPUExecutionProvider"])
         godot = layout == "godot-rl"
         feed = {"obs": obs} | ({"state_ins": np.zeros(len(obs), np.float32)} if godot else {})
@@ -262,13 +279,16 @@ def _export(model: Any, venv: Any, cfg: Any, layout: str, output: Path) -> dict[
         actions = np.argmax(got, axis=-1) if godot and discrete else got  # the plugin's argmax
         diff = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
         agree, action_diff = _agreement(actions, predicted, venv.action_space, layout)
-        if diff > TOLERANCE or agree < 1.0:
+        if not (diff <= TOLERANCE and agree >= 1.0):  # NaN is no agreement
             raise RunnerError(
                 f"the exported graph does not give the model's answers (largest difference "
                 f"{diff:.2e}, actions agreeing {agree:.1%} on {len(obs)} observations); "
                 "nothing written"
             )
-        partial.replace(output)
+        try:
+            partial.replace(output)
+        except OSError as exc:
+            raise write_failed(output, exc) from None
     finally:
         partial.unlink(missing_ok=True)
     return {

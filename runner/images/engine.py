@@ -12,6 +12,7 @@ from typing import Any
 
 from runner import __version__
 from runner.errors import RunnerError, UserInputError
+from runner.record.command import ask
 
 VARIANTS = ("cpu", "cuda")
 ENGINES = ("docker", "podman", "buildah")
@@ -69,7 +70,7 @@ def detect_engine(engine: str | None = None) -> str:
         from runner.checks.installed import engine_problem
 
         # docker's daemon answers; podman answers, yet may not start a container (as here)
-        problem = engine_problem(wanted, 60)
+        problem = engine_problem(wanted)
         if problem:
             raise UserInputError(f"container engine {wanted}: {problem}")
         return wanted
@@ -87,18 +88,30 @@ def detect_engine(engine: str | None = None) -> str:
 
 def _json(cmd: list[str], *, lines: bool = False) -> Any:
     """An engine's JSON answer (one document, or one per line), or None when it says no."""
+    from runner.checks.installed import engine_timeout
+
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    except (OSError, subprocess.SubprocessError) as exc:
-        raise RunnerError(f"{cmd[0]} did not answer: {exc}") from None
+        out = ask(cmd, engine_timeout())
+    except subprocess.TimeoutExpired:
+        raise RunnerError(
+            f"{cmd[0]} did not answer `{' '.join(cmd[1:3])}` within {engine_timeout():g} s "
+            "(RLCRATE_ENGINE_TIMEOUT); it was stopped"
+        ) from None
+    except OSError as exc:
+        raise RunnerError(f"{cmd[0]} could not be started: {exc.strerror or exc}") from None
     if out.returncode != 0:
         if re.search(r"no such|not known|not found|unable to find", out.stderr, re.IGNORECASE):
             return None
         first = (out.stderr.strip().splitlines() or [f"exit status {out.returncode}"])[0]
         raise RunnerError(f"{cmd[0]} failed: {first}")
-    if lines:
-        return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
-    return json.loads(out.stdout or "null")
+    try:
+        if lines:
+            return [json.loads(line) for line in out.stdout.splitlines() if line.strip()]
+        return json.loads(out.stdout or "null")
+    except ValueError:
+        raise RunnerError(
+            f"{cmd[0]} answered `{' '.join(cmd[1:3])}` with something other than JSON"
+        ) from None
 
 
 def inspect(engine: str, ref: str) -> ImageInfo | None:
@@ -115,7 +128,7 @@ def inspect(engine: str, ref: str) -> ImageInfo | None:
         image_id = f"sha256:{image_id}" if image_id and ":" not in image_id else image_id
         return ImageInfo(ref, image_id, None, None, dict((config or {}).get("Labels") or {}))
     data = _json([engine, "image", "inspect", ref])
-    if not isinstance(data, list) or not data:
+    if not isinstance(data, list) or not data or not isinstance(data[0], dict):
         return None
     item = data[0]
     labels = item.get("Labels") or (item.get("Config") or {}).get("Labels") or {}
@@ -128,23 +141,28 @@ def list_images(engine: str | None = None) -> list[ImageInfo]:
     """Local images named rlcrate-<variant>, with their labels."""
     engine = detect_engine(engine)
     if engine == "docker":
-        rows = _json(["docker", "images", "--format", "{{json .}}"], lines=True) or []
-        refs = [f"{r['Repository']}:{r['Tag']}" for r in rows]
+        rows = _rows(_json(["docker", "images", "--format", "{{json .}}"], lines=True))
+        refs = [f"{r.get('Repository')}:{r.get('Tag')}" for r in rows]
     else:
-        rows = (
+        rows = _rows(
             _json(
                 [engine, "images", "--json"]
                 if engine == "buildah"
                 else [engine, "images", "--format", "json"]
             )
-            or []
         )
         refs = [n for r in rows for n in (r.get("names") or r.get("Names") or [])]
+        refs = [n for n in refs if isinstance(n, str)]
     # buildah's inspect has no size; its listing has one, as text ("3.05 GB")
     sizes = {n: _size(r.get("size")) for r in rows for n in (r.get("names") or []) if r.get("size")}
     wanted = [r for r in refs if r.rsplit("/", 1)[-1].startswith(("rlcrate-cpu:", "rlcrate-cuda:"))]
     found = [info for ref in sorted(set(wanted)) if (info := inspect(engine, ref))]
     return [replace(i, size=i.size or sizes.get(i.ref)) for i in found]
+
+
+def _rows(data: Any) -> list[dict[str, Any]]:
+    """An engine's listing: its objects (anything else in it is not an image)."""
+    return [r for r in data if isinstance(r, dict)] if isinstance(data, list) else []
 
 
 UNITS = {"B": 1, "kB": 1e3, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}

@@ -68,7 +68,13 @@ def env_model(backend: str) -> type[EnvSpec] | None:
     from runner import plugins
 
     plugin = plugins.find("backend", backend)
-    return None if plugin is None else plugins.load("backend", plugin).Options
+    if plugin is None:
+        return None
+    loaded = plugins.load("backend", plugin)
+    options = getattr(loaded, "Options", None) if isinstance(loaded, type) else None
+    if not (isinstance(options, type) and issubclass(options, EnvSpec)):
+        raise plugins.not_a("backend", plugin, "runner.backends.base.Backend (with its Options)")
+    return options
 
 
 def env_models() -> dict[str, type[EnvSpec]]:
@@ -356,6 +362,10 @@ class VideoSpec(Strict):
         return size
 
 
+DEFAULT_EVAL_EPISODE_STEPS = 100_000  # an evaluation episode's bound where the env has none
+MAX_EVAL_EPISODE_STEPS = 10**9
+
+
 class EvalSpec(Strict):
     episodes: int = Field(20, gt=0, description="Evaluation episodes per unit.")
     deterministic: bool = Field(True, description="Greedy actions during evaluation.")
@@ -373,6 +383,15 @@ class EvalSpec(Strict):
     )
     every_episodes: int = Field(
         5, gt=0, description="Episodes of each evaluation during training (`every`)."
+    )
+    max_episode_steps: int | None = Field(
+        None,
+        gt=0,
+        le=MAX_EVAL_EPISODE_STEPS,
+        description="Steps after which an evaluation episode is cut (truncated), so that no "
+        "evaluation runs forever. Null: the env's own time limit, and for an env without one "
+        f"(CliffWalking-v1) {DEFAULT_EVAL_EPISODE_STEPS:,}. eval.json records the bound that "
+        "applied and how many episodes reached it.",
     )
     video: VideoSpec | None = Field(
         None,

@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 MAX_TRIALS = 1000
+MAX_GRID = 100_000  # points of a grid sampler's grid (Optuna lists them all, every trial)
 
 # The per-seed numbers summary.json holds for each unit that a study can optimise (its
 # `units.<seed>` fields): the across-seed statistics (`stat`) are the study's own.
@@ -86,8 +87,23 @@ class Dim(Strict):
     def kind(self) -> str:
         return next(k for k in KINDS if getattr(self, k) is not None)
 
+    @property
+    def discrete(self) -> builtins.bool:
+        """Choice and int values: a grid can hold them; uniform ranges it cannot."""
+        return self.choice is not None or self.int is not None
+
+    def size(self) -> builtins.int:
+        """How many values a discrete dimension holds, counted, never listed (an int range of a
+        billion values is one number here); 0 for a continuous range."""
+        if self.choice is not None:
+            return len(self.choice)
+        if self.int is not None:
+            return (self.int[1] - self.int[0]) // (self.step or 1) + 1
+        return 0
+
     def grid(self) -> list[Any] | None:
-        """Every value, for the grid sampler; None for a continuous range."""
+        """Every value, for the grid sampler (whose grid `TuneSpec` bounds: MAX_GRID); None for
+        a continuous range."""
         if self.choice is not None:
             return list(self.choice)
         if self.int is not None:
@@ -209,16 +225,28 @@ class TuneSpec(Strict):
         space = info.data.get("space") or {}
         if space == "zoo" and sampler == "grid":
             raise ValueError("sampler grid needs a written space; rl-zoo3's samples ranges")
-        ranges = [p for p, d in space.items() if d.grid() is None] if space != "zoo" else []
+        ranges = [p for p, d in space.items() if not d.discrete] if space != "zoo" else []
         if sampler == "grid" and ranges:
             raise ValueError(
                 f"sampler grid takes choice and int values only; {', '.join(ranges)} "
                 "is a continuous range (use another sampler, or a choice)"
             )
+        if sampler == "grid" and space != "zoo" and (size := _grid_size(space)) > MAX_GRID:
+            raise ValueError(
+                f"sampler grid: the space's grid has {size:.3g} points, more than the "
+                f"{MAX_GRID:,} Optuna's grid sampler is given at most (it lists every point); "
+                "use a larger step, fewer values, or another sampler (tpe samples a range "
+                "without listing it)"
+            )
         return sampler
 
     def grid_size(self) -> builtins.int:
-        size = 1
-        for dim in self.dims().values():
-            size *= len(dim.grid() or [])
-        return size
+        return _grid_size(self.dims())
+
+
+def _grid_size(space: dict[str, Dim]) -> builtins.int:
+    """Points in the grid of every dimension's values (counted, never listed)."""
+    size = 1
+    for dim in space.values():
+        size *= dim.size()
+    return size

@@ -16,6 +16,7 @@ from typing import Any
 
 from runner import __version__
 from runner.record.machine import cpu_info, gpu_info
+from runner.record.provenance import DeterminismCheck
 
 
 def _run(cmd: list[str], cwd: Path | None = None, timeout: float = 10) -> str | None:
@@ -93,16 +94,14 @@ def programs_of(prov: dict[str, Any]) -> dict[str, Any]:
 
 
 def _determinism(backends: set[str]) -> dict[str, Any]:
-    """`rlcrate check-determinism` results recorded for this environment and these backends."""
-    try:
-        from runner.provenance.determinism import recorded
+    """`rlcrate check-determinism` results recorded for this environment and these backends
+    (each through its model: a damaged cache records none)."""
+    from runner.provenance.determinism import recorded
 
-        return recorded(backends)
-    except Exception as exc:  # provenance records what it can
-        return {"error": str(exc)}
+    return {k: v.model_dump(mode="json") for k, v in recorded(backends).items()}
 
 
-def resume_levels(backends: set[str], checked: dict[str, Any]) -> dict[str, str]:
+def resume_levels(backends: set[str], checked: dict[str, DeterminismCheck]) -> dict[str, str]:
     """Per backend, how a stopped unit resumes (`determinism.resume_level`), overruled by a
     `check-determinism --resume` recorded here that found otherwise (`checked`)."""
     from runner.provenance.determinism import resume_level
@@ -116,14 +115,11 @@ def resume_levels(backends: set[str], checked: dict[str, Any]) -> dict[str, str]
     return out
 
 
-def _resume_checked(backends: set[str]) -> dict[str, Any]:
+def _resume_checked(backends: set[str]) -> dict[str, DeterminismCheck]:
     """`rlcrate check-determinism --resume` results recorded for this environment."""
-    try:
-        from runner.provenance.determinism import recorded
+    from runner.provenance.determinism import recorded
 
-        return recorded(backends, resume=True)
-    except Exception as exc:  # provenance records what it can
-        return {"error": str(exc)}
+    return recorded(backends, resume=True)
 
 
 def collect(
@@ -166,7 +162,7 @@ def collect(
         "packages": pkgs,
         "determinism": _determinism(backends),
         "resume": resume_levels(backends, checked := _resume_checked(backends)),
-        "resume_checked": checked,
+        "resume_checked": {k: v.model_dump(mode="json") for k, v in checked.items()},
         "started": time.time(),
         "started_iso": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "finished": None,

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from runner.manifest import Manifest
 
 from runner.backends.base import BITWISE, STATISTICAL
+from runner.record.provenance import DeterminismCheck
+from runner.record.rundir import checked
 
 
 def declared(config: Manifest) -> tuple[str, str]:
@@ -36,7 +38,9 @@ def declared(config: Manifest) -> tuple[str, str]:
     return BITWISE, f"{env.backend} on CPU with one torch thread"
 
 
-def resume_level(backend_name: str, env: Any = None, checked: dict[str, Any] | None = None) -> str:
+def resume_level(
+    backend_name: str, env: Any = None, checked: DeterminismCheck | None = None
+) -> str:
     """`exact`: a unit stopped at any moment (even SIGKILL) and resumed from a checkpoint ends
     bit-identical to one run without a stop; `approximate: why` otherwise (its envs restart
     their episodes on resume). `env`: one variant's env options, for the per-env exceptions.
@@ -48,21 +52,20 @@ def resume_level(backend_name: str, env: Any = None, checked: dict[str, Any] | N
     why = backend.resume_approximate(env) if env is not None else (backend.TRAITS.resume or None)
     if why:
         return f"approximate: {why}"
-    if checked and checked.get("result") != "exact":
-        differ = " and ".join(checked.get("differ") or ["the results"])
-        on = checked.get("env")
-        return f"approximate: check-determinism --resume found {differ} differ (on {on})"
+    if checked is not None and checked.result != "exact":
+        differ = " and ".join(checked.differ or ["the results"])
+        return f"approximate: check-determinism --resume found {differ} differ (on {checked.env})"
     return "exact"
 
 
-def level(config: Manifest, recorded: dict[str, Any] | None) -> tuple[str, str]:
+def level(config: Manifest, recorded: dict[str, DeterminismCheck]) -> tuple[str, str]:
     """The declared level, overruled by a `check-determinism` result recorded for this backend
-    (in the archived run's provenance)."""
+    (in the archived run's provenance, read through its model)."""
     lvl, why = declared(config)
-    check = (recorded or {}).get(config.env.backend)
-    if lvl == BITWISE and check and check.get("result") != BITWISE:
-        return STATISTICAL, f"check-determinism found {check.get('result')}"
-    if lvl == BITWISE and check:
+    check = recorded.get(config.env.backend)
+    if lvl == BITWISE and check is not None and check.result != BITWISE:
+        return STATISTICAL, f"check-determinism found {check.result}"
+    if lvl == BITWISE and check is not None:
         return BITWISE, why + "; check-determinism: bitwise"
     return lvl, why
 
@@ -97,23 +100,59 @@ def fingerprint() -> str:
 RESUME = "resume"  # the key, beside the backends' own, of `check-determinism --resume` results
 
 
-def record(backend: str, result: dict[str, Any], *, resume: bool = False) -> None:
-    """Remember a check's result for this environment (`resume`: a `check-determinism
-    --resume` one); later runs put it in provenance."""
-    from runner.record.rundir import read_json, write_json_atomic
-
-    path = cache_file()
-    data = read_json(path) or {}
-    mine = data.setdefault(fingerprint(), {})
-    (mine.setdefault(RESUME, {}) if resume else mine)[backend] = result
-    write_json_atomic(path, data)
-
-
-def recorded(backends: set[str], *, resume: bool = False) -> dict[str, Any]:
-    """The check results recorded for this environment, for the given backends (`resume`:
-    those of `check-determinism --resume`)."""
+def _read_cache() -> dict[str, Any]:
+    """The cache's content as data: a file that is not a JSON object (damaged, or not a file)
+    is an empty cache, never a value copied on."""
     from runner.record.rundir import read_json
 
-    data = (read_json(cache_file()) or {}).get(fingerprint(), {})
-    data = data.get(RESUME, {}) if resume else data
-    return {b: data[b] for b in sorted(backends) if b in data and b != RESUME}
+    try:
+        data = read_json(cache_file())
+    except OSError:  # RLCRATE_CACHE_DIR a regular file: nothing can be under it
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _checks(entries: Any) -> dict[str, DeterminismCheck]:
+    """The entries that are checks (DeterminismCheck); anything else in their place is dropped:
+    a cache costs only a recheck."""
+    if not isinstance(entries, dict):
+        return {}
+    out = {}
+    for backend, value in entries.items():
+        check = checked(DeterminismCheck, value) if backend != RESUME else None
+        if check is not None:
+            out[str(backend)] = check
+    return out
+
+
+def record(backend: str, result: dict[str, Any], *, resume: bool = False) -> str | None:
+    """Remember a check's result for this environment (`resume`: a `check-determinism
+    --resume` one); later runs put it in provenance. Returns why it could not be remembered
+    (the cache is not writable), else None: the check's verdict stands either way."""
+    from runner.record.rundir import write_json_atomic
+
+    data = _read_cache()
+    mine = data.get(fingerprint())
+    mine = mine if isinstance(mine, dict) else {}
+    checks = {k: v.model_dump(mode="json") for k, v in _checks(mine).items()}
+    resumed = {k: v.model_dump(mode="json") for k, v in _checks(mine.get(RESUME)).items()}
+    (resumed if resume else checks)[backend] = DeterminismCheck.model_validate(result).model_dump(
+        mode="json"
+    )
+    data[fingerprint()] = {**checks, RESUME: resumed}
+    try:
+        write_json_atomic(cache_file(), data)
+    except OSError as exc:
+        from runner.record.cache import unusable
+
+        return f"the result is not remembered for later runs' provenance: {unusable(exc)}"
+    return None
+
+
+def recorded(backends: set[str], *, resume: bool = False) -> dict[str, DeterminismCheck]:
+    """The check results recorded for this environment, for the given backends (`resume`:
+    those of `check-determinism --resume`), each read through its model."""
+    mine = _read_cache().get(fingerprint())
+    mine = mine if isinstance(mine, dict) else {}
+    found = _checks(mine.get(RESUME) if resume else mine)
+    return {b: found[b] for b in sorted(backends) if b in found}

@@ -25,6 +25,19 @@ class Episode(BaseModel):
     length: int = Field(ge=0, description="Its length in agent steps.")
 
 
+class EpisodeLimit(BaseModel):
+    """The bound every evaluation episode ran under (none runs forever)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    steps: int = Field(gt=0, description="An episode ends (truncated) at this many steps at most.")
+    source: str = Field(
+        description="What set it: the env's own time limit, eval.max_episode_steps, or rlcrate's "
+        "default for an env without a time limit."
+    )
+    reached: int = Field(ge=0, description="Episodes that ran to the bound (cut there).")
+
+
 class EvalRecord(BaseModel):
     """eval.json."""
 
@@ -36,6 +49,9 @@ class EvalRecord(BaseModel):
     deterministic: bool | None = None
     n_episodes: int | None = None
     seed: int | None = Field(None, description="The eval env's seed.")
+    episode_limit: EpisodeLimit | None = Field(
+        None, description="The bound on each episode's steps (older records: none recorded)."
+    )
 
     @model_validator(mode="after")
     def _agrees_with_its_episodes(self) -> EvalRecord:
@@ -75,11 +91,22 @@ def read_eval(path: Path) -> EvalRecord | None:
 
 
 def write_eval_record(
-    unit_dir: Path, returns: Any, lengths: Any, *, deterministic: bool, seed: int
+    unit_dir: Path,
+    returns: Any,
+    lengths: Any,
+    *,
+    deterministic: bool,
+    seed: int,
+    limit: tuple[int, str] | None = None,
 ) -> EvalRecord:
-    """Write the unit's eval.json (atomically) from its episodes."""
+    """Write the unit's eval.json (atomically) from its episodes; `limit`: (steps, what set it),
+    the bound its episodes ran under."""
     episodes = [Episode(ret=float(r), length=int(n)) for r, n in zip(returns, lengths, strict=True)]
     mean, std = _mean_std([e.ret for e in episodes])
+    bound = None
+    if limit is not None:
+        reached = sum(e.length >= limit[0] for e in episodes)
+        bound = EpisodeLimit(steps=limit[0], source=limit[1], reached=reached)
     record = EvalRecord(
         episodes=episodes,
         mean=mean,
@@ -87,6 +114,7 @@ def write_eval_record(
         deterministic=deterministic,
         n_episodes=len(episodes),
         seed=seed,
+        episode_limit=bound,
     )
     write_json_atomic(unit_dir / EVAL_FILE, record.model_dump(mode="json", by_alias=True))
     return record

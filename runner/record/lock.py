@@ -18,7 +18,7 @@ from runner.errors import UserInputError
 
 LOCK_NAME = ".lock"
 _held: dict[Path, int] = {}  # run dir -> fd, so one process may enter the same lock twice
-_NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
+NOT_WRITABLE = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
 @contextlib.contextmanager
@@ -58,12 +58,27 @@ def _open(run_dir: Path) -> int:
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
         return os.open(run_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
-        if exc.errno not in _NOT_WRITABLE:
+        if exc.errno not in NOT_WRITABLE:
             raise
-        raise UserInputError(
-            f"{run_dir}: the run directory cannot be written ({exc.strerror}); this command "
-            "writes into it: copy the run somewhere writable (cp -r) and give the copy"
-        ) from None
+        raise unwritable_run(run_dir, exc) from None
+
+
+def unwritable_run(run_dir: Path, exc: OSError, doing: str = "this command writes into it") -> (
+    UserInputError
+):  # fmt: skip
+    """The one line for a run directory that cannot be written (a read-only mount, no
+    permission): the run named, never the temporary or lock file the write failed on."""
+    return UserInputError(
+        f"{run_dir}: the run directory cannot be written ({exc.strerror or exc}); {doing}: "
+        "copy the run somewhere writable (cp -r) and give the copy"
+    )
+
+
+def require_writable(run_dir: Path, doing: str) -> None:
+    """UserInputError (`unwritable_run`) unless this process may write into `run_dir`."""
+    if run_dir.is_dir() and not os.access(run_dir, os.W_OK):
+        code = errno.EROFS if os.statvfs(run_dir).f_flag & os.ST_RDONLY else errno.EACCES
+        raise unwritable_run(run_dir, OSError(code, os.strerror(code)), doing)
 
 
 def runner_holds(run_dir: Path) -> bool | None:

@@ -9,9 +9,9 @@ names (`programs` lists them), and are kept as written.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runner.record.rundir import checked, read_json, write_json_atomic
 
@@ -21,6 +21,19 @@ PROVENANCE_FILE = "provenance.json"
 class ExecutorRecord(BaseModel):
     name: str
     settings: dict[str, Any] = Field(default_factory=dict)
+
+
+class DeterminismCheck(BaseModel):
+    """A `check-determinism` result for one backend on one machine (`runner.provenance.
+    determinism`): what the determinism.json cache keeps and provenance.json copies."""
+
+    model_config = ConfigDict(extra="allow")  # the check's own figures (steps, seconds, ...)
+
+    result: Literal["bitwise", "diverged", "exact", "approximate"]
+    env: str | None = None
+    algo: str | None = None
+    differ: list[str] | None = Field(None, description="--resume: what differed.")
+    checked: str | None = Field(None, description="When, as ISO 8601 (UTC).")
 
 
 class Provenance(BaseModel):
@@ -43,7 +56,9 @@ class Provenance(BaseModel):
     programs: list[str] = Field(default_factory=list)
     image: dict[str, str | None] = Field(default_factory=dict)
     packages: dict[str, str] = Field(default_factory=dict)
-    determinism: dict[str, Any] = Field(default_factory=dict)
+    determinism: dict[str, DeterminismCheck] = Field(
+        default_factory=dict, description="Per backend: check-determinism's result here."
+    )
     # per backend: `exact` (a stopped unit resumes bit-identical) or `approximate: why`
     resume: dict[str, str] = Field(default_factory=dict)
     started: float | None = None
@@ -59,6 +74,18 @@ class Provenance(BaseModel):
 def checked_provenance(data: Any) -> Provenance | None:
     """provenance.json's content as the model, or None when it does not fit it."""
     return checked(Provenance, data)
+
+
+def provenance_problem(data: Any) -> str | None:
+    """Why provenance.json's content does not fit the model (`field: what`), or None."""
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    try:
+        Provenance.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        return f"{'.'.join(map(str, err['loc']))}: {err['msg']}"
+    return None
 
 
 def read_provenance(run_dir: Path) -> Provenance | None:

@@ -54,6 +54,12 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
+def _nothing(path: Path) -> None:
+    """Nothing to draw: an older drawing at `path` goes too (a report never shows a figure its
+    run's files no longer give)."""
+    path.unlink(missing_ok=True)
+
+
 def mean_band(xs: Sequence[np.ndarray], ys: Sequence[np.ndarray], points: int = 200):
     """Mean and std across seeds on a common grid, over the x range every curve covers.
 
@@ -72,6 +78,7 @@ def learning_curves(groups: dict[str, list[Curve]], path: Path, *, title: str) -
     """Episode reward mean vs env steps and vs wall time; mean across seeds, band +-1 std."""
     groups = {k: v for k, v in groups.items() if v}
     if not groups:
+        _nothing(path)
         return None
     fig, axes = subplots(1, 2, figsize=(12, 4.8), layout="constrained")
     ends: dict[int, list[Any]] = {0: [], 1: []}  # per panel, the dotted "mean ends" lines
@@ -134,6 +141,7 @@ def eval_points(rows: list[dict[str, Any]], path: Path, *, title: str) -> Path |
     """Per-seed evaluation returns (dots) and IQM with its 95% bootstrap CI per variant."""
     rows = [r for r in rows if r["per_seed"]]
     if not rows:
+        _nothing(path)
         return None
     fig, ax = subplots(figsize=(max(5.0, 1.4 * len(rows) + 2), 4.5), layout="constrained")
     for i, row in enumerate(rows):

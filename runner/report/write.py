@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from runner.record.lock import NOT_WRITABLE, require_writable, unwritable_run
 from runner.report import plots
 from runner.report.latex import write_latex
 from runner.report.load import load_run
@@ -36,7 +37,19 @@ def levels_table(run_dir: Path, levels: list[float]) -> tuple[str, list[list[str
 
 
 def write_report(run_dir: Path) -> Path:
-    """Write report.md, plots/*.png and eval_table.tex into the run directory; return report.md."""
+    """Write report.md, plots/*.png and eval_table.tex into the run directory; return report.md.
+    A run directory that cannot be written is one line naming it (exit 2), checked first."""
+    doing = "report writes report.md and plots/ into it"
+    require_writable(run_dir, doing)
+    try:
+        return _write_report(run_dir)
+    except OSError as exc:
+        if exc.errno not in NOT_WRITABLE:
+            raise
+        raise unwritable_run(run_dir, exc, doing) from None
+
+
+def _write_report(run_dir: Path) -> Path:
     run = load_run(run_dir)
     root, rows = run.path, eval_rows(run)
     groups = curve_groups(run)
@@ -46,6 +59,8 @@ def write_report(run_dir: Path) -> Path:
     if evaluated:
         caption = f"{run.name}: evaluation return across seeds"
         write_latex(evaluated, root / "eval_table.tex", caption)
+    else:  # an older table of evaluations this run's files no longer give
+        (root / "eval_table.tex").unlink(missing_ok=True)
     table = "LaTeX table of the evaluation: `eval_table.tex`." if evaluated else ""
     lines = [
         f"# {run.name} — run {run.run_id}",

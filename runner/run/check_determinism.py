@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 
 if TYPE_CHECKING:
     from runner.manifest.schema import Manifest
@@ -152,16 +153,20 @@ def check(manifest_path: Path, steps: int | None, seed: int, console: Console) -
         "seconds": round(time.perf_counter() - t0, 2),
         "checked": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    determinism.record(backend, result)
     if where is None:
         console.print(f"bitwise: {a['compares']} are identical ({result['seconds']} s)")
-        return 0
-    step = f"at vector step {where['step']} of {len(a['steps'])}" if a["steps"] else "at the end"
-    console.print(
-        f"diverged {step}: {', '.join(where['in'])} differ (compared: {a['compares']}; "
-        f"{result['seconds']} s)"
-    )
-    return 1
+    else:
+        step = (
+            f"at vector step {where['step']} of {len(a['steps'])}" if a["steps"] else "at the end"
+        )
+        console.print(
+            f"diverged {step}: {', '.join(where['in'])} differ (compared: {a['compares']}; "
+            f"{result['seconds']} s)"
+        )
+    unrecorded = determinism.record(backend, result)
+    if unrecorded is not None:
+        console.print(f"[yellow]warning: {escape(unrecorded)}[/]", soft_wrap=True)
+    return 0 if where is None else 1
 
 
 def main(argv: list[str]) -> int:

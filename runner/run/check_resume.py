@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 KILL_ENV = "RLCRATE_KILL_AT_STEP"  # read by the SB3 trainer (`trainers.sb3.exact`)
 
@@ -151,14 +152,16 @@ def check_resume(manifest_path: Path, steps: int | None, seed: int, console: Con
         "seconds": took,
         "checked": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    determinism.record(backend, result, resume=True)
     if not differ:
         console.print(
             f"exact: final parameters and TensorBoard scalars identical ({where}; {took} s)"
         )
-        return 0
-    console.print(f"approximate: {' and '.join(differ)} differ ({where}; {took} s)")
-    return 1
+    else:
+        console.print(f"approximate: {' and '.join(differ)} differ ({where}; {took} s)")
+    unrecorded = determinism.record(backend, result, resume=True)
+    if unrecorded is not None:
+        console.print(f"[yellow]warning: {escape(unrecorded)}[/]", soft_wrap=True)
+    return 1 if differ else 0
 
 
 def main(argv: list[str]) -> int:

@@ -79,10 +79,7 @@ def get_trainer(name: str) -> Trainer:
         plugin = found
     cls = plugins.load("trainer", plugin)
     if not (isinstance(cls, type) and issubclass(cls, Trainer)):
-        raise UserInputError(
-            f"the trainer {name!r} of the package {plugin.package} ({plugin.target}) is not a "
-            "subclass of runner.trainers.base.Trainer"
-        )
+        raise plugins.not_a("trainer", plugin, "runner.trainers.base.Trainer")
     try:
         return cls()
     except TypeError as exc:  # an abstract hook left out

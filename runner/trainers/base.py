@@ -161,15 +161,41 @@ class Trainer(ABC):
         raise NotImplementedError(f"the {self.name} trainer does not measure its cold start")
 
 
+def episode_bound(cfg: Manifest) -> tuple[int, str, bool]:
+    """(steps, what set them, whether the evaluation must cut episodes there itself): the bound
+    on every evaluation episode. The env's own time limit holds where it has one (the env cuts);
+    `eval.max_episode_steps` where given; else rlcrate's default."""
+    from runner.backends import get_backend
+    from runner.manifest.schema import DEFAULT_EVAL_EPISODE_STEPS
+
+    own = get_backend(cfg.env.backend).episode_limit(cfg.env)
+    given = cfg.eval.max_episode_steps
+    if given is not None and (own is None or given < own):
+        return given, "eval.max_episode_steps", True
+    if own is not None:
+        return own, "the env's own time limit", False
+    return DEFAULT_EVAL_EPISODE_STEPS, "rlcrate's default for an env without a time limit", True
+
+
 def write_eval(
-    unit_dir: Path, cfg: Manifest, eval_seed: int, returns: Any, lengths: Any
+    unit_dir: Path,
+    cfg: Manifest,
+    eval_seed: int,
+    returns: Any,
+    lengths: Any,
+    limit: tuple[int, str] | None = None,
 ) -> dict[str, Any]:
     """Write the unit's eval.json (every trainer's, the same shape: `record.eval`); its status
-    fields."""
+    fields. `limit`: (steps, what set them), the bound its episodes ran under (`episode_bound`)."""
     from runner.record.eval import write_eval_record
 
     record = write_eval_record(
-        unit_dir, returns, lengths, deterministic=cfg.eval.deterministic, seed=eval_seed
+        unit_dir,
+        returns,
+        lengths,
+        deterministic=cfg.eval.deterministic,
+        seed=eval_seed,
+        limit=limit,
     )
     return {"eval_mean": record.mean, "eval_std": record.std}
 

@@ -36,7 +36,7 @@ def how(s: Study) -> str:
 def judge(s: Study, trial: TrialRecord, variant: ResolvedVariant) -> None:
     """Read the trial's units, set its per-seed values and objective, and tell the study."""
     from runner.report.summary import summarize_variant
-    from runner.tune.study import objective
+    from runner.tune.agree import objective
 
     if trial.pruned_at is None:  # a request written before the runner was stopped
         trial.pruned_at = _requested(s, trial)

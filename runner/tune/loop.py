@@ -143,11 +143,16 @@ def _write_resolved(s: Study, variants: dict[str, ResolvedVariant]) -> None:
 
 
 def _next_batch(s: Study, rerun: list[Any]) -> list[tuple[int, dict[str, Any]]]:
-    """(number, values) of the next trials to run: those cut mid-way first, then new ones."""
+    """(number, values) of the next trials to run: those cut mid-way first (a batch of their
+    own, as the session they were asked in ran them: the sampler then draws the rest as an
+    uninterrupted study would), then new ones."""
     from runner.tune import study as optuna_side
 
-    batch = [(t.number, _values_of(s, t)) for t in rerun[: s.spec.parallel]]
-    del rerun[: len(batch)]
+    if rerun:
+        cut = [(t.number, _values_of(s, t)) for t in rerun[: s.spec.parallel]]
+        del rerun[: len(cut)]
+        return cut
+    batch: list[tuple[int, dict[str, Any]]] = []
     dists = optuna_side.distributions(s.spec)
     while len(batch) < s.spec.parallel and len(s.study.trials) < s.record.study.trials:
         if isinstance(s.spec.space, str):  # a named space: the trainer's sampler asks
@@ -161,22 +166,34 @@ def _next_batch(s: Study, rerun: list[Any]) -> list[tuple[int, dict[str, Any]]]:
 
 
 def _values_of(s: Study, trial: Any) -> dict[str, Any]:
-    """A trial cut mid-way: the values it ran with (tune.json's, for a named space, whose
-    Optuna params are the sampler's own, not manifest values)."""
+    """A trial cut mid-way: the values it ran with (tune.json's; a named space's Optuna params
+    are its sampler's own, not manifest values)."""
+    import optuna
+
     from runner.tune import study as optuna_side
 
-    if isinstance(s.spec.space, str):
-        record = s.record.trial(trial.number)
-        assert record is not None, "a trial started is in tune.json before its units run"
+    record = s.record.trial(trial.number)
+    if record is not None:  # what its units were started with (agree: the journal's too)
         return dict(record.params)
+    # asked, and the runner stopped before tune.json listed it: no unit ran it
+    if isinstance(s.spec.space, str):
+        return trainer_of(s.manifest).sample_space(
+            s.manifest, s.spec.space, optuna.trial.FixedTrial(trial.params, trial.number)
+        )
     return optuna_side.values(s.spec, trial.params)
 
 
 def _run_study(s: Study, console: Console) -> Path:
     import optuna
 
+    from runner.tune import judge
+
     _catch_up(s)
     rerun = s.study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+    for t in [t for t in rerun if _never_drawn(s, t)]:
+        rerun.remove(t)  # asked, and the runner stopped before Optuna gave it every value
+        judge.fail(s, TrialRecord(number=t.number, variant=variant_name(t.number), params={}),
+                   "the runner was stopped while the study drew its values")  # fmt: skip
     for t in rerun:
         console.print(f"{variant_name(t.number)}: cut mid-way before; it runs again")
     while True:
@@ -191,6 +208,12 @@ def _run_study(s: Study, console: Console) -> Path:
             _stopped(s, console)
             raise
     return _finish(s, console)
+
+
+def _never_drawn(s: Study, trial: Any) -> bool:
+    """A trial no unit ran (tune.json does not list it) whose values the journal lacks."""
+    dims = s.spec.dims()
+    return s.record.trial(trial.number) is None and bool(dims) and set(trial.params) != set(dims)
 
 
 def _catch_up(s: Study) -> None:

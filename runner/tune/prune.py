@@ -73,7 +73,7 @@ class Watch:
                 self._report(w, prune)
 
     def _report(self, w: Watched, prune: bool) -> None:
-        from runner.tune.study import objective
+        from runner.tune.agree import objective
 
         for step, values in _complete_steps(self.s, w.record.variant):
             if step in w.reported:

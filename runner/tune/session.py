@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.errors import UserInputError
+from runner.errors import RunFileError, UserInputError
 from runner.manifest import Manifest, ResolvedRun, resolved
 from runner.manifest.resolved import read_resolved
 from runner.manifest.tune import TuneSpec
@@ -69,17 +69,22 @@ def replays(spec: TuneSpec) -> str:
 def open_session(
     run_dir: Path, res: ResolvedRun, manifest: Manifest, spec: TuneSpec, run_opts: RunOptions
 ) -> Study:
+    """The study opened from its journal (repaired or refused: `journal.repair`), its records
+    checked against each other (`agree`), its sampler replayed to where it was (`replay`)."""
     import optuna
 
+    from runner.tune import journal, replay
     from runner.tune import study as optuna_side
 
+    for note in journal.repair(run_dir / records.STUDY_FILE):
+        print(f"warning: {note}", file=sys.stderr, flush=True)
     old = records.read_tune(run_dir)
-    told = len(old.trials) if old is not None else 0
-    # a resumed session seeds its sampler past the trials already drawn, so that it does not
-    # draw the first session's values again
-    seed = manifest.seeds[0] + told
+    seed = manifest.seeds[0]
+    drawn = journal.trials(run_dir / records.STUDY_FILE, manifest.name)
+    _check_records(run_dir, res, spec, old, drawn)  # before anything is written to the journal
     pruned_by = optuna_side.pruner(spec, manifest.eval.every, manifest.train.timesteps)
     study = optuna_side.open_study(run_dir, manifest.name, spec, seed, pruned_by)
+    study.sampler, why = replay.replayed(spec, seed, manifest, drawn)
     trials = spec.trials if spec.sampler != "grid" else min(spec.trials, spec.grid_size())
     record = old or TuneRecord(
         name=manifest.name,
@@ -99,5 +104,41 @@ def open_session(
             parallel=spec.parallel,
         ),
     )
-    record.study.sampler_seed = seed
+    if why is not None:
+        record.study.sampler_seed = seed + len(drawn)
+        record.study.replays = (
+            f"not exact: resumed with a sampler seeded past the {len(drawn)} trial(s) drawn, "
+            f"because the journal does not replay from seed {seed} ({why})"
+        )
+        print(f"warning: {record.study.replays}", file=sys.stderr, flush=True)
     return Study(run_dir, res, manifest, spec, study, record, run_opts)
+
+
+def _check_records(
+    run_dir: Path, res: ResolvedRun, spec: TuneSpec, old: TuneRecord | None, drawn: list[Any]
+) -> None:
+    """tune.json, the journal, resolved.yaml and the units agree (`agree`), or one line naming
+    the file that does not (RunFileError): never a trial relabelled with new values."""
+    from runner.tune import agree
+    from runner.tune import study as optuna_side
+
+    def values_of(trial: Any) -> dict[str, Any] | None:
+        if isinstance(spec.space, str) or set(trial.params) != set(spec.dims()):
+            return None  # a named space's params are its sampler's own
+        return optuna_side.values(spec, trial.params)
+
+    doing = "nothing was run; restore it from a copy, or start the study again"
+    found = agree.journal_disagrees(old, drawn, values_of)
+    if found is not None:
+        raise RunFileError(agree.refused(str(run_dir / found[0]), found[1], doing))
+    units = run_dir / "units"
+    variants = [p.name for p in units.iterdir() if p.is_dir()] if units.is_dir() else []
+    unlisted = agree.unlisted_units(old, variants)
+    if unlisted:
+        why = f"units/{unlisted[0]} holds a trial's units that it does not list"
+        raise RunFileError(agree.refused(str(run_dir / records.TUNE_FILE), why, doing))
+    if old is not None:
+        metric_of = agree.run_metric(run_dir, old.study.metric)
+        why_not = agree.record_disagrees(old, res, metric_of)
+        if why_not is not None:
+            raise RunFileError(agree.refused(str(run_dir / records.TUNE_FILE), why_not, doing))

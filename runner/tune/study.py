@@ -1,5 +1,6 @@
 """The Optuna side of a study: its storage in the run directory, the sampler, each dimension of
-`tune.space` as an Optuna distribution, and a trial's objective from its per-seed values."""
+`tune.space` as an Optuna distribution (a trial's objective from its per-seed values is
+`agree.objective`)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,6 @@ from optuna.distributions import (
     FloatDistribution,
     IntDistribution,
 )
-from optuna.storages import JournalStorage
-from optuna.storages.journal import JournalFileBackend
 
 from runner.errors import UserInputError
 from runner.manifest.tune import Dim, TuneSpec
@@ -110,25 +109,23 @@ def pruner(spec: TuneSpec, every: int, timesteps: int) -> optuna.pruners.BasePru
 def open_study(
     run_dir: Path, name: str, spec: TuneSpec, seed: int, pruned_by: optuna.pruners.BasePruner
 ) -> optuna.Study:
-    """The study in `run_dir`'s journal: made when new, loaded (every trial told so far) when
-    the run is resumed."""
-    storage = JournalStorage(JournalFileBackend(str(run_dir / STUDY_FILE)))
-    return optuna.create_study(
-        study_name=name,
-        storage=storage,
-        sampler=sampler(spec, seed),
-        pruner=pruned_by,
-        direction=spec.objective.direction,
-        load_if_exists=True,
-    )
+    """The study in `run_dir`'s journal (checked first: `journal.repair`): made when new, loaded
+    (every trial told so far) when the run is resumed. RunFileError when Optuna cannot read it."""
+    from runner.tune import journal
 
-
-def objective(stat: str, per_seed: list[float]) -> float:
-    """`stat` over a trial's per-seed values: iqm (SciPy's 25% trimmed mean), mean or min."""
-    if stat == "min":
-        return min(per_seed)
-    if stat == "mean":
-        return sum(per_seed) / len(per_seed)
-    from scipy.stats import trim_mean
-
-    return float(trim_mean(per_seed, 0.25))
+    path = run_dir / STUDY_FILE
+    try:
+        store = journal.storage(path)
+        if any(s.study_name == name for s in store.get_all_studies()):  # nothing appended
+            return optuna.load_study(
+                study_name=name, storage=store, sampler=sampler(spec, seed), pruner=pruned_by
+            )
+        return optuna.create_study(
+            study_name=name,
+            storage=store,
+            sampler=sampler(spec, seed),
+            pruner=pruned_by,
+            direction=spec.objective.direction,
+        )
+    except (KeyError, ValueError, TypeError, AssertionError, AttributeError) as exc:
+        raise journal.unreadable(path, exc) from None

@@ -1,15 +1,18 @@
 """One episode's frames into one file: scaled to `eval.video.size`, encoded as they come (an
-episode's frames are never all in memory), with a poster frame for an MP4."""
+episode's frames are never all in memory: an MP4 through `ffmpeg`'s bounded pipe, a GIF with
+imageio), under a temporary name until it is whole, with a poster frame for an MP4."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from pathlib import Path
 from typing import Any
 
 from runner.manifest.schema import VideoSpec
 from runner.record.video import Clip
+from runner.video.ffmpeg import FfmpegPipe
 
 POSTER_AT_S = 1.0  # the poster is the frame one second in (the last one of a shorter episode)
 
@@ -21,6 +24,8 @@ class EpisodeWriter:
     def __init__(self, folder: Path, episode: int, spec: VideoSpec) -> None:
         self.folder, self.episode, self.spec = folder, episode, spec
         self.file = f"episode-{episode}.{spec.format}"
+        # written under a temporary name, renamed once whole (`close`), removed on any failure
+        self.tmp = folder / f".{self.file}.{os.getpid()}.tmp.{spec.format}"
         self.frames = 0
         self.drawn = False  # a frame of more than one colour came
         self.seconds = 0.0
@@ -34,7 +39,10 @@ class EpisodeWriter:
         self.drawn = self.drawn or bool((frame != frame[0, 0]).any())
         if self.writer is None:
             self.writer = self._open()
-        self.writer.append_data(frame)
+        if isinstance(self.writer, FfmpegPipe):
+            self.writer.write(frame.tobytes())
+        else:
+            self.writer.append_data(frame)
         if self.frames <= POSTER_AT_S * self.spec.fps:
             self.poster = frame
         self.frames += 1
@@ -67,25 +75,18 @@ class EpisodeWriter:
         import imageio.v2 as imageio
 
         self.folder.mkdir(parents=True, exist_ok=True)
-        path = self.folder / self.file
         if self.spec.format == "gif":
-            return imageio.get_writer(path, mode="I", duration=1000 / self.spec.fps, loop=0)
-        return imageio.get_writer(
-            path,
-            format="FFMPEG",
-            mode="I",
-            fps=self.spec.fps,
-            codec="libx264",
-            pixelformat="yuv420p",
-            macro_block_size=1,  # the sides are even already; no rescaling by imageio
-            ffmpeg_log_level="error",
-        )
+            return imageio.get_writer(self.tmp, mode="I", duration=1000 / self.spec.fps, loop=0)
+        assert self.size is not None  # the first frame is scaled before the file is opened
+        return FfmpegPipe(self.tmp, self.size, self.spec.fps)
 
     def close(self) -> Clip:
         t0 = time.perf_counter()
         poster = None
         if self.writer is not None:
             self.writer.close()
+            self.writer = None
+            os.replace(self.tmp, self.folder / self.file)
             if self.spec.format == "mp4" and self.poster is not None:
                 from PIL import Image
 
@@ -104,8 +105,12 @@ class EpisodeWriter:
         )
 
     def abandon(self) -> None:
-        """Close what is open after a failure, ignoring a second one."""
-        if self.writer is not None:
+        """Stop what is open after a failure (or an interrupt), ignoring a second one, and
+        remove the temporary file: no half-written video under any name."""
+        if isinstance(self.writer, FfmpegPipe):
+            self.writer.kill()
+        elif self.writer is not None:
             with contextlib.suppress(Exception):  # the first failure is the one reported
                 self.writer.close()
-            self.writer = None
+        self.writer = None
+        self.tmp.unlink(missing_ok=True)

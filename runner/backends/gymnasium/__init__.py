@@ -21,7 +21,7 @@ from runner.backends.base import (
     Traits,
     unknown_id,
 )
-from runner.errors import BackendUnavailable, FieldError, FieldProblem, first_error
+from runner.errors import BackendUnavailable, FieldError, FieldProblem, first_error, first_line
 from runner.manifest.schema import ParallelSpec
 
 # Modules that register extra ids with Gymnasium when imported, by id namespace. Imported only
@@ -260,10 +260,27 @@ class Gymnasium(Backend):
             e = gym.make(env.id, **env.kwargs)
         except TypeError as exc:
             raise FieldError(("env", "kwargs"), f"{env.id} rejected them ({exc})") from None
+        except Exception as exc:  # the env's own constructor: a KeyError, a ValueError, anything
+            where = ("env", "kwargs") if env.kwargs else ("env", "id")
+            why = f"{env.id} could not be made ({first_line(exc, 200)})"
+            raise FieldError(where, why) from None
         try:
             return e.observation_space, e.action_space
         finally:
             e.close()
+
+    def episode_limit(self, env: GymnasiumEnv) -> int | None:
+        """gym.make's time limit: `max_episode_steps` in env.kwargs, else the registration's
+        (None: the env has none, as CliffWalking-v1)."""
+        import gymnasium as gym
+
+        if env.id == SURROGATE:
+            return None
+        given = atari.gym_kwargs(env).get("max_episode_steps")
+        if isinstance(given, int) and not isinstance(given, bool) and given > 0:
+            return given
+        _register_plugins(env.id)
+        return gym.spec(env.id).max_episode_steps
 
     def make_vec_env(
         self, env: GymnasiumEnv, parallel: ParallelSpec, *, seed: int, log_dir: Path | None

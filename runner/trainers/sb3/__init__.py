@@ -17,7 +17,14 @@ from runner.errors import FieldProblem
 from runner.manifest.schema import Manifest
 from runner.record.rundir import write_json_atomic
 from runner.record.status import read_status, write_status
-from runner.trainers.base import MODEL_FILE, STOPS_ITSELF, TB_DIR, Trainer, write_eval
+from runner.trainers.base import (
+    MODEL_FILE,
+    STOPS_ITSELF,
+    TB_DIR,
+    Trainer,
+    episode_bound,
+    write_eval,
+)
 from runner.trainers.resume import Start, newest_readable, save_atomic, totals, train_once
 from runner.trainers.sb3 import algos
 from runner.trainers.sb3.common import (
@@ -183,6 +190,7 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
         log_dir=unit_dir / "eval-logs",
         stats=unit_dir / STATS_FILE,
         training=False,
+        evaluation=True,
     )
     if video:  # the same episodes, their frames written as they are stepped
         from runner.video.capture import recording
@@ -210,7 +218,8 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
         venv.close()
     assert isinstance(returns, list) and isinstance(lengths, list)  # return_episode_rewards=True
     returns = [float(r) for r in returns]
-    fields = write_eval(unit_dir, cfg, seeds["eval_env"], returns, lengths)
+    steps, source, _ = episode_bound(cfg)
+    fields = write_eval(unit_dir, cfg, seeds["eval_env"], returns, lengths, (steps, source))
     if video:  # after eval.json: a video that cannot be written fails the unit, not its eval
         from runner.video.capture import finish
 
@@ -233,7 +242,12 @@ def record_equivalent(
     drawn = cfg.model_copy(update={"env": env})
     one = one_env(drawn)
     venv = make_env(
-        drawn, seed=seeds["eval_env"], parallel=one, stats=unit_dir / STATS_FILE, training=False
+        drawn,
+        seed=seeds["eval_env"],
+        parallel=one,
+        stats=unit_dir / STATS_FILE,
+        training=False,
+        evaluation=True,
     )
     blank = get_backend(drawn.env.backend).video_blank_hint(env)
     venv = recording(venv, video, unit_dir, blank_hint=blank)

@@ -36,16 +36,23 @@ def make_env(
     monitor: bool = True,
     stats: Path | None = None,
     training: bool = True,
+    evaluation: bool = False,
 ) -> Any:
     """The manifest's VecEnv (wrapped in VecMonitor for episode statistics, then VecNormalize
     when `algo.normalize` asks); `parallel` overrides the manifest's (evaluation runs one
-    in-process env). `stats`: normalization statistics to start from (evaluation: to freeze)."""
+    in-process env). `stats`: normalization statistics to start from (evaluation: to freeze).
+    `evaluation`: its episodes cut at their bound (`trainers.base.episode_bound`)."""
     from stable_baselines3.common.vec_env import VecMonitor
 
+    from runner.trainers.base import episode_bound
     from runner.trainers.sb3.hyperparams import normalize_env
 
     backend = get_backend(cfg.env.backend)
     venv = backend.make_vec_env(cfg.env, parallel or cfg.parallel, seed=seed, log_dir=log_dir)
+    if evaluation and venv.num_envs == 1 and (bound := episode_bound(cfg))[2]:
+        from runner.trainers.sb3.episode_cap import EpisodeCap
+
+        venv = EpisodeCap(venv, bound[0])
     venv = VecMonitor(venv) if monitor else venv
     try:
         return normalize_env(venv, cfg, stats=stats, training=training)

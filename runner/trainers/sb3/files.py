@@ -93,8 +93,25 @@ def _restore_rms(arrays: dict[str, Any], prefix: str, rms: Any, path: Path) -> N
             f"{path}: the normalization statistics are for {prefix} of shape {mean.shape}, "
             f"this env's are {rms.mean.shape}"
         )
+    _check_moments(path, prefix, mean, var, count)
     rms.mean, rms.var = mean.astype(rms.mean.dtype), var.astype(rms.var.dtype)
     rms.count = float(count)
+
+
+def _check_moments(path: Path, prefix: str, mean: Any, var: Any, count: Any) -> None:
+    """Statistics a running mean and variance can have: finite numbers, variances and the count
+    not negative (anything else normalizes every observation to NaN or a square root's error)."""
+    import numpy as np
+
+    arrays = {"mean": mean, "var": var, "count": count}
+    for part, arr in arrays.items():
+        if arr.dtype.kind not in "fiu":
+            raise RunFileError(f"{path}: {prefix}.{part} holds {arr.dtype}, not numbers")
+        if not np.all(np.isfinite(arr)):
+            raise RunFileError(f"{path}: {prefix}.{part} holds NaN or infinite values")
+    for part in ("var", "count"):
+        if np.any(arrays[part] < 0):
+            raise RunFileError(f"{path}: {prefix}.{part} holds negative values")
 
 
 def require_stats(path: Path) -> None:

@@ -29,7 +29,7 @@ def _eval_env(cfg: Manifest, seed: int) -> Any:
     from runner.trainers.sb3.hyperparams import normalize_env
 
     plain = cfg.model_copy(update={"algo": cfg.algo.model_copy(update={"normalize": None})})
-    venv = make_env(plain, seed=seed, parallel=one_env(plain))
+    venv = make_env(plain, seed=seed, parallel=one_env(plain), evaluation=True)
     return normalize_env(venv, cfg, stats=None, training=False, synced=True)
 
 

@@ -54,10 +54,20 @@ def _walk(node: ast.expr) -> Any:
     raise ValueError(f"'{ast.unparse(node)}' is not a value rlcrate reads from rl-zoo3")
 
 
+MAX_TEXT = 10_000  # characters: rl-zoo3's longest expression is a few hundred
+
+
 def literal(text: str) -> Any:
-    """The value a zoo expression string stands for; ValueError naming the part it cannot read."""
+    """The value a zoo expression string stands for; ValueError naming the part it cannot read.
+    Bounded: a long text, or one nested past what Python's parser or this walker go (a chain of
+    ten thousand unary minus signs is a MemoryError in `ast.parse`), is refused."""
+    shown = text if len(text) <= 80 else text[:77] + "..."
+    if len(text) > MAX_TEXT:
+        raise ValueError(f"{shown!r} is {len(text):,} characters, more than an rl-zoo3 value has")
     try:
         tree = ast.parse(text.strip(), mode="eval")
+        return _walk(tree.body)
     except SyntaxError:
-        raise ValueError(f"{text!r} is not a Python expression") from None
-    return _walk(tree.body)
+        raise ValueError(f"{shown!r} is not a Python expression") from None
+    except (MemoryError, RecursionError):
+        raise ValueError(f"{shown!r} is nested too deeply for a value rlcrate reads") from None
