@@ -96,7 +96,7 @@ def test_version_table_matches_dockerfile(variant):
     pins = dict(re.findall(r"\s([a-z0-9.+\-]+)=(\S+)", apt))
     assert pins == table["apt"], "apt pins in the Dockerfile and [apt] in versions.toml differ"
     godot = hashlib.sha256((ROOT / "images/godot/godot4.lock").read_bytes()).hexdigest()
-    assert table["godot"]["lock_sha256"] == godot, "godot4.lock changed: update [godot]"
+    assert table["godot"]["godot4_lock_sha256"] == godot, "godot4.lock changed: update [godot]"
     prefix = f"/opt/rlcrate/godot-{table['godot']['version']}"
     assert args["GODOT_PREFIX"] == prefix and f"{prefix}/bin:" in text
     assert f"godot {table['godot']['version']}+" in (ROOT / "images/godot/godot4.lock").read_text()

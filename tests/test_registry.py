@@ -48,7 +48,7 @@ def test_the_contract_names_every_hook():
         "action_kind", "check_parallel", "versions", "processes", "nondeterminism", "env_files",
         "resume_approximate", "step_split", "doctor_rows", "interpreter", "gymnasium_id",
         "is_atari", "agent_config", "package_file", "check_video", "video_env", "video_blank_hint",
-        "video_equivalent", "episode_limit",
+        "video_equivalent", "episode_limit", "smallest_layout",
     }  # fmt: skip
     abstract = {n for n in HOOKS if getattr(getattr(Backend, n), "__isabstractmethod__", False)}
     assert abstract == {"available", "env_ids", "check_env", "make_vec_env"}
