@@ -654,8 +654,10 @@ def test_a_game_whose_replies_wait_on_nagle_is_told_once(tmp_path, capfd):
     try:
         venv.reset()
         random_steps(venv, 40)
+        said = BACKEND.step_split(venv).stall()  # what the rollout profile (bench) then says
     finally:
         venv.close()
+    assert said is not None and "Nagle's algorithm" in said and str(project) in said
     err = capfd.readouterr().err
     assert err.count("Nagle's algorithm") == 1 and "set_no_delay(true)" in err, err
     assert 36 <= venv.stalls.stall_s * 1e3 < 60

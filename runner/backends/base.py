@@ -242,7 +242,8 @@ class Backend(ABC):
 
     def step_split(self, venv: Any) -> Any | None:
         """For `bench.profile`: an object splitting the env step of this VecEnv into parts
-        (`seconds`, `calls`, `reported`, `detach()`). Default None: the step is one part."""
+        (`seconds`, `calls`, `reported`, `stall()`: a sentence when the env's replies are held
+        back by its transport, else None; `detach()`). Default None: the step is one part."""
         return None
 
     def doctor_rows(self) -> list[tuple[str, bool, str]]:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from runner.backends.godot.stall import advice
+
 KEYS = ("encode", "send", "engine_tick", "engine_codec", "wait_other", "decode")
 
 
@@ -41,6 +43,12 @@ class GodotSplit:
     def _patch(self, obj: Any, name: str, fn: Any) -> None:
         setattr(obj, name, fn)
         self._patched.append((obj, name))
+
+    def stall(self) -> str | None:
+        """The env's own finding when its first replies all came about 40 ms late (Nagle's
+        algorithm on the game's socket: `stall`), else None."""
+        seconds = self.venv.stalls.stall_s
+        return None if seconds is None else advice(self.venv.game, seconds)
 
     def detach(self) -> None:
         for obj, name in self._patched:

@@ -69,6 +69,9 @@ def add_findings(bench: dict[str, Any]) -> None:
         f"{-100 * worst['profile']['overhead']:+.1f}% steps/s ({worst['label']}; medians of "
         f"{len(worst['profile']['overhead_ratios'])} pairs; steps/s is as noisy as the host)"
     )
+    for p in points:
+        if p["profile"].get("env_stall"):  # Nagle's algorithm on a game's socket, say
+            bench["findings"].append(f"{p['label']}: {p['profile']['env_stall']}")
     if any(not p["profile"]["engine_reported"] for p in points):
         bench["findings"].append(
             "some Godot games did not report tick_us/codec_us: their engine time is counted "

@@ -142,7 +142,7 @@ def profile_train(cfg: Manifest, venv: Any, seeds: dict[str, int]) -> dict[str, 
     model = make_model(cfg, venv, seed=seeds["model"], tb_dir=None)
     model.learn(max(spec.warmup, 1))
     totals: dict[str, float] = {}
-    steps_done, wall_done, reported, calls = 0, 0.0, True, 0
+    steps_done, wall_done, reported, calls, stall = 0, 0.0, True, 0, None
     ratios: dict[str, list[float]] = {"wall": [], "cpu": []}
     for r in range(spec.repeats):
         per: dict[bool, tuple[int, float, float]] = {}
@@ -153,6 +153,7 @@ def profile_train(cfg: Manifest, venv: Any, seeds: dict[str, int]) -> dict[str, 
                 for k, v in _parts(timers, wall).items():
                     totals[k] = totals.get(k, 0.0) + v
                 reported = reported and (timers.godot is None or timers.godot.reported)
+                stall = stall or (timers.godot.stall() if timers.godot else None)
                 calls += timers.calls + (timers.godot.calls if timers.godot else 0)
                 steps_done, wall_done = steps_done + steps, wall_done + wall
         (n0, w0, c0), (n1, w1, c1) = per[False], per[True]
@@ -170,5 +171,6 @@ def profile_train(cfg: Manifest, venv: Any, seeds: dict[str, int]) -> dict[str, 
         "overhead_bound": calls * call_cost() / wall_done,
         "timed_calls_per_step": calls / steps_done,
         "engine_reported": reported,
+        "env_stall": stall,
         "device": cfg.algo.device,
     }
