@@ -105,6 +105,7 @@ def test_bitwise_level_any_difference_is_different(bundle, tmp_path):
     assert res.returncode == 1, res.stdout + res.stderr
     assert report["verdict"] == "different" and report["variants"][0]["level"] == "bitwise"
     assert report["variants"][0]["units"][0]["identical"] is False
+    assert "nothing of the environment differs" in report["line"]  # the same machine and packages
     assert "default/seed-0" in res.stdout and "-0.1" in res.stdout  # per-seed difference
 
 
@@ -121,6 +122,8 @@ def test_statistical_when_environment_differs(bundle, tmp_path, delta, verdict, 
     assert res.returncode == code, res.stdout + res.stderr
     assert report["verdict"] == verdict and report["same_environment"] is False
     assert "Mann-Whitney U" in report["line"] and "Some Other CPU" in res.stdout
+    # the verdict itself names what of the environment changed since the archived run
+    assert "differs from the archived run's: CPU" in report["line"]
 
 
 def test_expect_rechecked(bundle, tmp_path):

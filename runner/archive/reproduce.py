@@ -301,9 +301,16 @@ def expect_lines(run_dir: Path) -> list[str]:
 
 
 def _verdict_line(
-    results: list[VariantResult], unmet_lines: list[str], n_units: int, alpha: float, claims: int
+    results: list[VariantResult],
+    unmet_lines: list[str],
+    n_units: int,
+    alpha: float,
+    claims: int,
+    differ: list[str] | None = None,
 ) -> tuple[str, bool]:
-    """The last line; `expect:` is in it only when the manifest makes claims (`claims`)."""
+    """The last line; `expect:` is in it only when the manifest makes claims (`claims`); when
+    outcomes are not identical, what of the environment differs from the archived run's
+    (`differ`: the environment table's names; a bitwise repeat holds on one machine and image)."""
     verdict = overall(results)
     tested = [r for r in results if r.p_value is not None]
     how = (
@@ -314,6 +321,12 @@ def _verdict_line(
     said = f"expect: {len(unmet_lines)} not met" if unmet_lines else "expect: met"
     ok = verdict in (IDENTICAL, WITHIN) and not unmet_lines
     tail = f"; {said}" if claims else ""
+    if verdict != IDENTICAL:
+        tail += (
+            f"; differs from the archived run's: {', '.join(differ)}"
+            if differ
+            else ("; nothing of the environment differs")
+        )
     return f"verdict: {verdict} ({n_units} unit(s) rerun; {how}{tail})", ok
 
 
@@ -408,7 +421,8 @@ def reproduce(archive_file: Path, opts: ReproduceOptions, console: Console) -> b
     from runner.run.expect import n_claims
 
     claims = n_claims(read_summary(run_dir))
-    line, ok = _verdict_line(results, lines, n_units, opts.alpha, claims)
+    differ = [r.what for r in rows if not r.same]
+    line, ok = _verdict_line(results, lines, n_units, opts.alpha, claims, differ)
     write_json_atomic(
         run_dir / "reproduce.json",
         {

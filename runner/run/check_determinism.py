@@ -155,6 +155,11 @@ def check(manifest_path: Path, steps: int | None, seed: int, console: Console) -
     }
     if where is None:
         console.print(f"bitwise: {a['compares']} are identical ({result['seconds']} s)")
+        console.print(
+            f"  (here: {_machine()}, with this Python's packages; the same run repeats bitwise "
+            "on this machine and image, and another CPU model or build may train to other "
+            "numbers: `rlcrate reproduce` names what differs)"
+        )
     else:
         step = (
             f"at vector step {where['step']} of {len(a['steps'])}" if a["steps"] else "at the end"
@@ -167,6 +172,13 @@ def check(manifest_path: Path, steps: int | None, seed: int, console: Console) -
     if unrecorded is not None:
         console.print(f"[yellow]warning: {escape(unrecorded)}[/]", soft_wrap=True)
     return 0 if where is None else 1
+
+
+def _machine() -> str:
+    from runner.record.machine import cpu_info
+
+    cpu = cpu_info()
+    return f"{cpu.get('model') or 'this CPU'}, {cpu.get('count', '?')} cores"
 
 
 def main(argv: list[str]) -> int:
