@@ -24,13 +24,15 @@ for tool in apt-get dpkg-deb patchelf sha256sum; do
 done
 version=$(awk '$1 == "godot" { v = $2; sub(/\+.*/, "", v); print v }' "$lock")
 lock_sha=$(sha256sum "$lock" | cut -d' ' -f1)
+# What made an install: the lock and this script (a changed script installs again).
+made_by=$(cat "$lock" "$0" | sha256sum | cut -d' ' -f1)
 if [ "$(id -u)" = 0 ]; then
     prefix=${1:-/opt/rlcrate/godot-$version}; links=${RLCRATE_GODOT_LINK_DIR:-/usr/local/bin}
 else
     prefix=${1:-$HOME/.local/share/rlcrate/godot-$version}; links=${RLCRATE_GODOT_LINK_DIR:-$HOME/.local/bin}
 fi
 link() { mkdir -p "$links" && ln -sfn "$prefix/bin/godot4" "$links/godot4"; }
-if grep -q "\"lock_sha256\": \"$lock_sha\"" "$prefix/install.json" 2>/dev/null; then
+if grep -q "\"made_by\": \"$made_by\"" "$prefix/install.json" 2>/dev/null; then
     link; echo "Godot $version is installed in $prefix ($links/godot4)"; exit 0
 fi
 
@@ -59,10 +61,14 @@ done
     || { echo "the download does not hold every package of $lock" >&2; exit 1; }
 rm -rf "$work/apt" "$root/usr/share/doc" "$root/usr/share/man" "$root/usr/share/locale" \
     "$root/usr/share/lintian" "$root/usr/share/bug"
+# Mesa's drivers (LLVM, gallium, its GBM backend and video drivers, 220 MB) come as dependencies
+# but are reached only through GBM/EGL on a DRM display: headless Godot draws nothing, and under
+# Xvfb the system's own GL driver draws (GLX). They are left out.
+lib="$root/usr/lib/x86_64-linux-gnu"
+rm -rf "$lib"/libLLVM* "$lib"/libgallium* "$lib"/libz3.so* "$lib/dri" "$lib/gbm"
 
 # The paths written into the binaries are the final ones (PREFIX), not this folder's.
-libdir=usr/lib/x86_64-linux-gnu
-loader="$prefix/root/$libdir/ld-linux-x86-64.so.2"
+loader="$prefix/root/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
 dirs=$(cd "$root" && find usr/lib -name '*.so*' \( -type f -o -type l \) ! -path '*/gconv/*' -printf '%h\n' | sort -u)
 rpath=$(for d in $dirs; do printf '%s:' "$prefix/root/$d"; done | sed 's/:$//')
 # A library's own RUNPATH would stop the binary's path from applying to what it loads (libpulse's
@@ -80,6 +86,7 @@ cat > "$work/install.json" <<JSON
 {
   "godot": "$version",
   "lock_sha256": "$lock_sha",
+  "made_by": "$made_by",
   "engine": "$prefix/bin/godot4",
   "template": "$prefix/templates/$version.stable/linux_release.x86_64",
   "loader": "$loader",
