@@ -3,11 +3,11 @@ one, against the same steps without frames.
 
     .venv/bin/python tests/benchmarks/bench_video.py [--out bench-video.json] [--reps 3]
 
-Godot, one process, one episode of `--steps` agent steps with random actions: headless
-(godot3-server, no frames), the bundled game's `frame` message (408x408), and BallChase copied
-as a project of one's own, read off the Xvfb screen at 408x408 and at the engine's default
-1024x600. The cases alternate within each repeat (the machine is shared); each figure is the
-median over repeats of the process start, the steps (with a frame each) and the whole.
+Godot 4, one process, one episode of `--steps` agent steps with random actions: headless (no
+frames), the bundled game's `frame` message (408x408), and BallChase copied as a project of
+one's own, read off the Xvfb screen at 408x408 and at the project's own window (408x408 here;
+Godot 4's default for a project that names none is 1152x648, asked for explicitly). The cases
+alternate within each repeat (the machine is shared); each figure is the median over repeats of the process start, the steps (with a frame each) and the whole.
 
 Brax (needs MUJOCO_GL=osmesa or egl in the environment): inverted_pendulum's states from a
 jitted rollout of random actions, drawn by Brax's drawing (`backends.brax.frames.Painter`) at
@@ -40,10 +40,10 @@ def godot_cases(project: Path, steps: int) -> dict[str, tuple[Any, bool]]:
     bundled = GodotEnv(backend="godot", id="ballchase", kwargs=kw)
     own = GodotEnv(backend="godot", id=str(project))
     return {
-        "headless godot3-server, no frames": (bundled, False),
+        "headless Godot 4, no frames": (bundled, False),
         "bundled game, frame message, 408x408": (g.video_env(bundled), True),
         "project of one's own, Xvfb screen 408x408": (g.video_env(own, size=(408, 408)), True),
-        "project of one's own, Xvfb screen 1024x600": (g.video_env(own), True),
+        "project of one's own, Xvfb screen 1152x648": (g.video_env(own, size=(1152, 648)), True),
     }
 
 
