@@ -5,9 +5,10 @@ one, against the same steps without frames.
 
 Godot 4, one process, one episode of `--steps` agent steps with random actions: headless (no
 frames), the bundled game's `frame` message (408x408), and BallChase copied as a project of
-one's own, read off the Xvfb screen at 408x408 and at the project's own window (408x408 here;
-Godot 4's default for a project that names none is 1152x648, asked for explicitly). The cases
-alternate within each repeat (the machine is shared); each figure is the median over repeats of the process start, the steps (with a frame each) and the whole.
+one's own, read off the Xvfb screen at 408x408 and at 1152x648 (Godot 4's default window for a
+project that names none). The cases alternate within each repeat (the machine is shared); each
+figure is the median over repeats of the process start, the steps (with a frame each) and the
+whole.
 
 Brax (needs MUJOCO_GL=osmesa or egl in the environment): inverted_pendulum's states from a
 jitted rollout of random actions, drawn by Brax's drawing (`backends.brax.frames.Painter`) at
