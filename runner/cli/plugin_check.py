@@ -16,63 +16,30 @@ import inspect
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
 from runner import plugins
-from runner.errors import FieldProblem, RunnerError, UserInputError
+from runner.cli.conformance import (
+    FAILED,
+    OK,
+    SKIPPED,
+    ContractBroken,
+    Row,
+    Rows,
+    Skip,
+    failures,
+    one_line,
+    problems,
+    require,
+)
+from runner.errors import RunnerError, UserInputError
 
-Row = tuple[str, str, str]  # (what, "ok" | "FAILED" | "skipped", detail)
-OK, FAILED, SKIPPED = "ok", "FAILED", "skipped"
-
-
-class _Rows:
-    def __init__(self) -> None:
-        self.rows: list[Row] = []
-
-    @contextlib.contextmanager
-    def check(self, what: str) -> Iterator[None]:
-        """A check: it passes unless its body raises (a ContractBroken's message is the
-        detail; another exception, the plugin's own, is named with its type)."""
-        try:
-            yield
-        except _Skip as skip:
-            self.rows.append((what, SKIPPED, str(skip)))
-        except ContractBroken as broken:
-            self.rows.append((what, FAILED, str(broken)))
-        except Exception as exc:  # a plugin's own error is a finding, not a traceback
-            text = str(exc).strip().splitlines()
-            self.rows.append((what, FAILED, f"{type(exc).__name__}: {text[0] if text else ''}"))
-        else:
-            self.rows.append((what, OK, ""))
-
-
-class _Skip(Exception):
-    pass
-
-
-class ContractBroken(Exception):
-    """A plugin that does not do what its contract says: the message says what it did."""
-
-
-def require(ok: object, message: str) -> None:
-    """A check of the contract: ContractBroken(message) unless `ok` holds. Unlike `assert`, it
-    checks under python -O too."""
-    if not ok:
-        raise ContractBroken(message)
-
-
-def _one_line(value: Any) -> bool:
-    return isinstance(value, str) and bool(value) and "\n" not in value
-
-
-def _problems(found: Any, what: str) -> list[FieldProblem]:
-    require(
-        isinstance(found, list) and all(isinstance(p, FieldProblem) for p in found),
-        f"{what} must return a list of FieldProblem, not {found!r}",
-    )
-    return list(found)
+__all__ = [
+    "CHECKS", "FAILED", "OK", "SKIPPED", "ContractBroken", "PluginConformance", "backend_rows",
+    "check", "executor_rows", "failures", "require", "trainer_rows",
+]  # fmt: skip
 
 
 def backend_rows(name: str) -> list[Row]:
@@ -82,7 +49,7 @@ def backend_rows(name: str) -> list[Row]:
     from runner.backends.base import BITWISE, SB3_VEC_ENV, STATISTICAL, Backend, Traits
     from runner.manifest.schema import EnvSpec, ParallelSpec
 
-    out = _Rows()
+    out = Rows()
     backend: Any = None
     with out.check("a Backend subclass that can be made"):
         backend = get_backend(name)
@@ -111,7 +78,7 @@ def backend_rows(name: str) -> list[Row]:
         require(SB3_VEC_ENV in backend.interfaces, "every backend makes SB3's VecEnv")
     with out.check("what doctor and provenance ask (available, versions, interpreter)"):
         reason = backend.available()
-        require(reason is None or _one_line(reason), f"available() gave {reason!r}")
+        require(reason is None or one_line(reason), f"available() gave {reason!r}")
         for program, info in backend.versions().items():
             require(
                 isinstance(program, str) and ("error" in info or {"path", "version"} <= set(info)),
@@ -126,16 +93,16 @@ def backend_rows(name: str) -> list[Row]:
     with out.check("its ids, and its checks of a good and a bad env"):
         reason = backend.available()
         if reason:
-            raise _Skip(reason)
+            raise Skip(reason)
         ids = backend.env_ids()
         require(ids and all(isinstance(i, str) for i in ids), "env_ids() must list some ids")
         env = backend.Options.model_validate({"backend": name, "id": backend.example_id or ids[0]})
-        found = _problems(backend.check_env(env), "check_env")
+        found = problems(backend.check_env(env), "check_env")
         require(found == [], f"its first id is refused: {found!r}")
         bad = backend.Options.model_validate({"backend": name, "id": "NoSuchEnv-v0"})
-        found = _problems(backend.check_env(bad), "check_env")
+        found = problems(backend.check_env(bad), "check_env")
         require(found and found[0].path == ("env", "id"), f"an unknown id gave {found!r}")
-        found = _problems(backend.check_parallel(ParallelSpec()), "check_parallel")
+        found = problems(backend.check_parallel(ParallelSpec()), "check_parallel")
         require(found == [], f"check_parallel refuses the default parallel: {found!r}")
         kind, spaces = backend.action_kind(env), backend.spaces(env)
         if spaces is not None:
@@ -143,7 +110,7 @@ def backend_rows(name: str) -> list[Row]:
             require(kind in (None, action), f"action_kind() gave {kind!r} for a {action} space")
     with out.check("a VecEnv of 2 envs that resets and steps"):
         if env is None:
-            raise _Skip("needs the check above")
+            raise Skip("needs the check above")
         _steps(backend, env)
     return out.rows
 
@@ -155,7 +122,7 @@ def _steps(backend: Any, env: Any) -> None:
 
     own = backend.interpreter()
     if own is not None and os.path.abspath(own) != os.path.abspath(sys.executable):
-        raise _Skip(f"its envs are made in its own Python ({own}); run the check there")
+        raise Skip(f"its envs are made in its own Python ({own}); run the check there")
     with tempfile.TemporaryDirectory(prefix="rlcrate-plugin-check-") as logs:
         venv = backend.make_vec_env(env, ParallelSpec(envs=2), seed=3, log_dir=Path(logs))
         try:
@@ -202,7 +169,7 @@ def trainer_rows(name: str) -> list[Row]:
     from runner.trainers import get_trainer
     from runner.trainers.base import Trainer
 
-    out = _Rows()
+    out = Rows()
     trainer: Any = None
     with out.check("it imports"):
         trainer = get_trainer(name)
@@ -211,19 +178,20 @@ def trainer_rows(name: str) -> list[Row]:
     with out.check("the contract's hooks, with their parameters"):
         for hook in TRAINER_HOOKS:
             fn = getattr(trainer, hook, None)
-            require(callable(fn), f"{hook} is missing")
+            if not callable(fn):
+                raise ContractBroken(f"{hook} is missing")
             want = _params(getattr(Trainer, hook))[1:]  # self
             require(_params(fn) == want, f"{hook}{inspect.signature(fn)} differs from the contract")
     with out.check("the env interface it steps (ENV_INTERFACE)"):
         wants = getattr(trainer, "ENV_INTERFACE", None)
-        require(_one_line(wants), "ENV_INTERFACE must name an env interface")
+        require(one_line(wants), "ENV_INTERFACE must name an env interface")
         makers = [b for b in _backends() if wants in b.interfaces]
         require(makers, f"no installed backend makes {wants} envs")
         require(all(isinstance(b, Backend) for b in makers), "a backend is not a Backend")
     with out.check("its checks answer with lists of problems"):
         cfg = _a_manifest(name, makers=[b.name for b in _backends() if wants in b.interfaces])
-        _problems(trainer.check_limits(cfg), "check_limits")
-        _problems(trainer.check_params(cfg, None), "check_params")
+        problems(trainer.check_limits(cfg), "check_limits")
+        problems(trainer.check_params(cfg, None), "check_params")
     return out.rows
 
 
@@ -259,7 +227,7 @@ def executor_rows(name: str) -> list[Row]:
     from runner.executors import get_executor, registered
     from runner.executors.base import ExecutorSettings, Holdings
 
-    out = _Rows()
+    out = Rows()
     executor: Any = None
     with out.check("it imports"):
         executor = get_executor(name)
@@ -314,11 +282,6 @@ def check(name: str, kind: str | None = None) -> dict[str, list[Row]]:
             f"no backend, trainer or executor named {name!r} is installed ({every})"
         )
     return {k: CHECKS[k](name) for k in kinds}
-
-
-def failures(rows: list[Row]) -> list[str]:
-    """`check: detail` for each failed row."""
-    return [f"{what}: {detail}" for what, result, detail in rows if result == FAILED]
 
 
 class PluginConformance:
