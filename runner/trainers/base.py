@@ -79,6 +79,9 @@ class Trainer(ABC):
     # Its `evaluate` records `eval.video` (the first episodes' frames, `runner.video`): a
     # manifest asking for videos with a loop that cannot is refused by `validate`.
     RECORDS_VIDEO: ClassVar[bool] = False
+    # Its loop kills itself at the env step `RLCRATE_KILL_AT_STEP` names, after recording it
+    # (`runner.trainers.kill`): `check-determinism --resume` refuses a trainer without it.
+    KILLS_FOR_RESUME: ClassVar[bool] = False
 
     @abstractmethod
     def check_params(self, cfg: Manifest, action_kind: str | None) -> list[FieldProblem]:
