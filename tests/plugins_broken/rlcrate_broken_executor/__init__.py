@@ -14,7 +14,7 @@ from runner.record.rundir import UnitRef
 
 class Broken(Executor[ExecutorSettings]):
     Settings = ExecutorSettings
-    runs_here: Any = "yes"
+    runs_here = "yes"  # type: ignore[assignment]  # the breach under test
 
     def launch(self, plan: Plan, settings: ExecutorSettings, on_tick: Tick) -> dict[UnitRef, int]:
         return {}
