@@ -2,9 +2,9 @@
 
 The manifest's first unit trains a short slice three times, each in a fresh process of the
 units' Python (`python -m runner.run.check_resume CONFIG.json SEED UNIT_DIR OUT.json`), through
-its trainer's own `train` with a checkpoint every quarter of the slice: once to the end; once
-killed with SIGKILL at a step drawn from the seed (after a checkpoint, as a lost machine stops
-it); and once more in the killed unit's directory, which resumes it. The final parameters
+its trainer's own `train` with a checkpoint every quarter of the slice: once killed with SIGKILL
+at a step drawn from the seed (after a checkpoint, as a lost machine stops it); once to the end;
+and once more in the killed unit's directory, which resumes it. The final parameters
 (every tensor of the model's files) and the TensorBoard scalars per step (wall-clock `time/`
 tags aside) are compared: `exact`, or what differs. Exit status 0 exact, 1 differs.
 
@@ -201,8 +201,9 @@ def check_resume(manifest_path: Path, steps: int | None, seed: int, console: Con
     with tempfile.TemporaryDirectory(prefix="rlcrate-resume-") as tmp:
         cfg_file = Path(tmp) / "config.json"
         cfg_file.write_text(json.dumps(config), encoding="utf-8")
-        full = _spawn(python, cfg_file, seed, Path(tmp) / "full")
+        # the kill first: a trainer that was not killed is found after one training, not two
         killed = _killed(python, cfg_file, seed, Path(tmp) / "stopped", asked, manifest)
+        full = _spawn(python, cfg_file, seed, Path(tmp) / "full")
         resumed = _spawn(python, cfg_file, seed, Path(tmp) / "stopped")
     if not resumed["resumes"]:
         raise BackendUnavailable(
