@@ -91,7 +91,8 @@ test-images: venv system-deps
 	$(BIN)/pytest -q $(XDIST) -m image --durations=10
 
 # The edit-test loop: every test but the `slow` ones (real trainings of more than a few seconds,
-# clusters, image builds, Godot), on the same two workers and groups as `make test`.
+# clusters, image builds, Godot games), on two workers (`make test` has three), in the same
+# groups as `make test`.
 FAST_ONLY := -q -p no:cacheprovider -m "not slow"
 FAST := $(FAST_ONLY) $(XDIST)
 test-fast: venv
@@ -192,6 +193,9 @@ docs: venv
 schema: venv
 	$(BIN)/python -c 'import json; from runner.manifest import json_schema; from runner.plugins import OWN; print(json.dumps(json_schema(list(OWN["backend"])), indent=2))' > runner/manifest/manifest.schema.json
 
+# CI's first stage (`make lint type`, .ci/run), before the long ones: ruff's lint and format
+# check, and mypy over runner/ and tests/ with --check-untyped-defs (pyproject.toml's
+# [tool.mypy]: the tests' functions carry no annotations, so only that flag reads them).
 lint: venv
 	$(BIN)/ruff check runner tests
 	$(BIN)/ruff format --check runner tests

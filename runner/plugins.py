@@ -173,6 +173,22 @@ def load(kind: str, plugin: Plugin) -> Any:
     return loaded
 
 
+# Broken plugins that a look over every plugin of a kind met and left out, in this process
+# (`env_models`: every backend's options, to name a manifest's problems): one line each, shown
+# beside what the look was for (`left_out`), never in its place.
+_LEFT_OUT: dict[str, None] = {}
+
+
+def leave_out(why: str) -> None:
+    """Note a broken plugin left out of a look over every plugin (its `load` error's text)."""
+    _LEFT_OUT.setdefault(why, None)
+
+
+def left_out() -> list[str]:
+    """The broken plugins left out so far in this process, one line each."""
+    return list(_LEFT_OUT)
+
+
 def not_a(kind: str, plugin: Plugin, base: str) -> UserInputError:
     """The entry point names something other than the class a plugin of `kind` is (a
     function, a module): one line."""

@@ -118,8 +118,9 @@ def exported_ballchase(tmp_path_factory) -> Path:
     `rlcrate godot export` with the installed Godot 4 template (a real export, run as built)."""
     from runner.backends.godot import engine_problem
 
-    if engine_problem(4):
-        pytest.skip(engine_problem(4))
+    problem = engine_problem(4)
+    if problem:
+        pytest.skip(problem)
 
     def export(home: Path) -> None:
         out = rlcrate("godot", "export", "ballchase", "--instances", "3", "-o",

@@ -45,7 +45,7 @@ def tiny_manifest(**over) -> dict:
         "seeds": [0],
     }
     for key, value in over.items():
-        node = m
+        node: dict[str, Any] = m
         *head, last = key.split("__")
         for part in head:
             node = node.setdefault(part, {})
@@ -87,7 +87,7 @@ def rlcrate(
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=checkout_env(**{"COLUMNS": "200", **(env_extra or {})}),
+        env={**checkout_env(), "COLUMNS": "200", **(env_extra or {})},
         **kw,
     )
 

@@ -54,7 +54,7 @@ class Node:
     ):
         self.log = open(tmp / f"{name}.log", "wb")  # noqa: SIM115 - closed in kill()
         self.temp_dir = temp_dir
-        env = isolated_env(**(env or {}))
+        env = {**isolated_env(), **(env or {})}
         self.proc = subprocess.Popen(
             [ray_exe() or "ray", "start", "--block", "--disable-usage-stats", *args],
             stdout=self.log,

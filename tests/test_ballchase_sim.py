@@ -91,6 +91,7 @@ def test_episodes_restart_and_seeds_decide():
         v = v * (1 - 2 / 60) + 1500 / 60
         x += v / 60
     assert np.allclose([i["terminal_observation"][6] for i in infos], (x - 15) / 370)
+    assert isinstance(obs, np.ndarray)
     assert np.allclose(obs[:, 4:], [0, 0, 0.5, 0.5, 0.5, 0.5])  # the new episode's start
     a.seed(7)
     assert np.array_equal(a.reset(), oa)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,7 +87,11 @@ def _rate(median, low=None, high=None, runs=3):
 
 def _one_point(**rates):
     point = {"label": "p", "error": None, "variant": "default", "x": 1, "envs": 1, **rates}
-    data = {"axis": {"label": "x", "numeric": True}, "variants": ["default"], "points": [point]}
+    data: dict[str, Any] = {
+        "axis": {"label": "x", "numeric": True},
+        "variants": ["default"],
+        "points": [point],
+    }
     analysis.analyse(data)
     return [f for f in data["findings"] if f.startswith("p: a training step")]
 
@@ -211,7 +216,7 @@ def _point(label, x, env, train, variant="default"):
 
 
 def test_analysis_flattening_on_fixed_numbers():
-    data = {
+    data: dict[str, Any] = {
         "axis": {"label": "parallel.envs", "numeric": True},
         "variants": ["default"],
         "points": [
@@ -232,8 +237,8 @@ def test_analysis_flattening_on_fixed_numbers():
 def test_a_flattening_the_spread_does_not_support_is_said_so():
     pts = [_point("1", 1, 100, 10), _point("8", 8, 380, 60)]
     pts[1]["env_only"] = _rate(380, 300, 450)  # its fastest run scales at 0.57
-    data = {"axis": {"label": "parallel.envs", "numeric": True}, "variants": ["default"],
-            "points": pts}  # fmt: skip
+    data: dict[str, Any] = {"axis": {"label": "parallel.envs", "numeric": True},
+                            "variants": ["default"], "points": pts}  # fmt: skip
     analysis.analyse(data)
     assert data["flatten"]["default"]["env_only"]["x"] == 8  # by the medians
     (line,) = [f for f in data["findings"] if f.startswith("env-only")]
@@ -242,7 +247,7 @@ def test_a_flattening_the_spread_does_not_support_is_said_so():
 
 
 def test_analysis_ratios_for_categorical_sweep():
-    data = {
+    data: dict[str, Any] = {
         "axis": {"label": "variant", "numeric": False},
         "variants": ["a", "b"],
         "points": [

@@ -27,7 +27,9 @@ def test_many_subprocess_envs_warned_with_memory_estimate(tmp_path):
     out = rlcrate("validate", str(_write(tmp_path, m)))
     assert out.returncode == 0, out.stderr
     warning = next(ln for ln in out.stderr.splitlines() if "64 env processes" in ln)
-    gb = float(re.search(r"about ([\d.]+) GB of memory", warning).group(1))
+    found = re.search(r"about ([\d.]+) GB of memory", warning)
+    assert found, warning
+    gb = float(found.group(1))
     assert 5 < gb < 20, warning  # 64 x 150 MB workers + the unit: ~10 GB
 
 

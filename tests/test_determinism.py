@@ -4,6 +4,7 @@ comparison and the level `reproduce` uses, on fixed inputs."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 import yaml
@@ -28,11 +29,12 @@ def test_first_divergence_names_step_and_stream():
     c = _attempt([("o0", "", ""), ("oX", "aX", "r0"), ("o2", "a1", "r1")])
     assert first_divergence(a, c) == {"step": 1, "in": ["observations", "actions"]}
     assert first_divergence(a, {**a, "params": "q"}) == {"step": 3, "in": ["final parameters"]}
-    assert first_divergence(a, _attempt(a["steps"][:2]))["in"] == ["number of steps"]
+    shorter = first_divergence(a, _attempt(a["steps"][:2]))
+    assert shorter is not None and shorter["in"] == ["number of steps"]
 
 
 def _config(backend="gymnasium", **over):
-    cfg = {
+    cfg: dict[str, Any] = {
         "rlcrate": 1,
         "name": "levels",
         "env": {"backend": backend, "id": "CartPole-v1"},

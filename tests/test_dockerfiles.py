@@ -13,16 +13,12 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 
 from runner import __version__
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    tomllib = pytest.importorskip("tomli")
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = ("cpu", "cuda")
@@ -45,7 +41,7 @@ def _instructions(variant: str) -> list[tuple[str, str]]:
 
 
 def _arg_defaults(variant: str) -> dict[str, str]:
-    return dict(m.groups() for m in re.finditer(r"^ARG (\w+)=(\S+)$", _dockerfile(variant), re.M))
+    return {m[1]: m[2] for m in re.finditer(r"^ARG (\w+)=(\S+)$", _dockerfile(variant), re.M)}
 
 
 def _table(variant: str) -> dict:
@@ -146,7 +142,9 @@ def test_image_invariants(variant):
 
 def test_cuda_specifics():
     text, table = _dockerfile("cuda"), _table("cuda")
-    caps = re.search(r"NVIDIA_DRIVER_CAPABILITIES=(\S+)", text).group(1).split(",")
+    found = re.search(r"NVIDIA_DRIVER_CAPABILITIES=(\S+)", text)
+    assert found, "Dockerfile.cuda sets no NVIDIA_DRIVER_CAPABILITIES"
+    caps = found.group(1).split(",")
     assert {"compute", "utility", "graphics"} <= set(caps)
     assert f'io.rlcrate.cuda.min-driver="{table["cuda"]["min_driver"]}"' in text
     locked = _locked("cuda")

@@ -23,7 +23,7 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 
 from runner.record.datafiles import torch_load
 from runner.record.provenance import DeterminismCheck
-from runner.trainers.sb3.exact import KILL_ENV
+from runner.trainers.kill import KILL_ENV
 from tests.helpers import checkout_env, rlcrate, run_dir_of, start_run, tiny_manifest
 
 SAC = {
@@ -153,7 +153,7 @@ def test_sigterm_stops_at_the_next_rollout_boundary_and_resumes_exactly(tmp_path
     from runner.run.unit import _sigterm
     from runner.trainers import sb3
     from runner.trainers.base import STOP
-    from runner.trainers.sb3.exact import KILL_SIGNAL_ENV
+    from runner.trainers.kill import KILL_SIGNAL_ENV
 
     cfg = Manifest.model_validate(tiny_manifest(train__timesteps=1024))  # no periodic checkpoint
     seeds = derive(0)
@@ -194,10 +194,11 @@ def test_sigterm_stops_at_the_next_rollout_boundary_and_resumes_exactly(tmp_path
 def test_check_determinism_resume_says_exact_and_is_remembered(
     write_manifest, tmp_path, monkeypatch
 ):
-    """`rlcrate check-determinism --resume`: trained, killed after a checkpoint, resumed, in
-    fresh processes; exact for CartPole (its command line is test_cli's to check). The verdict
-    is remembered for this environment and later runs' provenance carries it; one that found a
-    difference would lower the declared level."""
+    """`rlcrate check-determinism --resume`: trained, killed after a checkpoint (at the step
+    asked, by SIGKILL), resumed, in fresh processes; exact for CartPole (its command line is
+    test_cli's to check). The verdict is remembered for this environment, backend and trainer,
+    and later runs' provenance carries it; one that found a difference would lower the declared
+    level. A trainer that cannot be killed, or is not: tests/test_check_resume.py."""
     from io import StringIO
 
     from rich.console import Console
@@ -212,12 +213,18 @@ def test_check_determinism_resume_says_exact_and_is_remembered(
     assert check_resume(path, 512, 0, Console(file=out, width=200)) == 0, out.getvalue()
     assert "exact: final parameters and TensorBoard scalars identical" in out.getvalue()
     (entry,) = json.loads((tmp_path / "cache/determinism.json").read_text()).values()
-    checked = entry["resume"]["gymnasium"]
+    checked = entry["resume"]["gymnasium"]["sb3"]
     assert checked["result"] == "exact" and checked["differ"] == []
     assert checked["steps"] == 512 and checked["resumed_from"], checked
+    # killed by SIGKILL at its first step at or past the one asked (2 envs a step)
+    asked = int(checked["killed_at"] * 512)
+    assert asked <= checked["killed_at_step"] < asked + 2, checked
+    assert checked["resumed_from"][-1] <= checked["killed_at_step"]
+    assert f"killed at step {checked['killed_at_step']}, resumed from step" in out.getvalue()
     assert "gymnasium" not in entry  # check-determinism's own verdicts are kept apart
-    prov = provenance.collect(["rlcrate"], path, {"gymnasium"}, {})
-    assert prov["resume_checked"]["gymnasium"] == checked and prov["resume"]["gymnasium"] == "exact"
+    prov = provenance.collect(["rlcrate"], path, {"gymnasium"}, {}, {"gymnasium": {"sb3"}})
+    assert prov["resume_checked"]["gymnasium"]["sb3"] == checked
+    assert prov["resume"]["gymnasium"] == "exact"
     differed = DeterminismCheck.model_validate(
         {**checked, "result": "approximate", "differ": ["params"]}
     )

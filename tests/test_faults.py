@@ -118,7 +118,7 @@ def test_interrupt_during_dry_construction_leaves_nothing(write_manifest, tmp_pa
     kids = children_of(proc.pid)
     proc.send_signal(signal.SIGINT)
     proc.wait(timeout=60)
-    assert proc.returncode == 130 and "Traceback" not in proc.stderr.read()
+    assert proc.returncode == 130 and "Traceback" not in proc.communicate()[1]
     assert not list((tmp_path / "runs").glob("tiny/*")), "a run directory was made"
     wait_for(lambda: not [k for k in kids if Path(f"/proc/{k}").exists()], 30, "no child left")
 
@@ -206,11 +206,12 @@ def test_two_resumes_at_once_run_each_unit_once(finished, tmp_path):
         for _ in range(2)
     )
     codes = sorted([a.wait(timeout=300), b.wait(timeout=300)])
-    errs = a.stderr.read() + b.stderr.read()
+    outs = [p.communicate() for p in (a, b)]
+    errs = outs[0][1] + outs[1][1]
     assert codes == [0, 2], errs
     assert "in use by another runner" in errs
     assert _status(run)["state"] == "done" and (run / UNIT / "train.json").is_file()
-    assert sum("run directory:" in p.stdout.read() for p in (a, b)) == 1  # one runner ran
+    assert sum("run directory:" in out for out, _ in outs) == 1  # one runner ran
 
 
 def test_full_disk_is_recorded_and_resumable(small_disk, write_manifest, tmp_path):
@@ -264,7 +265,7 @@ def test_last_env_worker_killed_fails_the_unit_promptly(write_manifest, tmp_path
     t0 = time.monotonic()
     proc.wait(timeout=120)
     assert time.monotonic() - t0 < 60, "the unit hung on its dead worker"
-    assert proc.returncode == 1, proc.stderr.read()
+    assert proc.returncode == 1, proc.communicate()[1]
     status = _status(run_dir_of(tmp_path / "runs", "tiny"))
     assert status["state"] == "failed", status
     assert "env worker 2 of 2 died (killed by SIGKILL)" in status["error"], status

@@ -409,7 +409,7 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def _spawn(*args: str) -> subprocess.Popen:
+def _spawn(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-c", SCRIPT, *args],
         stdout=subprocess.PIPE,
@@ -434,6 +434,7 @@ def test_four_runs_at_once():
 def test_runner_signals_leave_no_godot(sig):
     """Ctrl-C and SIGTERM: the runner ends its games; SIGKILL: the games quit by themselves."""
     run = _spawn("0", "-1")
+    assert run.stdout is not None
     pids = [int(p) for p in run.stdout.readline().split()]
     assert len(pids) == 2
     try:
@@ -465,6 +466,7 @@ def _expect_fault(kind: str, error: type, timeout: float, match: str, budget: fl
     with pytest.raises(error, match=match) as err:
         if venv is None:
             make(spec(kwargs={"fault": kind}, timeout=timeout), envs=2, workers=2)
+        assert venv is not None  # (make raised, for noconnect)
         venv.reset()
         random_steps(venv, 100)
     elapsed = time.monotonic() - t
@@ -544,6 +546,7 @@ def test_short_training_beats_random():
         random, _ = evaluate_policy(Random(), venv, n_eval_episodes=16)
     finally:
         venv.close()
+    assert isinstance(trained, float) and isinstance(random, float)  # means, not lists
     assert trained > random + 3.0, (trained, random)
 
 

@@ -29,6 +29,7 @@ PYTHON = "3.12"  # the lent machine's (make gpu-wheels: GPU_WHEELS_PY)
 LIMIT = 60 * 2**20
 
 _spec = importlib.util.spec_from_file_location("wheelhouse", ROOT / "tests/gpu/wheelhouse.py")
+assert _spec is not None and _spec.loader is not None
 wheelhouse = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(wheelhouse)
 

@@ -51,7 +51,7 @@ def test_the_image_installs_the_lock_ci_tests():
     installs = re.findall(r"pip install[^&]*", re.sub(r"\\\n", " ", docker))
     dep_installs = [i for i in installs if " -r " in i]
     assert dep_installs and all("--require-hashes" in i for i in dep_installs)
-    files = {re.search(r" -r (\S+)", i).group(1) for i in dep_installs}
+    files = {re.findall(r" -r (\S+)", i)[0] for i in dep_installs}
     # the lock itself, and its own build-backend blocks (setuptools, wheel) installed first
     assert files == {"/opt/rlcrate/requirements.lock", "/opt/rlcrate/build-backend.txt"}
     recipe = (ROOT / "Makefile").read_text()

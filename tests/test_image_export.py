@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import tarfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,6 +38,12 @@ def tiny_image(tmp_path):
     subprocess.run(["buildah", "rmi", tag], capture_output=True)
 
 
+def _json_member(tar: tarfile.TarFile, name: str) -> Any:
+    found = tar.extractfile(name)
+    assert found is not None, f"{name} is not a file in the archive"
+    return json.load(found)
+
+
 @pytest.mark.image
 def test_export_oci_archive_with_buildah(tiny_image, tmp_path):
     out_file = tmp_path / "exported" / "tiny.oci.tar"
@@ -56,9 +63,9 @@ def test_export_oci_archive_with_buildah(tiny_image, tmp_path):
     with tarfile.open(out_file) as tar:
         names = tar.getnames()
         assert "oci-layout" in names and "index.json" in names
-        index = json.load(tar.extractfile("index.json"))
+        index = _json_member(tar, "index.json")
         manifest_digest = index["manifests"][0]["digest"].split(":")[1]
-        manifest = json.load(tar.extractfile(f"blobs/sha256/{manifest_digest}"))
+        manifest = _json_member(tar, f"blobs/sha256/{manifest_digest}")
         layer = manifest["layers"][0]["digest"].split(":")[1]
         assert f"blobs/sha256/{layer}" in names
     assert index["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"]

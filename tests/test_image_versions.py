@@ -4,7 +4,6 @@ version, except those `[differences]` in versions.toml names with a reason (no e
 from __future__ import annotations
 
 import re
-
 import tomllib
 
 from tests.helpers import ROOT

@@ -162,6 +162,7 @@ def test_a_recorded_process_runs_only_while_that_process_does():
         {**here.model_dump(), "pid": child.pid, "started": start_ticks(child.pid)}
     )
     assert still_running(ref) is True and still_running(here) is True
+    assert ref.started is not None
     assert still_running(ref.model_copy(update={"started": ref.started + 1})) is False
     child.communicate(b"")  # it ends and is reaped
     assert still_running(ref) is False

@@ -97,7 +97,9 @@ def test_interrupted_ray_run_resumes_from_checkpoints(cluster, write_manifest, t
     m = write_manifest(
         toy_manifest(name="tiny", seeds=[0, 1], train__timesteps=12000, algo__params__step_ms=1)
     )
-    exe = Path(ray_nodes.ray_exe()).with_name("rlcrate")
+    ray = ray_nodes.ray_exe()
+    assert ray is not None  # the cluster fixture started ray with it
+    exe = Path(ray).with_name("rlcrate")
     base = [str(exe), "run", str(m), "-x", "ray", "--ray-address", cluster[0]]
     proc = subprocess.Popen(
         [*base, "--out", str(tmp_path / "runs")],

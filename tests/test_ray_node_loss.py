@@ -45,7 +45,9 @@ def test_worker_node_killed_mid_run_every_unit_completes(
         m = toy_manifest(name="tiny", seeds=SEEDS, matrix=MATRIX, train__timesteps=4096,
                          algo__params__step_ms=2)  # fmt: skip
         m = write_manifest(m)
-        exe = Path(ray_nodes.ray_exe()).with_name("rlcrate")
+        ray = ray_nodes.ray_exe()
+        assert ray is not None  # the cluster fixture started ray with it
+        exe = Path(ray).with_name("rlcrate")
         cmd = [str(exe), "run", str(m), "--out", str(tmp_path / "runs"), "-x", "ray"]
         proc = subprocess.Popen(
             [*cmd, "--ray-address", address],

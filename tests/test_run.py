@@ -220,7 +220,7 @@ def test_ctrl_c_marks_interrupted_and_resume_finishes(write_manifest, tmp_path):
     assert status["resumes"] == [status["resumed_from"]]
     # the hint is one line that pastes as it is, though stdout was a pipe, not a terminal
     hint = f"rlcrate run {run / 'manifest.yaml'} --resume {run}"
-    assert hint in proc.stdout.read().splitlines()
+    assert hint in proc.communicate()[0].splitlines()
     # finished: progress.json says so; unit.log has no colour codes
     progress = json.loads((run / "units/default/seed-0/progress.json").read_text())
     assert progress["finished"] is True and progress["steps"] == status["timesteps_done"] >= 20_000

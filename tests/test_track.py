@@ -9,6 +9,7 @@ import json
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,7 +19,7 @@ from tests.mlflow_server import Hold, free_port, serving
 mlflow = pytest.importorskip("mlflow", reason="pip install 'rlcrate[track]'")
 
 
-def _runs(uri: str, experiment: str = "tiny") -> tuple[object, list]:
+def _runs(uri: str, experiment: str = "tiny") -> tuple[Any, list]:
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)
@@ -64,7 +65,7 @@ def test_mlflow_params_metrics_artifact_and_resumed_unit(
     )
     proc.send_signal(signal.SIGINT)
     proc.wait(timeout=90)
-    assert proc.returncode == 130, proc.stdout.read() + proc.stderr.read()
+    assert proc.returncode == 130, proc.communicate()
     run = run_dir_of(tmp_path / "runs", "tiny")
     unit_dir = run / "units/default/seed-0"
     # the interrupted unit, uploaded later by hand: a tracked run, stopped part way
@@ -158,7 +159,7 @@ def _records(run_folder: Path) -> list:
         parts += data[pos + 7 : pos + 7 + length]
         pos += 7 + length
         if kind in (1, 4):  # a whole record, or the last part of one
-            rec = wandb_internal_pb2.Record()
+            rec = wandb_internal_pb2.Record()  # type: ignore[attr-defined]  # generated
             rec.ParseFromString(parts)
             out.append(rec)
             parts = b""

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -204,8 +205,9 @@ def _unit_status(run: Path, variant: str, seed: int) -> dict:
     return json.loads((run / "units" / variant / f"seed-{seed}" / "status.json").read_text())
 
 
-def _intermediate(run: Path, variant: str, seeds: tuple[int, ...]) -> dict[str, float]:
-    """The IQM over the seeds of each step every seed evaluated during training (evals.json)."""
+def _intermediate(run: Path, variant: str, seeds: tuple[int, ...]) -> dict[str, Any]:
+    """The IQM over the seeds of each step every seed evaluated during training (evals.json),
+    each as pytest.approx."""
     from scipy.stats import trim_mean
 
     means = [

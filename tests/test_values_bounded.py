@@ -10,6 +10,7 @@ import json
 import re
 import resource
 import time
+from typing import Any
 
 import pytest
 import yaml
@@ -50,7 +51,7 @@ def _alias_bomb(levels: int) -> str:
 
 # ---------------------------------------------------------------- schedules and rates (item 5)
 
-RANGE_CASES = {
+RANGE_CASES: dict[str, tuple[dict[str, Any], str]] = {
     "lr_schedule_negative_end": (
         {"learning_rate": {"schedule": "linear", "start": 0.001, "end": -1.0}},
         "'learning_rate' must stay 0 or more; the schedule reaches -1.0",

@@ -60,6 +60,8 @@ def exit_status(exc: BaseException) -> int:
     if isinstance(exc, ManifestError):
         for line in exc.problems:
             typer.echo(f"error: {line}", err=True)
+        for broken in _left_out(exc):
+            typer.echo(f"error: {broken}; the checks above left it out", err=True)
         return exc.exit_code
     if isinstance(exc, RunnerError):
         typer.echo(f"error: {exc}", err=True)
@@ -72,6 +74,15 @@ def exit_status(exc: BaseException) -> int:
         )
         return 1
     raise exc
+
+
+def _left_out(exc: ManifestError) -> list[str]:
+    """The broken plugins that checking the manifest met and left out, but none of its problems
+    names (a manifest naming a broken backend has that problem at `env.backend`)."""
+    from runner import plugins
+
+    said = " ".join(p.message for p in exc.problems)
+    return [line for line in plugins.left_out() if line not in said]
 
 
 class Group(TyperGroup):

@@ -116,9 +116,12 @@ def track_cmd(run_dir: RunDirArg) -> None:
 @app.command("schema")
 def schema_cmd() -> None:
     """Print the manifest JSON Schema (for editor completion)."""
+    from runner import plugins
     from runner.manifest import json_schema
 
     typer.echo(json.dumps(json_schema(), indent=2))
+    for broken in plugins.left_out():
+        typer.echo(f"warning: {broken}; the schema leaves it out", err=True)
 
 
 @app.command("report")

@@ -3,7 +3,10 @@ as Stable-Baselines3 ships `check_env` for envs. rlcrate's own plugins pass the 
 its tests (tests/test_registry.py), so a plugin author runs exactly what rlcrate runs on its own.
 
 Each check is a (what, ok, detail) row; a check that cannot run here (the backend's packages are
-missing, its units run in another Python) is skipped with the reason, not failed.
+missing, its units run in another Python) is skipped with the reason, not failed. A check raises
+`ContractBroken` with its message (`require`), never `assert`: Python's -O (PYTHONOPTIMIZE) strips
+asserts, and a checker built on them passes every plugin there. A plugin's own tests run the same
+checks by subclassing `PluginConformance` (tests/test_plugin_check.py shows how).
 """
 
 from __future__ import annotations
@@ -13,48 +16,30 @@ import inspect
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from runner import plugins
-from runner.errors import FieldProblem, RunnerError, UserInputError
+from runner.cli.conformance import (
+    FAILED,
+    OK,
+    SKIPPED,
+    ContractBroken,
+    Row,
+    Rows,
+    Skip,
+    failures,
+    one_line,
+    problems,
+    require,
+)
+from runner.errors import RunnerError, UserInputError
 
-Row = tuple[str, str, str]  # (what, "ok" | "FAILED" | "skipped", detail)
-OK, FAILED, SKIPPED = "ok", "FAILED", "skipped"
-
-
-class _Rows:
-    def __init__(self) -> None:
-        self.rows: list[Row] = []
-
-    @contextlib.contextmanager
-    def check(self, what: str) -> Iterator[None]:
-        """A check: it passes unless its body raises (an AssertionError's text is the detail)."""
-        try:
-            yield
-        except _Skip as skip:
-            self.rows.append((what, SKIPPED, str(skip)))
-        except Exception as exc:  # a plugin's own error is a finding, not a traceback
-            text = str(exc).strip().splitlines()
-            self.rows.append((what, FAILED, f"{type(exc).__name__}: {text[0] if text else ''}"))
-        else:
-            self.rows.append((what, OK, ""))
-
-
-class _Skip(Exception):
-    pass
-
-
-def _one_line(value: Any) -> bool:
-    return isinstance(value, str) and bool(value) and "\n" not in value
-
-
-def _problems(found: Any, what: str) -> list[FieldProblem]:
-    assert isinstance(found, list) and all(isinstance(p, FieldProblem) for p in found), (
-        f"{what} must return a list of FieldProblem, not {found!r}"
-    )
-    return found
+__all__ = [
+    "CHECKS", "FAILED", "OK", "SKIPPED", "ContractBroken", "PluginConformance", "backend_rows",
+    "check", "executor_rows", "failures", "require", "trainer_rows",
+]  # fmt: skip
 
 
 def backend_rows(name: str) -> list[Row]:
@@ -64,49 +49,68 @@ def backend_rows(name: str) -> list[Row]:
     from runner.backends.base import BITWISE, SB3_VEC_ENV, STATISTICAL, Backend, Traits
     from runner.manifest.schema import EnvSpec, ParallelSpec
 
-    out = _Rows()
+    out = Rows()
     backend: Any = None
     with out.check("a Backend subclass that can be made"):
         backend = get_backend(name)
-        assert isinstance(backend, Backend), f"{type(backend).__name__} is not a Backend"
+        require(isinstance(backend, Backend), f"{type(backend).__name__} is not a Backend")
     if backend is None:
         return out.rows
     with out.check("its name, options and traits"):
-        assert backend.name == name, f"its name is {backend.name!r}, its entry point's {name!r}"
-        assert issubclass(backend.Options, EnvSpec), "Options must derive from EnvSpec"
-        backend.Options.model_validate({"backend": name, "id": "x"})  # every option has a default
+        require(backend.name == name, f"its name is {backend.name!r}, its entry point's {name!r}")
+        options = backend.Options
+        require(
+            isinstance(options, type) and issubclass(options, EnvSpec),
+            "Options must derive from EnvSpec",
+        )
+        options.model_validate({"backend": name, "id": "x"})  # every option has a default
         traits = backend.TRAITS
-        assert isinstance(traits, Traits) and traits.module and traits.extra
-        assert traits.determinism in (BITWISE, STATISTICAL)
-        assert set(traits.images) <= {"cpu", "cuda"}
-        assert SB3_VEC_ENV in backend.interfaces, "every backend makes SB3's VecEnv"
+        require(isinstance(traits, Traits), f"TRAITS must be a Traits, not {traits!r}")
+        require(traits.module and traits.extra, "TRAITS must name its module and its extra")
+        require(
+            traits.determinism in (BITWISE, STATISTICAL),
+            f"TRAITS.determinism must be {BITWISE} or {STATISTICAL}, not {traits.determinism!r}",
+        )
+        require(
+            set(traits.images) <= {"cpu", "cuda"},
+            f"TRAITS.images must be among cpu and cuda, not {traits.images!r}",
+        )
+        require(SB3_VEC_ENV in backend.interfaces, "every backend makes SB3's VecEnv")
     with out.check("what doctor and provenance ask (available, versions, interpreter)"):
         reason = backend.available()
-        assert reason is None or _one_line(reason), f"available() gave {reason!r}"
+        require(reason is None or one_line(reason), f"available() gave {reason!r}")
         for program, info in backend.versions().items():
-            assert isinstance(program, str) and (
-                "error" in info or {"path", "version"} <= set(info)
+            require(
+                isinstance(program, str) and ("error" in info or {"path", "version"} <= set(info)),
+                f"versions() gave {program!r}: {info!r} (expected path and version, or error)",
             )
         python = backend.interpreter()
-        assert python is None or (os.path.isfile(python) and os.access(python, os.X_OK))
+        require(
+            python is None or (os.path.isfile(python) and os.access(python, os.X_OK)),
+            f"interpreter() gave {python!r}, not a program that can be run",
+        )
     env = None
     with out.check("its ids, and its checks of a good and a bad env"):
         reason = backend.available()
         if reason:
-            raise _Skip(reason)
+            raise Skip(reason)
         ids = backend.env_ids()
-        assert ids and all(isinstance(i, str) for i in ids), "env_ids() must list some ids"
+        require(ids and all(isinstance(i, str) for i in ids), "env_ids() must list some ids")
         env = backend.Options.model_validate({"backend": name, "id": backend.example_id or ids[0]})
-        assert _problems(backend.check_env(env), "check_env") == [], "its first id is refused"
+        found = problems(backend.check_env(env), "check_env")
+        require(found == [], f"its first id is refused: {found!r}")
         bad = backend.Options.model_validate({"backend": name, "id": "NoSuchEnv-v0"})
-        found = _problems(backend.check_env(bad), "check_env")
-        assert found and found[0].path == ("env", "id"), f"an unknown id gave {found!r}"
-        assert _problems(backend.check_parallel(ParallelSpec()), "check_parallel") == []
+        found = problems(backend.check_env(bad), "check_env")
+        require(found and found[0].path == ("env", "id"), f"an unknown id gave {found!r}")
+        found = problems(backend.check_parallel(ParallelSpec()), "check_parallel")
+        require(found == [], f"check_parallel refuses the default parallel: {found!r}")
         kind, spaces = backend.action_kind(env), backend.spaces(env)
-        assert spaces is None or kind in (None, type(spaces[1]).__name__)
+        if spaces is not None:
+            action = type(spaces[1]).__name__
+            require(kind in (None, action), f"action_kind() gave {kind!r} for a {action} space")
     with out.check("a VecEnv of 2 envs that resets and steps"):
         if env is None:
-            raise _Skip("needs the check above")
+            raise Skip("needs the check above")
         _steps(backend, env)
     return out.rows
 
@@ -118,25 +122,38 @@ def _steps(backend: Any, env: Any) -> None:
 
     own = backend.interpreter()
     if own is not None and os.path.abspath(own) != os.path.abspath(sys.executable):
-        raise _Skip(f"its envs are made in its own Python ({own}); run the check there")
+        raise Skip(f"its envs are made in its own Python ({own}); run the check there")
     with tempfile.TemporaryDirectory(prefix="rlcrate-plugin-check-") as logs:
         venv = backend.make_vec_env(env, ParallelSpec(envs=2), seed=3, log_dir=Path(logs))
         try:
-            assert venv.num_envs == 2, f"num_envs is {venv.num_envs}"
+            require(venv.num_envs == 2, f"num_envs is {venv.num_envs}, asked for 2")
             obs = venv.reset()
-            assert obs.shape[0] == 2 and venv.observation_space.contains(obs[0].astype(obs.dtype))
+            require(obs.shape[0] == 2, f"reset gave observations of shape {obs.shape} for 2 envs")
+            require(
+                venv.observation_space.contains(obs[0].astype(obs.dtype)),
+                "reset gave an observation outside the observation space",
+            )
             venv.action_space.seed(0)
             obs, rewards, dones, infos = venv.step(
                 np.stack([venv.action_space.sample() for _ in range(2)])
             )
-            assert obs.shape[0] == rewards.shape[0] == dones.shape[0] == len(infos) == 2
+            sizes = (obs.shape[0], rewards.shape[0], dones.shape[0], len(infos))
+            require(
+                sizes == (2, 2, 2, 2),
+                f"step gave {sizes} observations, rewards, dones and infos for 2 envs",
+            )
             # the caller owns what step returns, as with SB3's own VecEnvs
             arrays = (obs, rewards, dones)
-            assert all(isinstance(a, np.ndarray) and a.flags.writeable for a in arrays), (
-                "step must return writable NumPy arrays (copies, not views of an engine's buffer)"
+            require(
+                all(isinstance(a, np.ndarray) and a.flags.writeable for a in arrays),
+                "step must return writable NumPy arrays (copies, not views of an engine's buffer)",
             )
             spaces = backend.spaces(env)
-            assert spaces is None or spaces[1] == venv.action_space
+            require(
+                spaces is None or spaces[1] == venv.action_space,
+                f"spaces() gave the action space {spaces[1] if spaces else None}, the VecEnv "
+                f"{venv.action_space}",
+            )
         finally:
             venv.close()
 
@@ -152,7 +169,7 @@ def trainer_rows(name: str) -> list[Row]:
     from runner.trainers import get_trainer
     from runner.trainers.base import Trainer
 
-    out = _Rows()
+    out = Rows()
     trainer: Any = None
     with out.check("it imports"):
         trainer = get_trainer(name)
@@ -161,19 +178,20 @@ def trainer_rows(name: str) -> list[Row]:
     with out.check("the contract's hooks, with their parameters"):
         for hook in TRAINER_HOOKS:
             fn = getattr(trainer, hook, None)
-            assert callable(fn), f"{hook} is missing"
+            if not callable(fn):
+                raise ContractBroken(f"{hook} is missing")
             want = _params(getattr(Trainer, hook))[1:]  # self
-            assert _params(fn) == want, f"{hook}{inspect.signature(fn)} differs from the contract"
+            require(_params(fn) == want, f"{hook}{inspect.signature(fn)} differs from the contract")
     with out.check("the env interface it steps (ENV_INTERFACE)"):
         wants = getattr(trainer, "ENV_INTERFACE", None)
-        assert _one_line(wants), "ENV_INTERFACE must name an env interface"
+        require(one_line(wants), "ENV_INTERFACE must name an env interface")
         makers = [b for b in _backends() if wants in b.interfaces]
-        assert makers, f"no installed backend makes {wants} envs"
-        assert all(isinstance(b, Backend) for b in makers)
+        require(makers, f"no installed backend makes {wants} envs")
+        require(all(isinstance(b, Backend) for b in makers), "a backend is not a Backend")
     with out.check("its checks answer with lists of problems"):
         cfg = _a_manifest(name, makers=[b.name for b in _backends() if wants in b.interfaces])
-        _problems(trainer.check_limits(cfg), "check_limits")
-        _problems(trainer.check_params(cfg, None), "check_params")
+        problems(trainer.check_limits(cfg), "check_limits")
+        problems(trainer.check_params(cfg, None), "check_params")
     return out.rows
 
 
@@ -209,7 +227,7 @@ def executor_rows(name: str) -> list[Row]:
     from runner.executors import get_executor, registered
     from runner.executors.base import ExecutorSettings, Holdings
 
-    out = _Rows()
+    out = Rows()
     executor: Any = None
     with out.check("it imports"):
         executor = get_executor(name)
@@ -217,7 +235,10 @@ def executor_rows(name: str) -> list[Row]:
         return out.rows
     with out.check("its Settings and options"):
         settings = executor.Settings
-        assert isinstance(settings, type) and issubclass(settings, ExecutorSettings)
+        require(
+            isinstance(settings, type) and issubclass(settings, ExecutorSettings),
+            f"Settings must be a subclass of ExecutorSettings, not {settings!r}",
+        )
         settings()  # every setting has a default
         for other in registered():
             if other == name:
@@ -225,21 +246,24 @@ def executor_rows(name: str) -> list[Row]:
             with contextlib.suppress(UserInputError):
                 theirs = get_executor(other).Settings.flags()
                 for field, flag in settings.flags().items():
-                    assert flag not in theirs.values() or theirs.get(field) == flag, (
-                        f"{flag} is also {other}'s option, for another setting"
+                    require(
+                        flag not in theirs.values() or theirs.get(field) == flag,
+                        f"{flag} is also {other}'s option, for another setting",
                     )
-        assert isinstance(executor.runs_here, bool), "runs_here must be True or False"
-        assert isinstance(executor.live_files, bool), "live_files must be True or False"
+        for flag in ("runs_here", "live_files"):
+            value = getattr(executor, flag, None)
+            require(isinstance(value, bool), f"{flag} must be True or False, not {value!r}")
     with out.check("the protocol's members"):
         for member in EXECUTOR_MEMBERS:
-            assert callable(getattr(executor, member, None)), f"{member} is missing"
+            require(callable(getattr(executor, member, None)), f"{member} is missing")
     with (
         out.check("status and started_any of a run it never saw"),
         tempfile.TemporaryDirectory(prefix="rlcrate-plugin-check-") as run,
     ):
         held = executor.status(Path(run), [])
-        assert isinstance(held, Holdings), f"status must return Holdings, not {held!r}"
-        assert executor.started_any(Path(run)) is False
+        require(isinstance(held, Holdings), f"status must return Holdings, not {held!r}")
+        started = executor.started_any(Path(run))
+        require(started is False, f"started_any of an empty run gave {started!r}, not False")
     return out.rows
 
 
@@ -258,3 +282,25 @@ def check(name: str, kind: str | None = None) -> dict[str, list[Row]]:
             f"no backend, trainer or executor named {name!r} is installed ({every})"
         )
     return {k: CHECKS[k](name) for k in kinds}
+
+
+class PluginConformance:
+    """The conformance checks as a test class a plugin's own test suite subclasses (as Hydra's
+    launchers subclass its `LauncherTestSuite`), naming its plugin:
+
+        from runner.cli.plugin_check import PluginConformance
+
+        class TestMySimConforms(PluginConformance):
+            kind, name = "backend", "my_sim"
+
+    pytest then runs `test_conforms`, which raises ContractBroken listing every failed check,
+    one a line (under python -O as well); a check that cannot run here is skipped, not failed."""
+
+    kind: ClassVar[str]  # backend, trainer or executor
+    name: ClassVar[str]  # the plugin's entry-point name
+
+    def test_conforms(self) -> None:
+        broken = failures(CHECKS[self.kind](self.name))
+        if broken:
+            lines = "\n".join(broken)
+            raise ContractBroken(f"the {self.kind} {self.name!r} breaks its contract:\n{lines}")

@@ -129,7 +129,8 @@ def check_determinism_cmd(
         typer.Option(
             "--resume",
             help="Instead: train the slice, then train it again killed (SIGKILL) after a "
-            "checkpoint and resumed; `exact` when final parameters and TensorBoard scalars match.",
+            "checkpoint and resumed; `exact` when final parameters and TensorBoard scalars match. "
+            "Its trainer must declare that it can be killed for the check (KILLS_FOR_RESUME).",
         ),
     ] = False,
 ) -> None:

@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -82,7 +82,7 @@ class ExecutorSettings(BaseModel):
         ]
 
     @classmethod
-    def build(cls, profile: Path | None, given: Mapping[str, Any]) -> ExecutorSettings:
+    def build(cls, profile: Path | None, given: Mapping[str, Any]) -> Self:
         """The profile's settings, then the options given (not None) on top; a mapping option
         adds to the profile's mapping. One line naming the option or the profile's field when
         a value is wrong."""

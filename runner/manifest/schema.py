@@ -78,10 +78,24 @@ def env_model(backend: str) -> type[EnvSpec] | None:
 
 
 def env_models() -> dict[str, type[EnvSpec]]:
-    """Every installed backend's options model, by name (imports every backend's module)."""
+    """Every installed backend's options model, by name (imports every backend's module). A
+    backend that cannot be imported is left out and noted (`plugins.left_out`): it must not hide
+    the problems of a manifest that does not use it, which these models help to name."""
     from runner import plugins
+    from runner.errors import SettingError, UserInputError
 
-    return {n: model for n in plugins.names("backend") if (model := env_model(n)) is not None}
+    out = {}
+    for name in plugins.names("backend"):
+        try:
+            model = env_model(name)
+        except SettingError:
+            raise
+        except UserInputError as exc:  # its package is broken: one line beside the problems
+            plugins.leave_out(str(exc))
+            continue
+        if model is not None:
+            out[name] = model
+    return out
 
 
 def fields_of(model: type[BaseModel]) -> dict[str, Any]:

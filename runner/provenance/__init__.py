@@ -101,31 +101,42 @@ def _determinism(backends: set[str]) -> dict[str, Any]:
     return {k: v.model_dump(mode="json") for k, v in recorded(backends).items()}
 
 
-def resume_levels(backends: set[str], checked: dict[str, DeterminismCheck]) -> dict[str, str]:
+def resume_levels(
+    backends: set[str], checked: dict[str, dict[str, DeterminismCheck]]
+) -> dict[str, str]:
     """Per backend, how a stopped unit resumes (`determinism.resume_level`), overruled by a
-    `check-determinism --resume` recorded here that found otherwise (`checked`)."""
+    `check-determinism --resume` recorded here, with a trainer of this run, that found
+    otherwise (`checked`: backend -> trainer -> result)."""
     from runner.provenance.determinism import resume_level
 
     out = {}
     for name in sorted(backends):
+        found = list(checked.get(name, {}).values())
+        differs = next((c for c in found if c.result != "exact"), found[0] if found else None)
         try:
-            out[name] = resume_level(name, checked=checked.get(name))
+            out[name] = resume_level(name, checked=differs)
         except Exception as exc:  # provenance records what it can
             out[name] = f"unknown: {exc}"
     return out
 
 
-def _resume_checked(backends: set[str]) -> dict[str, DeterminismCheck]:
-    """`rlcrate check-determinism --resume` results recorded for this environment."""
-    from runner.provenance.determinism import recorded
+def _resume_checked(trainers: dict[str, set[str]]) -> dict[str, dict[str, DeterminismCheck]]:
+    """`rlcrate check-determinism --resume` results recorded for this environment, for the
+    trainers this run's units train with on each backend."""
+    from runner.provenance.determinism import recorded_resume
 
-    return recorded(backends, resume=True)
+    return recorded_resume(trainers)
 
 
 def collect(
-    argv: list[str], manifest_path: Path, backends: set[str], interpreters: dict[str, str]
+    argv: list[str],
+    manifest_path: Path,
+    backends: set[str],
+    interpreters: dict[str, str],
+    trainers: dict[str, set[str]] | None = None,
 ) -> dict[str, Any]:
-    """`interpreters`: variant -> the Python its units run with (as in resolved.yaml)."""
+    """`interpreters`: variant -> the Python its units run with (as in resolved.yaml);
+    `trainers`: backend -> the trainers its units train with (none: no resume check applies)."""
     pkgs = packages()
     return {
         "rlcrate": __version__,
@@ -161,8 +172,10 @@ def collect(
         },
         "packages": pkgs,
         "determinism": _determinism(backends),
-        "resume": resume_levels(backends, checked := _resume_checked(backends)),
-        "resume_checked": {k: v.model_dump(mode="json") for k, v in checked.items()},
+        "resume": resume_levels(backends, checked := _resume_checked(trainers or {})),
+        "resume_checked": {
+            b: {t: v.model_dump(mode="json") for t, v in per.items()} for b, per in checked.items()
+        },
         "started": time.time(),
         "started_iso": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "finished": None,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -97,7 +98,9 @@ def fingerprint() -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-RESUME = "resume"  # the key, beside the backends' own, of `check-determinism --resume` results
+# The key, beside the backends' own, of `check-determinism --resume` results: backend ->
+# trainer -> result (the kill and the resume are the trainer's as much as the backend's).
+RESUME = "resume"
 
 
 def _read_cache() -> dict[str, Any]:
@@ -125,20 +128,52 @@ def _checks(entries: Any) -> dict[str, DeterminismCheck]:
     return out
 
 
-def record(backend: str, result: dict[str, Any], *, resume: bool = False) -> str | None:
-    """Remember a check's result for this environment (`resume`: a `check-determinism
-    --resume` one); later runs put it in provenance. Returns why it could not be remembered
-    (the cache is not writable), else None: the check's verdict stands either way."""
+def _resume_checks(entries: Any) -> dict[str, dict[str, DeterminismCheck]]:
+    """backend -> trainer -> check; anything else dropped, an entry of the older per-backend
+    form (a verdict of no known trainer) too."""
+    if not isinstance(entries, dict):
+        return {}
+    found = {str(b): _checks(per) for b, per in entries.items()}
+    return {b: per for b, per in found.items() if per}
+
+
+def _dump(result: dict[str, Any]) -> dict[str, Any]:
+    return DeterminismCheck.model_validate(result).model_dump(mode="json")
+
+
+def record(backend: str, result: dict[str, Any]) -> str | None:
+    """Remember a `check-determinism` result for this environment; later runs put it in
+    provenance. Returns why it could not be remembered (the cache is not writable), else None:
+    the check's verdict stands either way."""
+
+    def put(checks: dict[str, Any], resumed: dict[str, dict[str, Any]]) -> None:
+        checks[backend] = _dump(result)
+
+    return _update(put)
+
+
+def record_resume(backend: str, trainer: str, result: dict[str, Any]) -> str | None:
+    """Remember a `check-determinism --resume` result for this environment, for the backend
+    and the trainer it was found with (as `record`)."""
+
+    def put(checks: dict[str, Any], resumed: dict[str, dict[str, Any]]) -> None:
+        resumed.setdefault(backend, {})[trainer] = _dump(result)
+
+    return _update(put)
+
+
+def _update(put: Callable[[dict[str, Any], dict[str, dict[str, Any]]], None]) -> str | None:
     from runner.record.rundir import write_json_atomic
 
     data = _read_cache()
     mine = data.get(fingerprint())
     mine = mine if isinstance(mine, dict) else {}
     checks = {k: v.model_dump(mode="json") for k, v in _checks(mine).items()}
-    resumed = {k: v.model_dump(mode="json") for k, v in _checks(mine.get(RESUME)).items()}
-    (resumed if resume else checks)[backend] = DeterminismCheck.model_validate(result).model_dump(
-        mode="json"
-    )
+    resumed = {
+        b: {t: v.model_dump(mode="json") for t, v in per.items()}
+        for b, per in _resume_checks(mine.get(RESUME)).items()
+    }
+    put(checks, resumed)
     data[fingerprint()] = {**checks, RESUME: resumed}
     try:
         write_json_atomic(cache_file(), data)
@@ -149,10 +184,29 @@ def record(backend: str, result: dict[str, Any], *, resume: bool = False) -> str
     return None
 
 
-def recorded(backends: set[str], *, resume: bool = False) -> dict[str, DeterminismCheck]:
-    """The check results recorded for this environment, for the given backends (`resume`:
-    those of `check-determinism --resume`), each read through its model."""
+def _mine() -> dict[str, Any]:
     mine = _read_cache().get(fingerprint())
-    mine = mine if isinstance(mine, dict) else {}
-    found = _checks(mine.get(RESUME) if resume else mine)
+    return mine if isinstance(mine, dict) else {}
+
+
+def recorded(backends: set[str]) -> dict[str, DeterminismCheck]:
+    """The `check-determinism` results recorded for this environment, for the given backends,
+    each read through its model."""
+    found = _checks(_mine())
     return {b: found[b] for b in sorted(backends) if b in found}
+
+
+def recorded_resume(
+    trainers: Mapping[str, Iterable[str]],
+) -> dict[str, dict[str, DeterminismCheck]]:
+    """The `check-determinism --resume` results recorded for this environment: backend ->
+    trainer -> result, for the trainers each backend's units train with (`trainers`)."""
+    found = _resume_checks(_mine().get(RESUME))
+    out = {}
+    for backend in sorted(trainers):
+        per = {
+            t: found[backend][t] for t in sorted(trainers[backend]) if t in found.get(backend, {})
+        }
+        if per:
+            out[backend] = per
+    return out

@@ -32,6 +32,7 @@ class DeterminismCheck(BaseModel):
     result: Literal["bitwise", "diverged", "exact", "approximate"]
     env: str | None = None
     algo: str | None = None
+    trainer: str | None = Field(None, description="--resume: the trainer killed and resumed.")
     differ: list[str] | None = Field(None, description="--resume: what differed.")
     checked: str | None = Field(None, description="When, as ISO 8601 (UTC).")
 

@@ -74,6 +74,16 @@ def manifest_jobs(manifest: Manifest) -> list[str]:
     return ["train", "eval", *(["bench"] if "bench" in manifest.model_fields_set else [])]
 
 
+def _trainers(res: ResolvedRun) -> dict[str, set[str]]:
+    """backend -> the trainers its units train with (for the resume checks provenance copies)."""
+    from runner.trainers import trainer_name
+
+    out: dict[str, set[str]] = {}
+    for v in res.variants.values():
+        out.setdefault(v.config.env.backend, set()).add(trainer_name(v.config))
+    return out
+
+
 def prepare_run_dir(
     manifest_path: Path, manifest: Manifest, opts: RunOptions
 ) -> tuple[Path, ResolvedRun]:
@@ -110,7 +120,9 @@ def prepare_run_dir(
     try:
         shutil.copyfile(manifest_path, run_dir / "manifest.yaml")
         write_text_atomic(run_dir / RESOLVED, dump_yaml(res.dump()))
-        prov = provenance.collect(sys.argv, manifest_path, res.backends(), res.pythons())
+        prov = provenance.collect(
+            sys.argv, manifest_path, res.backends(), res.pythons(), _trainers(res)
+        )
         prov["command_line"] = res.command_line
         prov["executor"] = opts.executor.record()
         prov["lineage"] = {n: v.parent.model_dump() for n, v in res.variants.items() if v.parent}

@@ -8,9 +8,14 @@ leaves them plugs in (a new loop is a new module and its entry point, `runner.tr
     checkpoints/step-<N>.zip    optional: what `--resume` continues from after an interruption
     tb/                         TensorBoard event files with REWARD_TAG (the mean return of recent
                                 training episodes) against env steps, in real wall time
-    progress.json               optional: {steps, total, steps_per_s, started}, about once a second
-    eval.json                   EVAL_FILE: {episodes: [{return, length}], mean, std,
-                                deterministic, n_episodes, seed}
+    progress.json               optional: {steps, total, steps_per_s, started} about once a
+                                second (SB3's adds checkpoint_bytes), and {..., finished: true}
+                                when training ends (SB3's, RSL-RL's); read as
+                                `record.rundir.Progress`, which keeps steps, total, steps_per_s
+                                and checkpoint_bytes
+    eval.json                   EVAL_FILE, `record.eval.EvalRecord`: {episodes: [{return,
+                                length}], mean, std, deterministic, n_episodes, seed,
+                                episode_limit}
 
 The fields `train` and `evaluate` return go into the unit's status.json (TRAIN_FIELDS,
 EVAL_FIELDS); the unit writes its state, times and errors itself.
@@ -79,6 +84,9 @@ class Trainer(ABC):
     # Its `evaluate` records `eval.video` (the first episodes' frames, `runner.video`): a
     # manifest asking for videos with a loop that cannot is refused by `validate`.
     RECORDS_VIDEO: ClassVar[bool] = False
+    # Its loop kills itself at the env step `RLCRATE_KILL_AT_STEP` names, after recording it
+    # (`runner.trainers.kill`): `check-determinism --resume` refuses a trainer without it.
+    KILLS_FOR_RESUME: ClassVar[bool] = False
 
     @abstractmethod
     def check_params(self, cfg: Manifest, action_kind: str | None) -> list[FieldProblem]:

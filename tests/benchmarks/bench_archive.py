@@ -71,7 +71,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--out", type=Path, default=Path("bench-archive.json"))
     args = ap.parse_args()
-    result = {"load_before": os.getloadavg(), "cpus": os.cpu_count()}
+    result: dict[str, object] = {"load_before": os.getloadavg(), "cpus": os.cpu_count()}
     result["archives"] = [archive_figures(r, args.repeats) for r in args.runs]
     result["check_determinism"] = [determinism_figure(m) for m in args.determinism]
     result["load_after"] = os.getloadavg()

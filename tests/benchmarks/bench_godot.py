@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import json
 import os
@@ -146,8 +147,10 @@ def main() -> None:
     print(f"[min, max] of {args.pairs} interleaved pairs, unpaced")
     for procs, inst in [(1, 16), (4, 4), (16, 1)]:
         cell = pairs(
-            lambda p=procs, k=inst: rlcrate_env("ballchase", p, k, args.steps),
-            lambda p=procs, k=inst: rlcrate_env(str(GODOT3_GAME), p, k, args.steps, instances=k),
+            functools.partial(rlcrate_env, "ballchase", procs, inst, args.steps),
+            functools.partial(
+                rlcrate_env, str(GODOT3_GAME), procs, inst, args.steps, instances=inst
+            ),
             args.pairs,
         )
         res["godot4_vs_godot3"][f"{procs}x{inst}"] = cell
@@ -160,8 +163,8 @@ def main() -> None:
             if not game.exists():
                 export_game("ballchase", game, games_dir=godot.GAMES_DIR, instances=inst)
             cell = pairs(
-                lambda p=procs, k=inst, g=game: rlcrate_env(str(g), p, k, args.steps),
-                lambda p=procs, g=game: godot_rl_env(g, p, args.steps),
+                functools.partial(rlcrate_env, str(game), procs, inst, args.steps),
+                functools.partial(godot_rl_env, game, procs, args.steps),
                 args.pairs,
             )
             res["rlcrate_vs_godot_rl"][f"{procs}x{inst}"] = cell

@@ -39,6 +39,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -163,7 +164,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(a.pairs):  # interleaved, alternating which goes first
             runs = [("theirs", theirs), ("ours", ours)][:: 1 if i % 2 == 0 else -1]
-            pair = {name: fn(a.library, a, Path(tmp) / f"{name}-{i}") for name, fn in runs}
+            pair: dict[str, Any] = {
+                name: fn(a.library, a, Path(tmp) / f"{name}-{i}") for name, fn in runs
+            }
             pair["first"] = runs[0][0]
             for key in ("steps_per_s", "whole_steps_per_s", "wall_s"):
                 t, o = pair["theirs"][key], pair["ours"][key]

@@ -336,6 +336,7 @@ class SB3(Trainer):
     EXPORTS_SB3_POLICY = True
     PERIODIC_EVAL = True
     RECORDS_VIDEO = True  # evaluate records eval.video through runner.video
+    KILLS_FOR_RESUME = True  # the progress callback calls runner.trainers.kill's hook
 
     # the hooks are this module's functions
     check_params = staticmethod(check_params)

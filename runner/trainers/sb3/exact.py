@@ -1,20 +1,17 @@
 """The SB3 trainer's exact resume, as the training loop uses it: which checkpoints hold state,
-whose state it is, and the test hook that stops a unit dead.
+and whose state it is.
 
 - `Exact.save(model, unit_dir, wall)`: a checkpoint at a rollout boundary with its state
   (`state.write_state`), the older ones pruned to `train.keep_checkpoints`.
 - `Exact.load(model, path)`: the state put back (`state.restore`); `Exact.after_logger(model)`
   puts back the logger's pending values once the resumed segment's logger is set.
-- `RLCRATE_KILL_AT_STEP=N` (tests only): the unit sends itself SIGKILL at its first step at or
-  past N (a fraction such as 0.6: of `train.timesteps`), as a lost machine would stop it: no
-  handler runs, nothing is flushed. With `RLCRATE_KILL_SIGNAL=TERM`, SIGTERM instead: the stop
-  a unit hears from its executor (Ctrl-C, Slurm's signal before the time limit).
+
+The loop can be killed for a resume check (`runner.trainers.kill`, which the progress callback
+calls at every step).
 """
 
 from __future__ import annotations
 
-import os
-import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -24,33 +21,6 @@ from runner.backends import get_backend
 from runner.manifest.schema import Manifest
 from runner.trainers.resume import save_checkpoint
 from runner.trainers.sb3 import state
-
-KILL_ENV = "RLCRATE_KILL_AT_STEP"
-KILL_SIGNAL_ENV = "RLCRATE_KILL_SIGNAL"  # KILL (default) or TERM: a stop the unit hears
-
-
-class KillHook:
-    """`RLCRATE_KILL_AT_STEP`: the step at which the unit signals itself, once."""
-
-    def __init__(self, budget: int) -> None:
-        self.due = _kill_step(os.environ.get(KILL_ENV, ""), budget)
-        name = os.environ.get(KILL_SIGNAL_ENV, "KILL")
-        self.signal = signal.SIGTERM if name == "TERM" else signal.SIGKILL
-
-    def check(self, steps: int) -> None:
-        if self.due is not None and steps >= self.due:
-            self.due = None
-            os.kill(os.getpid(), self.signal)
-
-
-def _kill_step(value: str, budget: int) -> int | None:
-    if value.isdigit():
-        return int(value)
-    try:
-        fraction = float(value)
-    except ValueError:
-        return None
-    return int(fraction * budget) if 0 < fraction < 1 else None
 
 
 def logs_itself(model: Any, steps_done: int, log_interval: int) -> bool:

@@ -20,7 +20,7 @@ def progress_callback(
 ) -> Any:
     from stable_baselines3.common.callbacks import BaseCallback
 
-    from runner.trainers.sb3.exact import KillHook
+    from runner.trainers.kill import KillHook
 
     total = cfg.train.timesteps
     every = cfg.train.checkpoint_every

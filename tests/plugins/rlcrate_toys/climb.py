@@ -208,7 +208,8 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
     folder = TB_DIR if not start.steps_done else f"{TB_DIR}/resumed-{start.steps_done}"
     tb = EventFileWriter(str(unit_dir / folder), flush_secs=1)
     obs = [env.reset(seed=seeds["env"] + i)[0] for i, env in enumerate(envs)]
-    returns, recent, episodes, log = [0.0] * len(envs), [], 0, False
+    recent: list[float] = []  # the returns of the latest episodes
+    returns, episodes, log = [0.0] * len(envs), 0, False
     started, t0 = time.time(), time.perf_counter()
     tick, next_ckpt = t0, _next(state.steps, cfg.train.checkpoint_every)
 
