@@ -657,7 +657,9 @@ def test_a_game_whose_replies_wait_on_nagle_is_told_once(tmp_path, capfd):
     try:
         venv.reset()
         random_steps(venv, 40)
-        said = BACKEND.step_split(venv).stall()  # what the rollout profile (bench) then says
+        split = BACKEND.step_split(venv)  # the rollout profile's split of the step (bench)
+        assert split is not None
+        said = split.stall()
     finally:
         venv.close()
     assert said is not None and "Nagle's algorithm" in said and str(project) in said
