@@ -97,7 +97,7 @@ def test_brax_ppo_only_on_brax(write_manifest):
     m = brax_manifest(env={"backend": "gymnasium", "id": "CartPole-v1"})
     out = _validate(write_manifest, m)
     assert out.returncode == 2
-    assert "the brax_ppo trainer steps brax-env envs, which the gymnasium backend" in out.stderr
+    assert "brax_ppo trainer steps functional-jax-env envs, which the gymnasium" in out.stderr
 
 
 @pytest.mark.skipif(brax.interpreter() is not None, reason="Brax is in another Python here")
@@ -259,16 +259,17 @@ import json, sys
 from pathlib import Path
 from runner.manifest.schema import Manifest
 from runner.record.seeding import derive
-from runner.trainers import brax_ppo
+from runner.trainers import brax_ppo, get_trainer
+from runner.trainers.brax_ppo import model
 cfg, unit, seeds = Manifest.model_validate(json.loads(sys.argv[1])), Path(sys.argv[2]), derive(0)
-config = brax_ppo._config(cfg, brax_ppo.jax_env(cfg).env, seeds)
+config = model.model_config(cfg, brax_ppo.jax_env(cfg))
 import jax
-initial = jax.jit(lambda: brax_ppo._template(config))()  # one program, not each op on its own
-brax_ppo.save_params(unit / "model.zip", initial, config)
+initial = jax.jit(lambda: model._template(config))()  # one program, not each op on its own
+model.save_params(unit / "model.zip", initial, config)
 headless = cfg.model_copy(update={"eval": cfg.eval.model_copy(update={"video": None})})
-brax_ppo.evaluate(headless, unit, seeds)
+get_trainer("brax_ppo").evaluate(headless, unit, seeds)
 (unit / "headless.json").write_bytes((unit / "eval.json").read_bytes())
-brax_ppo.evaluate(cfg, unit, seeds)
+get_trainer("brax_ppo").evaluate(cfg, unit, seeds)
 """
 
 

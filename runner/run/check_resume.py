@@ -28,7 +28,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-KILL_ENV = "RLCRATE_KILL_AT_STEP"  # read by the SB3 trainer (`trainers.sb3.exact`)
+from runner.trainers.abilities import KILL_ENV  # read by a trainer with KillForResume
 
 
 def _tensors_digest(h: Any, key: str, value: Any) -> None:
@@ -83,14 +83,13 @@ def train_unit(config: dict[str, Any], seed: int, unit_dir: Path) -> dict[str, A
 
     cfg = Manifest.model_validate(config)
     seeds, trainer = derive(seed), trainer_of(cfg)
-    seed_everything(seeds, torch_threads=cfg.algo.torch_threads, with_torch=trainer.USES_TORCH)
+    seed_everything(seeds, torch_threads=cfg.algo.threads(), with_torch=trainer.USES_TORCH)
     fields = trainer.train(cfg, unit_dir, seeds)
-    files = trainer.start_files(cfg) or ["model.zip"]
     return {
-        "params": params_digest(unit_dir, list(files)),
+        "params": params_digest(unit_dir, trainer.model_files(cfg)),
         "scalars": scalars(unit_dir),
-        "resumes": fields.get("resumes", []),
-        "resume": fields.get("resume"),
+        "resumes": fields.resumes,
+        "resume": fields.resume,
     }
 
 

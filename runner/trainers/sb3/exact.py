@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from runner.backends import get_backend
+from runner.backends.base import resume_approximate
 from runner.manifest.schema import Manifest
-from runner.trainers.resume import save_checkpoint
+from runner.trainers.abilities import KILL_ENV
 from runner.trainers.sb3 import state
+from runner.trainers.sb3.checkpoints import save_checkpoint
 
-KILL_ENV = "RLCRATE_KILL_AT_STEP"
 KILL_SIGNAL_ENV = "RLCRATE_KILL_SIGNAL"  # KILL (default) or TERM: a stop the unit hears
 
 
@@ -68,7 +69,7 @@ class Exact:
     """One unit's exact-resume settings: its identity and whether its envs can be replayed."""
 
     def __init__(self, cfg: Manifest, seeds: dict[str, int]) -> None:
-        self.approximate = get_backend(cfg.env.backend).resume_approximate(cfg.env)
+        self.approximate = resume_approximate(get_backend(cfg.env.backend), cfg.env)
         self.keep = cfg.train.keep_checkpoints
         self.identity = {
             "algo": cfg.algo.name,
