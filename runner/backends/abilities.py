@@ -10,10 +10,13 @@ pretends.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from runner.errors import FieldProblem, first_error
 from runner.manifest.schema import EnvSpec
+
+if TYPE_CHECKING:
+    from stable_baselines3.common.vec_env import VecEnv
 
 E = TypeVar("E", bound=EnvSpec)
 
@@ -78,15 +81,26 @@ class TaskConfigs(ABC):
         registers none for it)."""
 
 
+class StepParts(Protocol):
+    """Where the env steps of one VecEnv went while it is attached (`StepSplit.step_split`)."""
+
+    seconds: dict[str, float]  # part -> seconds spent in it
+    calls: int  # timed calls (for the profile's own cost)
+    reported: bool  # False once the engine stopped reporting its own share
+
+    def detach(self) -> None:
+        """Stop timing: the VecEnv's own methods show through again."""
+
+
 class StepSplit(ABC):
     """It can split one env step of its VecEnv into parts (`bench.profile`: Godot's encode,
     socket wait, engine tick, decode). Without it, the profile shows the env step as one part,
     and says so once."""
 
     @abstractmethod
-    def step_split(self, venv: Any) -> Any:
-        """An object splitting the env step of this VecEnv into parts (`seconds`, `calls`,
-        `reported`, `detach()`), or None for a VecEnv it cannot split."""
+    def step_split(self, venv: VecEnv) -> StepParts | None:
+        """Timers splitting the env step of this VecEnv (one `make_vec_env` made) into parts,
+        or None for a VecEnv it cannot split."""
 
 
 class ExactResume(ABC, Generic[E]):
@@ -99,4 +113,3 @@ class ExactResume(ABC, Generic[E]):
         """Why this env, although the backend's envs replay, does not resume exactly (an
         exception per env); None (the default): it does."""
         return None
-

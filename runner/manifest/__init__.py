@@ -93,28 +93,24 @@ def algo_variants(trainers: list[str] | None = None) -> tuple[type[BaseModel], .
         if model is None:
             continue
         title = name.title().replace("_", "")
-        named = Field(description=f"The {name} trainer.")
+        named: Any = (Literal[name], Field(description=f"The {name} trainer."))
         out.append(
-            create_model(
-                f"{title}Algo",
-                __base__=model,
-                __doc__=model.__doc__,
-                trainer=(Literal[name], named),
-            )  # type: ignore[arg-type]  # fmt: skip
+            create_model(f"{title}Algo", __base__=model, __doc__=model.__doc__, trainer=named)
         )
         algorithms = _declared(name)
         if not algorithms:
             continue
         default = DEFAULT_ALGO if DEFAULT_ALGO in algorithms else ...
-        by_name = Field(default, description=f"An algorithm the {name} trainer trains by default.")
-        left_out = Field(None, description=f"Left out: the {name} trainer trains `name`.")
+        help = f"An algorithm the {name} trainer trains by default."
+        by_name: Any = (Literal[algorithms], Field(default, description=help))
+        left_out = (type(None), Field(None, description=f"Left out: the {name} trainer trains it."))
         out.append(
             create_model(
                 f"{title}Algorithms",
                 __base__=model,
                 __doc__=model.__doc__,
-                name=(Literal[algorithms], by_name),  # type: ignore[valid-type]
-                trainer=(type(None), left_out),
+                name=by_name,
+                trainer=left_out,
             )
         )
     return tuple(out)

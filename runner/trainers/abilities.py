@@ -14,6 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from optuna.trial import BaseTrial
+    from stable_baselines3.common.base_class import BaseAlgorithm
+    from stable_baselines3.common.vec_env import VecEnv
+
     from runner.manifest.schema import Manifest
 
 # `check-determinism --resume` sets this to an env step in the killed training's environment: a
@@ -25,7 +29,7 @@ class ColdStart(ABC):
     """It can say when a fresh unit's first env step ends (the bench's cold start)."""
 
     @abstractmethod
-    def first_step(self, cfg: Manifest, seeds: dict[str, int], mark: Callable[[], Any]) -> None:
+    def first_step(self, cfg: Manifest, seeds: dict[str, int], mark: Callable[[], object]) -> None:
         """Build the env as its units do, step it once, call `mark()` right after that step,
         close it."""
 
@@ -64,7 +68,7 @@ class SearchSpaces(ABC):
         import (`validate` asks it)."""
 
     @abstractmethod
-    def sample_space(self, cfg: Manifest, name: str, trial: Any) -> dict[str, Any]:
+    def sample_space(self, cfg: Manifest, name: str, trial: BaseTrial) -> dict[str, Any]:
         """A trial's values from the named space (`trial`: an optuna.Trial, asked with no
         fixed distributions), as dotted manifest path -> value."""
 
@@ -73,7 +77,9 @@ class ExportsPolicy(ABC):
     """Its models are policies `rlcrate export` writes as ONNX (Stable-Baselines3's)."""
 
     @abstractmethod
-    def export_model(self, cfg: Manifest, unit_dir: Path, seed: int) -> tuple[Any, Any]:
+    def export_model(
+        self, cfg: Manifest, unit_dir: Path, seed: int
+    ) -> tuple[BaseAlgorithm, VecEnv]:
         """(model, env): the unit's final model loaded on one env of its own on the CPU (with the
         unit's frozen observation statistics), nothing unpickled; the caller closes the env."""
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, PrivateAttr
 
-from runner.backends.abilities import StepSplit, Video
+from runner.backends.abilities import StepParts, StepSplit, Video
 from runner.backends.base import Backend, RepeatsActions, Traits, unknown_id
 from runner.backends.godot import binary, engine
 from runner.backends.godot.engine import GODOT_ENV_VAR, godot_binary  # noqa: F401 - the package's API
@@ -309,7 +309,7 @@ class Godot(Backend[GodotEnv], Video[GodotEnv], StepSplit):
         """The bundled game's folder, a project folder or an exported binary."""
         return _target(env)
 
-    def step_split(self, venv: Any) -> Any:
+    def step_split(self, venv: VecEnv) -> StepParts:
         from runner.backends.godot.profile import GodotSplit
 
         return GodotSplit(venv.unwrapped)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.backends.base import SB3_VEC_ENV
 from runner.errors import FieldProblem
@@ -31,6 +31,11 @@ from runner.trainers.base import Trainer
 from runner.trainers.results import BenchResult, DeterminismAttempt, EvalResult, TrainResult
 from runner.trainers.sb3 import algos
 from runner.trainers.sb3.options import SB3Options
+
+if TYPE_CHECKING:
+    from optuna.trial import BaseTrial
+    from stable_baselines3.common.base_class import BaseAlgorithm
+    from stable_baselines3.common.vec_env import VecEnv
 
 
 class SB3(
@@ -120,7 +125,7 @@ class SB3(
 
         return measure_sb3(cfg, seeds)
 
-    def first_step(self, cfg: Manifest, seeds: dict[str, int], mark: Callable[[], Any]) -> None:
+    def first_step(self, cfg: Manifest, seeds: dict[str, int], mark: Callable[[], object]) -> None:
         from runner.trainers.sb3.benchmark import first_step
 
         first_step(cfg, seeds, mark)
@@ -133,12 +138,14 @@ class SB3(
 
         return problem(cfg)
 
-    def sample_space(self, cfg: Manifest, name: str, trial: Any) -> dict[str, Any]:
+    def sample_space(self, cfg: Manifest, name: str, trial: BaseTrial) -> dict[str, Any]:
         from runner.trainers.sb3.zoo_space import sample
 
         return sample(cfg, trial)
 
-    def export_model(self, cfg: Manifest, unit_dir: Path, seed: int) -> tuple[Any, Any]:
+    def export_model(
+        self, cfg: Manifest, unit_dir: Path, seed: int
+    ) -> tuple[BaseAlgorithm, VecEnv]:
         from runner.trainers.sb3.export import export_model
 
         return export_model(cfg, unit_dir, seed)

@@ -20,6 +20,7 @@ import json
 import os
 import time
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -372,5 +373,5 @@ class Climb(Trainer[AlgoSpec], ColdStart, CountsSteps):
         """Env-only (random actions) and env + inference (the untrained linear policy)."""
         return _bench(cfg, seeds)
 
-    def first_step(self, cfg: Manifest, seeds: dict[str, int], mark: Any) -> None:
+    def first_step(self, cfg: Manifest, seeds: dict[str, int], mark: Callable[[], object]) -> None:
         _first_step(cfg, seeds, mark)
