@@ -26,6 +26,11 @@ class NormalizeSpec(Strict):
     epsilon: float = Field(1e-8, gt=0, description="Added to the variance before dividing.")
 
 
+def _also_a_flag(schema: dict[str, Any]) -> None:
+    """`normalize: true` and `false` are written as often as the mapping (`_normalize_flag`)."""
+    schema["anyOf"] = [*schema.get("anyOf", []), {"type": "boolean"}]
+
+
 class SB3Options(TorchOptions):
     """The sb3 trainer's options: every Stable-Baselines3 and sb3-contrib algorithm. `params`
     are the algorithm's constructor's keyword arguments; policy_kwargs names activation_fn and
@@ -45,6 +50,7 @@ class SB3Options(TorchOptions):
         None,
         description="VecNormalize: true (observations and rewards), false/null (off), or a "
         "mapping {obs, reward, clip_obs, clip_reward, epsilon}.",
+        json_schema_extra=_also_a_flag,
     )
 
     @field_validator("normalize", mode="before")
