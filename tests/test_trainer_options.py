@@ -94,6 +94,21 @@ def test_resolved_yaml_records_only_what_the_trainer_uses():
     assert (sb3["policy"], sb3["normalize"], sb3["torch_threads"]) == ("MlpPolicy", None, 1)
 
 
+def test_a_matrix_may_change_the_trainer():
+    """A variant that switches to another trainer takes none of the base trainer's defaults;
+    what the manifest itself set for every variant still applies to each (and is checked)."""
+    from runner.manifest.matrix import apply_overrides
+
+    base = Manifest.model_validate(tiny_manifest(**{**BRAX, "algo": {"name": "PPO"}}))
+    brax = apply_overrides(base, {"algo.name": "brax_ppo"})
+    assert set(brax.algo.model_dump()) == {"name", "trainer", "params", "device"}
+    back = apply_overrides(brax, {"algo.name": "SAC"})
+    assert (back.algo.model_dump()["policy"], back.algo.name) == ("MlpPolicy", "SAC")
+    fixed = Manifest.model_validate(tiny_manifest(**{**BRAX, "algo": {"policy": "MlpPolicy"}}))
+    with pytest.raises(ValueError, match="the brax_ppo trainer has no such option"):
+        apply_overrides(fixed, {"algo.name": "brax_ppo"})
+
+
 def _old(algo_fields: dict) -> dict:
     """The resolved.yaml data of a brax_ppo run, as an rlcrate before trainers owned their
     options wrote it: every SB3/torch field, filled in for every trainer."""
