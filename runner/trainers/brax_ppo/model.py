@@ -48,7 +48,7 @@ def save_params(path: Path, params: Any, config: dict[str, Any]) -> None:
     leaves, _ = jax.tree_util.tree_flatten_with_path(params)
     buf = io.BytesIO()
     named = {jax.tree_util.keystr(k): np.asarray(v) for k, v in leaves}
-    np.savez(buf, allow_pickle=False, **named)  # type: ignore[arg-type]  # numbers only
+    np.savez(buf, allow_pickle=False, **named)  # numbers only
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}.zip")
     try:

@@ -114,7 +114,9 @@ class Exact:
         save_checkpoint(model, unit_dir, wall_s, extra if boundary else None, self.keep)
 
     def load(self, model: Any, path: Path) -> None:
-        say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+        def say(line: str) -> None:
+            print(line, file=sys.stderr, flush=True)
+
         self._pending = state.restore(model, path, self.identity, say)
         if self.approximate and self._pending is not None:
             say(f"resume is approximate: {self.approximate}")
