@@ -103,6 +103,12 @@ def find(kind: str, name: str) -> Plugin | None:
     return own(kind).get(name) or installed(kind).get(name)
 
 
+def first_names(kind: str) -> list[str]:
+    """The names of `kind` known without reading the installed packages: this process's, then
+    rlcrate's own (`names` adds the installed packages' after them)."""
+    return [*_REGISTERED[kind], *(n for n in OWN[kind] if n not in _REGISTERED[kind])]
+
+
 def names(kind: str) -> list[str]:
     """Every name of `kind`: those this process registered, rlcrate's own, the installed
     packages'."""

@@ -85,7 +85,7 @@ def algo_variants(trainers: list[str] | None = None) -> tuple[type[BaseModel], .
 
     from pydantic import Field, create_model
 
-    from runner.manifest.algo import DEFAULT_ALGO, _declared, algo_model, algo_models
+    from runner.manifest.algo import DEFAULT_ALGO, algo_model, algo_models, declared_algorithms
 
     models = algo_models() if trainers is None else {n: algo_model(n) for n in trainers}
     out: list[type[BaseModel]] = []
@@ -97,7 +97,7 @@ def algo_variants(trainers: list[str] | None = None) -> tuple[type[BaseModel], .
         out.append(
             create_model(f"{title}Algo", __base__=model, __doc__=model.__doc__, trainer=named)
         )
-        algorithms = _declared(name)
+        algorithms = declared_algorithms(name)
         if not algorithms:
             continue
         default = DEFAULT_ALGO if DEFAULT_ALGO in algorithms else ...

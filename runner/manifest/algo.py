@@ -114,7 +114,7 @@ def algo_models() -> dict[str, type[AlgoSpec]]:
     return out
 
 
-def _declared(name: str) -> tuple[str, ...]:
+def declared_algorithms(name: str) -> tuple[str, ...]:
     """The algorithms the trainer `name` declares it trains by default (none when its package
     is broken: its own line says so where a manifest names it)."""
     from runner.errors import UserInputError
@@ -133,8 +133,12 @@ def default_trainer(algo: str) -> str | None:
     package's module is imported only when no trainer before it declares `algo`."""
     from runner import plugins
 
-    for name in plugins.names("trainer"):
-        if algo in _declared(name):
+    first = plugins.first_names("trainer")
+    for name in first:
+        if algo in declared_algorithms(name):
+            return name
+    for name in plugins.names("trainer"):  # the installed packages, read only now
+        if name not in first and algo in declared_algorithms(name):
             return name
     return None
 
@@ -144,7 +148,7 @@ def unknown_algo(algo: str) -> str:
     from runner import plugins
     from runner.errors import did_you_mean
 
-    known = list(dict.fromkeys(a for n in plugins.names("trainer") for a in _declared(n)))
+    known = list(dict.fromkeys(a for n in plugins.names("trainer") for a in declared_algorithms(n)))
     return (
         f"unknown algorithm {algo!r}{did_you_mean(algo, known)} (known: {', '.join(known)}; "
         "another algorithm needs its trainer named in algo.trainer)"
@@ -180,11 +184,9 @@ def validate_algo(value: Any) -> AlgoSpec:
     try:
         model = algo_model(trainer)
     except UserInputError as exc:  # its package is broken: at algo.trainer's line
-        model, problem = None, str(exc)
-    else:
-        problem = plugins.unknown("trainer", trainer)
+        raise refuse("AlgoSpec", ("trainer",), str(exc), trainer) from None
     if model is None:
-        raise refuse("AlgoSpec", ("trainer",), problem, trainer)
+        raise refuse("AlgoSpec", ("trainer",), plugins.unknown("trainer", trainer), trainer)
     found = model
 
     def unknown(key: str) -> str:

@@ -107,11 +107,9 @@ def validate_env(value: Any) -> EnvSpec:
     try:
         model = env_model(backend)
     except UserInputError as exc:  # its package is broken: at env.backend's line
-        model, problem = None, str(exc)
-    else:
-        problem = plugins.unknown("backend", backend)
-    if model is None:
-        raise refuse("EnvSpec", ("backend",), problem, backend)
+        raise refuse("EnvSpec", ("backend",), str(exc), backend) from None
+    if model is None:  # the installed packages are read for the sentence only now
+        raise refuse("EnvSpec", ("backend",), plugins.unknown("backend", backend), backend)
 
     def unknown(key: str) -> str:
         return key_problem(key, backend, "backend", model, env_models())
