@@ -188,10 +188,10 @@ test-gpu-env: venv gpu-env
 docs: venv
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
-# The manifest's JSON Schema in the repository (editors read it): rlcrate's own backends' options
-# (`rlcrate schema` prints every installed backend's).
+# The manifest's JSON Schema in the repository (editors read it): rlcrate's own backends' and
+# trainers' options (`rlcrate schema` prints every installed backend's and trainer's).
 schema: venv
-	$(BIN)/python -c 'import json; from runner.manifest import json_schema; from runner.plugins import OWN; print(json.dumps(json_schema(list(OWN["backend"])), indent=2))' > runner/manifest/manifest.schema.json
+	$(BIN)/python -c 'import json; from runner.manifest import json_schema; from runner.plugins import OWN; print(json.dumps(json_schema(list(OWN["backend"]), list(OWN["trainer"])), indent=2))' > runner/manifest/manifest.schema.json
 
 # CI's first stage (`make lint type`, .ci/run), before the long ones: ruff's lint and format
 # check, and mypy over runner/ and tests/ with --check-untyped-defs (pyproject.toml's

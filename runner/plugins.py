@@ -50,6 +50,10 @@ OWN: dict[str, dict[str, str]] = {
     },
 }
 RLCRATE = "rlcrate"  # the distribution that declares OWN
+HERE = "this process"  # the "package" of a plugin added by `register`
+# Plugins added at run time, in this process only (`register`), by kind: name -> target. An
+# installed package adds one to every process through its entry point instead.
+_REGISTERED: dict[str, dict[str, str]] = {kind: {} for kind in GROUPS}
 
 
 @dataclass(frozen=True)
@@ -80,13 +84,35 @@ def installed(kind: str) -> dict[str, Plugin]:
     return found
 
 
+def register(kind: str, name: str, target: str) -> None:
+    """Add a plugin (`module:Class`) of `kind` at run time, in this process only; it is found
+    before any other of that name."""
+    _REGISTERED[kind][name] = target
+
+
+def unregister(kind: str, name: str) -> None:
+    """Take back what `register` added (tests)."""
+    _REGISTERED[kind].pop(name, None)
+
+
 def find(kind: str, name: str) -> Plugin | None:
-    """The plugin `name` of `kind`; rlcrate's own without reading the installed packages."""
+    """The plugin `name` of `kind`: one this process registered, else rlcrate's own (without
+    reading the installed packages), else an installed package's."""
+    if name in _REGISTERED[kind]:
+        return Plugin(name, _REGISTERED[kind][name], HERE)
     return own(kind).get(name) or installed(kind).get(name)
 
 
+def first_names(kind: str) -> list[str]:
+    """The names of `kind` known without reading the installed packages: this process's, then
+    rlcrate's own (`names` adds the installed packages' after them)."""
+    return [*_REGISTERED[kind], *(n for n in OWN[kind] if n not in _REGISTERED[kind])]
+
+
 def names(kind: str) -> list[str]:
-    return list(installed(kind))
+    """Every name of `kind`: those this process registered, rlcrate's own, the installed
+    packages'."""
+    return [*_REGISTERED[kind], *(n for n in installed(kind) if n not in _REGISTERED[kind])]
 
 
 def unknown(kind: str, name: str) -> str:
@@ -196,3 +222,16 @@ def not_a(kind: str, plugin: Plugin, base: str) -> UserInputError:
         f"the {kind} {plugin.name!r} of the package {plugin.package} ({plugin.target}) is not a "
         f"subclass of {base}"
     )
+
+
+_LACKS_SAID: set[tuple[str, str, str]] = set()
+
+
+def lacks(kind: str, name: str, ability: str, instead: str) -> None:
+    """Say once per process, on stderr, that the plugin `name` of `kind` cannot `ability`, and
+    what the caller does `instead` (an optional ability a plugin does not declare: the caller's
+    default holds, and is never silent)."""
+    if (kind, name, ability) in _LACKS_SAID:
+        return
+    _LACKS_SAID.add((kind, name, ability))
+    print(f"warning: the {name} {kind} cannot {ability}: {instead}", file=sys.stderr, flush=True)

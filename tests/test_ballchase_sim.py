@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import cast
 
 import numpy as np
 import pytest
@@ -38,7 +39,10 @@ def sim_spec(**kwargs) -> EnvSpec:
 
 def sim_venv(n: int, seed: int, action_repeat: int = 1, **kwargs) -> BallChaseVecEnv:
     spec = env_spec(backend="gymnasium", id=SIM, kwargs=kwargs, action_repeat=action_repeat)
-    return gymnasium.make_vec_env(spec, ParallelSpec(envs=n), seed=seed, log_dir=None)
+    return cast(
+        BallChaseVecEnv,
+        gymnasium.make_vec_env(spec, ParallelSpec(envs=n), seed=seed, log_dir=None),
+    )
 
 
 @pytest.mark.parametrize("kind", ["discrete", "continuous"])
@@ -128,13 +132,14 @@ def test_tracks_godot_step_by_step(kind, repeat, steps):
     game = godot.make_vec_env(spec, ParallelSpec(envs=n), seed=seed, log_dir=None)
     sim = sim_venv(n, seed, action_repeat=repeat, **kwargs)
     try:
-        g_obs, s_obs = game.reset(), sim.reset()
+        g_obs, s_obs = cast(np.ndarray, game.reset()), cast(np.ndarray, sim.reset())
         assert np.abs(g_obs - s_obs).max() <= TOL
         caught = 0
         for t in range(steps):
             actions = _chase(g_obs, kind == "continuous")
-            g_obs, g_rew, g_done, g_info = game.step(actions)
-            s_obs, s_rew, s_done, s_info = sim.step(actions)
+            g_step, s_step = game.step(actions), sim.step(actions)
+            g_obs, s_obs = cast(np.ndarray, g_step[0]), cast(np.ndarray, s_step[0])
+            (g_rew, g_done, g_info), (s_rew, s_done, s_info) = g_step[1:], s_step[1:]
             assert np.abs(g_obs - s_obs).max() <= TOL, t
             assert np.abs(g_rew - s_rew).max() <= TOL, t
             assert np.array_equal(g_done, s_done), t

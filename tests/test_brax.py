@@ -19,6 +19,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import cast
 
 import pytest
 import yaml
@@ -97,7 +98,7 @@ def test_brax_ppo_only_on_brax(write_manifest):
     m = brax_manifest(env={"backend": "gymnasium", "id": "CartPole-v1"})
     out = _validate(write_manifest, m)
     assert out.returncode == 2
-    assert "the brax_ppo trainer steps brax-env envs, which the gymnasium backend" in out.stderr
+    assert "brax_ppo trainer steps functional-jax-env envs, which the gymnasium" in out.stderr
 
 
 @pytest.mark.skipif(brax.interpreter() is not None, reason="Brax is in another Python here")
@@ -117,7 +118,7 @@ def test_the_adapters_state_round_trips_as_data_and_steps_on_the_same():
     rng = np.random.default_rng(0)
 
     def act() -> np.ndarray:
-        return rng.uniform(-1, 1, (3, *a.action_space.shape)).astype(np.float32)
+        return rng.uniform(-1, 1, (3, *(a.action_space.shape or ()))).astype(np.float32)
 
     a.reset()
     for _ in range(30):
@@ -131,13 +132,13 @@ def test_the_adapters_state_round_trips_as_data_and_steps_on_the_same():
     for _ in range(40):  # 30 + 40 > episode_length 50: every env resets on the way
         action = act()
         for x, y in zip(a.step(action)[:3], b.step(action)[:3], strict=True):
-            assert np.array_equal(x, y)
+            assert np.array_equal(cast(np.ndarray, x), cast(np.ndarray, y))
     bad = {**saved[0], "start": json.loads(json.dumps(saved[0]["start"]))}
     bad["start"]["leaves"][0] = [1.0, 2.0]  # another shape
     assert b.env_method(REPLAY, bad, indices=[0]) == [False]
     action = act()  # the refused state changed nothing
     for x, y in zip(a.step(action)[:3], b.step(action)[:3], strict=True):
-        assert np.array_equal(x, y)
+        assert np.array_equal(cast(np.ndarray, x), cast(np.ndarray, y))
 
 
 @pytest.mark.slow
@@ -259,16 +260,17 @@ import json, sys
 from pathlib import Path
 from runner.manifest.schema import Manifest
 from runner.record.seeding import derive
-from runner.trainers import brax_ppo
+from runner.trainers import brax_ppo, get_trainer
+from runner.trainers.brax_ppo import model
 cfg, unit, seeds = Manifest.model_validate(json.loads(sys.argv[1])), Path(sys.argv[2]), derive(0)
-config = brax_ppo._config(cfg, brax_ppo.jax_env(cfg).env, seeds)
+config = model.model_config(cfg, brax_ppo.jax_env(cfg))
 import jax
-initial = jax.jit(lambda: brax_ppo._template(config))()  # one program, not each op on its own
-brax_ppo.save_params(unit / "model.zip", initial, config)
+initial = jax.jit(lambda: model._template(config))()  # one program, not each op on its own
+model.save_params(unit / "model.zip", initial, config)
 headless = cfg.model_copy(update={"eval": cfg.eval.model_copy(update={"video": None})})
-brax_ppo.evaluate(headless, unit, seeds)
+get_trainer("brax_ppo").evaluate(headless, unit, seeds)
 (unit / "headless.json").write_bytes((unit / "eval.json").read_bytes())
-brax_ppo.evaluate(cfg, unit, seeds)
+get_trainer("brax_ppo").evaluate(cfg, unit, seeds)
 """
 
 

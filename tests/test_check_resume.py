@@ -1,7 +1,7 @@
 """`rlcrate check-determinism --resume` (runner/run/check_resume.py) gives a verdict only where a
 kill really happened: it refuses a trainer that does not declare it can be killed for the check
-(`KILLS_FOR_RESUME`), gives no verdict when the unit was not killed at the step asked, and keeps
-its verdict per backend and trainer. The check itself, trained and killed for real with SB3:
+(the KillForResume ability), gives no verdict when the unit was not killed at the step asked, and
+keeps its verdict per backend and trainer. The check itself, trained and killed for real with SB3:
 tests/test_exact_resume.py."""
 
 from __future__ import annotations
@@ -24,20 +24,20 @@ def test_a_trainer_that_cannot_be_killed_is_refused(write_manifest, tmp_path):
         "check-determinism", str(path), "--resume", "--steps", "256",
         env_extra={"RLCRATE_CACHE_DIR": str(cache)},
     )  # fmt: skip
-    one_error_line(res, f"{path}:", "algo.trainer:", "toy_climb", "KILLS_FOR_RESUME", "sb3")
+    one_error_line(res, f"{path}:", "algo.trainer:", "toy_climb", "KillForResume", "sb3")
     assert res.stdout == ""
     assert not (cache / "determinism.json").exists()
 
 
 CLAIMS = '''
 from rlcrate_toys.climb import Climb
+from runner.trainers.abilities import KillForResume
 
 
-class Claims(Climb):
+class Claims(Climb, KillForResume):
     """toy_climb declaring the kill ability without a kill hook in its loop."""
 
     name = "toy_claims"
-    KILLS_FOR_RESUME = True
 '''
 
 
@@ -45,8 +45,8 @@ class Claims(Climb):
 def test_a_trainer_that_claims_the_kill_but_is_not_killed_gives_no_verdict(
     write_manifest, tmp_path
 ):
-    """A package's trainer that declares KILLS_FOR_RESUME but never kills its unit: the unit
-    trains to its end where it was to be killed, and the check says so, exit 2, nothing
+    """A package's trainer that declares the KillForResume ability but never kills its unit: the
+    unit trains to its end where it was to be killed, and the check says so, exit 2, nothing
     remembered (a verdict there would compare two plain trainings)."""
     site, cache = tmp_path / "site", tmp_path / "cache"
     info = site / "rlcrate_claims-0.1.dist-info"

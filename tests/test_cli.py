@@ -196,8 +196,8 @@ def test_bad_jobs_option_is_exit_2(write_manifest, tmp_path):
 
 
 def test_schema_is_json_schema_and_checked_in():
-    """`rlcrate schema` has every installed backend's options (the tests' toy too); the file in
-    the repository, rlcrate's own."""
+    """`rlcrate schema` has every installed backend's and trainer's options (the tests' toys
+    too); the file in the repository, rlcrate's own."""
     from runner.manifest import json_schema
     from runner.plugins import OWN
 
@@ -209,8 +209,13 @@ def test_schema_is_json_schema_and_checked_in():
     assert set(by_backend) == {*OWN["backend"], "toy"}
     assert set(schema["$defs"]["GodotEnv"]["properties"]) >= {"pacing", "speedup", "timeout"}
     assert "pacing" not in schema["$defs"]["EnvpoolEnv"]["properties"]
+    by_trainer = {ref["$ref"].rsplit("/", 1)[1] for ref in schema["properties"]["algo"]["anyOf"]}
+    assert {"Sb3Algo", "Sb3Algorithms", "BraxPpoAlgo", "ToyClimbAlgo"} <= by_trainer
+    assert {"policy", "normalize"} <= set(schema["$defs"]["Sb3Algo"]["properties"])
+    assert "policy" not in schema["$defs"]["BraxPpoAlgo"]["properties"]
     on_disk = json.loads((ROOT / "runner/manifest/manifest.schema.json").read_text())
-    assert on_disk == json_schema(list(OWN["backend"])), "regenerate it: make schema"
+    own = json_schema(list(OWN["backend"]), list(OWN["trainer"]))
+    assert on_disk == own, "regenerate it: make schema"
 
 
 def _backends(data: dict) -> list[str]:

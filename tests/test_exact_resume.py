@@ -151,16 +151,16 @@ def test_sigterm_stops_at_the_next_rollout_boundary_and_resumes_exactly(tmp_path
     from runner.manifest.schema import Manifest
     from runner.record.seeding import derive, seed_everything
     from runner.run.unit import _sigterm
-    from runner.trainers import sb3
+    from runner.trainers import get_trainer
     from runner.trainers.base import STOP
     from runner.trainers.kill import KILL_SIGNAL_ENV
 
     cfg = Manifest.model_validate(tiny_manifest(train__timesteps=1024))  # no periodic checkpoint
     seeds = derive(0)
 
-    def train(unit: Path) -> dict:
+    def train(unit: Path) -> list[int]:
         seed_everything(seeds, torch_threads=1, with_torch=True)
-        return sb3.train(cfg, unit, seeds)
+        return get_trainer("sb3").train(cfg, unit, seeds).resumes
 
     train(tmp_path / "full")
     monkeypatch.setenv(KILL_ENV, "0.41")  # step 420, in the rollout from 384 to 512
@@ -183,7 +183,7 @@ def test_sigterm_stops_at_the_next_rollout_boundary_and_resumes_exactly(tmp_path
     with pytest.raises(RunFileError, match="of another unit .its seed differ"):
         read_state(ckpt, {**identity, "seed": identity["seed"] + 1})
     monkeypatch.delenv(KILL_ENV)
-    assert train(tmp_path / "stopped")["resumes"] == [512]
+    assert train(tmp_path / "stopped") == [512]
     a, b = tmp_path / "full", tmp_path / "stopped"
     assert params_hash(a) == params_hash(b)
     assert scalars(a) == scalars(b)

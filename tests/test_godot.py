@@ -657,6 +657,9 @@ def test_a_game_whose_replies_wait_on_nagle_is_told_once(tmp_path, capfd):
     try:
         venv.reset()
         random_steps(venv, 40)
+        from runner.backends.abilities import StepSplit
+
+        assert isinstance(BACKEND, StepSplit)
         split = BACKEND.step_split(venv)  # the rollout profile's split of the step (bench)
         assert split is not None
         said = split.stall()

@@ -342,7 +342,7 @@ def test_rsl_rl_saves_are_read_with_the_restricted_unpickler(tmp_path):
 @pytest.mark.brax
 def test_brax_legacy_params_pickle_is_refused_unread(tmp_path):
     from runner.record.datafiles import LegacyPickle
-    from runner.trainers.brax_ppo import load_params
+    from runner.trainers.brax_ppo.model import load_params
 
     marker = tmp_path / "ran"
     path = tmp_path / "model.zip"

@@ -58,7 +58,7 @@ def test_rsl_rl_ppo_on_another_backend_is_one_line(write_manifest):
     m = rsl(env={"backend": "gymnasium", "id": "CartPole-v1"})
     del m["algo"]["defaults"]
     err = one_line_exit_2(rlcrate("validate", str(write_manifest(m))))
-    assert "algo.name: the rsl_rl_ppo trainer steps isaaclab-env envs, which the gymnasium" in err
+    assert "algo.name: the rsl_rl_ppo trainer steps batched-torch-env envs, which the" in err
     assert "backends that do: isaaclab" in err
 
 

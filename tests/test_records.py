@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.trainers.resume import saved_steps
+from runner.trainers.sb3.checkpoints import saved_steps
 from tests.helpers import (
     as_run_by,
     children_of,

@@ -48,16 +48,47 @@ def test_rlcrate_declares_its_own_plugins_as_entry_points():
         assert declared[group] == plugins.OWN[kind], kind
 
 
+def _hooks(cls: type) -> set[str]:
+    return {n for n, v in vars(cls).items() if inspect.isfunction(v) and not n.startswith("_")}
+
+
 def test_the_contract_names_every_hook():
+    """A core every backend has (four hooks it must write, the rest with working defaults), and
+    the optional abilities a backend declares by deriving from them, each its own small class."""
+    from runner.backends import abilities
+
     assert set(HOOKS) == {
         "available", "env_ids", "check_env", "make_env", "make_vec_env", "require_env", "spaces",
         "action_kind", "check_parallel", "versions", "processes", "nondeterminism", "env_files",
-        "resume_approximate", "step_split", "doctor_rows", "interpreter", "gymnasium_id",
-        "is_atari", "agent_config", "package_file", "check_video", "video_env", "video_blank_hint",
-        "video_equivalent", "episode_limit", "smallest_layout",
+        "doctor_rows", "interpreter", "package_file", "episode_limit", "smallest_layout",
     }  # fmt: skip
     abstract = {n for n in HOOKS if getattr(getattr(Backend, n), "__isabstractmethod__", False)}
     assert abstract == {"available", "env_ids", "check_env", "make_vec_env"}
+    assert {c.__name__: _hooks(c) for c in (abilities.Video, abilities.ZooIds,
+            abilities.TaskConfigs, abilities.StepSplit, abilities.ExactResume)} == {
+        "Video": {"check_video", "video_env", "video_blank_hint", "video_equivalent"},
+        "ZooIds": {"gymnasium_id", "is_atari"},
+        "TaskConfigs": {"agent_config"},
+        "StepSplit": {"step_split"},
+        "ExactResume": {"resume_approximate"},
+    }  # fmt: skip
+
+
+def test_each_backend_declares_what_it_can_do():
+    """rlcrate's own backends' abilities, as the callers ask them (`isinstance`)."""
+    from runner.backends import abilities
+
+    kinds = (abilities.Video, abilities.ZooIds, abilities.TaskConfigs, abilities.StepSplit,
+             abilities.ExactResume)  # fmt: skip
+    own = plugins.OWN["backend"]
+    declared = {n: {k.__name__ for k in kinds if isinstance(get_backend(n), k)} for n in own}
+    assert declared == {
+        "godot": {"Video", "StepSplit"},
+        "envpool": {"Video", "ZooIds"},
+        "gymnasium": {"Video", "ZooIds", "ExactResume"},
+        "isaaclab": {"TaskConfigs"},
+        "brax": {"Video", "ExactResume"},
+    }
 
 
 def test_a_backend_without_a_hook_it_must_have_cannot_be_made():

@@ -193,6 +193,39 @@ def test_no_module_outside_a_plugins_home_compares_its_name(kind):
     assert not found, f"{kind} names compared outside {HOMES[kind]}:\n" + "\n".join(found)
 
 
+# Where a module of one plugin's package is imported from outside it, and why that belongs there.
+# Everything else asks the plugin through its registry (a trainer makes its env with the backend's
+# `make_env`; export asks the trainer's `ExportsPolicy`; resume reads steps through the trainer).
+PLUGIN_IMPORTS_ALLOWED = {
+    # the `task` defaults source serves the two trainers a task registers configs for
+    ("runner/trainers/task_defaults.py", "runner.trainers.rsl_rl_ppo"),
+    ("runner/trainers/task_defaults.py", "runner.trainers.sb3.algos"),
+}
+
+
+def test_no_module_reaches_into_another_plugins_package():
+    """`brax_ppo` importing the Brax backend's internals (its observation size, its painter), or
+    `trainers/resume.py` and `export/` importing SB3's trainer code, would tie a plugin to
+    another's insides: a MuJoCo Playground backend could then not serve brax_ppo."""
+    from runner.plugins import OWN
+
+    homes = [f"runner.backends.{n}" for n in OWN["backend"]]
+    homes += [f"runner.trainers.{n}" for n in OWN["trainer"]]
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        where, module = path.relative_to(ROOT).as_posix(), _module(path)
+        for line, imported in _all_imports(path):
+            for home in homes:
+                inside = imported == home or imported.startswith(home + ".")
+                own = module == home or module.startswith(home + ".")
+                allowed = any(
+                    where == w and imported.startswith(m) for w, m in PLUGIN_IMPORTS_ALLOWED
+                )
+                if inside and not own and not allowed:
+                    found.append(f"{where}:{line}: {imported}")
+    assert not found, "a plugin's package imported from outside it:\n" + "\n".join(found)
+
+
 # The run directory's records and the one module that writes each (atomically)
 RECORD_WRITERS = {
     "status.json": "runner/record/status.py",

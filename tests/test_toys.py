@@ -20,8 +20,7 @@ from runner.record.seeding import derive
 def toys():
     trainers.register("toy_loop", "tests.toy_trainer:ToyLoop")
     yield
-    del trainers._REGISTERED["toy_loop"]
-    trainers.get_trainer.cache_clear()
+    trainers.unregister("toy_loop")
 
 
 def _cfg(algo: str = "PPO", env_id: str = "line", **over) -> Manifest:
@@ -67,9 +66,9 @@ def test_everyone_asks_the_toy_backend_rather_than_its_name():
 def test_sb3_trains_and_evaluates_on_the_toy_backend(tmp_path):
     cfg, seeds = _cfg(), derive(0)
     sb3 = trainers.get_trainer(trainers.trainer_for("PPO"))
-    assert sb3.train(cfg, tmp_path, seeds)["timesteps_done"] >= 64
+    assert sb3.train(cfg, tmp_path, seeds).timesteps_done >= 64
     result = sb3.evaluate(cfg, tmp_path, seeds)
-    assert (tmp_path / "eval.json").is_file() and 0.0 <= result["eval_mean"] <= 20.0
+    assert (tmp_path / "eval.json").is_file() and 0.0 <= result.eval_mean <= 20.0
 
 
 def test_the_toy_trainer_is_checked_trained_and_evaluated_through_the_registry(tmp_path):
@@ -82,7 +81,7 @@ def test_the_toy_trainer_is_checked_trained_and_evaluated_through_the_registry(t
     cfg, seeds = _cfg("toy_loop", params={"right": 1.0}), derive(0)
     toy = trainers.get_trainer("toy_loop")
     toy.train(cfg, tmp_path, seeds)
-    assert toy.evaluate(cfg, tmp_path, seeds) == {"eval_mean": 20.0, "eval_std": 0.0}
+    assert toy.evaluate(cfg, tmp_path, seeds).fields() == {"eval_mean": 20.0, "eval_std": 0.0}
 
 
 def test_check_determinism_runs_the_toy_trainers_attempt():

@@ -47,7 +47,7 @@ def test_own_loops_resolve_to_their_trainer_and_the_env_interface_it_steps():
     assert _problems(_cfg("brax_ppo", "brax")) == []
     [problem] = check_manifest(_cfg("brax_ppo", "gymnasium"), "m.yaml", {})
     assert problem.path == ("algo", "name"), problem
-    assert "the brax_ppo trainer steps brax-env envs, which the gymnasium backend" in str(problem)
+    assert "brax_ppo trainer steps functional-jax-env envs, which the gymnasium" in str(problem)
     assert "backends that do: brax" in str(problem)
     assert get_trainer("sb3").check_params(_cfg("PPO", "brax"), "Box") == []  # SB3 adapter
     assert set(plugins.OWN["trainer"]) - {"sb3"} & set(ALGOS) == set()
@@ -90,7 +90,7 @@ def test_brax_resume_falls_back_past_a_damaged_checkpoint(tmp_path, capsys):
     import jax
     import numpy as np
 
-    from runner.trainers.brax_ppo import _template, load_params, save_params
+    from runner.trainers.brax_ppo.model import _template, load_params, save_params
     from runner.trainers.resume import newest_readable, step_in_name
 
     config = {
@@ -117,7 +117,7 @@ def test_a_stop_request_ends_sb3_training_at_the_next_step(tmp_path):
     """The unit's SIGTERM handler sets STOP and raises; where that exception is swallowed, the
     SB3 loop's per-step check still stops training, with a checkpoint to resume from."""
     from runner.record.seeding import derive
-    from runner.trainers import sb3
+    from runner.trainers import get_trainer
     from runner.trainers.base import STOP
     from tests.helpers import tiny_manifest
 
@@ -125,7 +125,7 @@ def test_a_stop_request_ends_sb3_training_at_the_next_step(tmp_path):
     STOP.set()
     try:
         with pytest.raises(KeyboardInterrupt):
-            sb3.train(cfg, tmp_path, derive(0))
+            get_trainer("sb3").train(cfg, tmp_path, derive(0))
     finally:
         STOP.clear()
     (checkpoint,) = (tmp_path / "checkpoints").glob("step-*.zip")

@@ -162,7 +162,7 @@ def test_bad_parents_are_one_line_before_any_unit(case, parent, write_manifest, 
         m["env"] = {"backend": "brax", "id": "inverted_pendulum"}
         m["algo"] = {"name": "brax_ppo"}
         m["parallel"] = {"envs": 8}
-        words = ("own loop",)
+        words = ("brax_ppo trainer cannot start from another run",)
     if case in ("missing", "damaged"):  # `run` refuses before any unit, leaving nothing
         out = rlcrate("run", str(write_manifest(m)), "--out", str(tmp_path / "runs"))
         assert not (tmp_path / "runs").exists(), "a refused run leaves no run directory"

@@ -160,6 +160,35 @@ def _branch_rows(schema: dict[str, Any], prop: dict[str, Any], path: str) -> lis
     return rows
 
 
+def _trainer_rows(schema: dict[str, Any], prop: dict[str, Any], path: str) -> list[str]:
+    """The algo, one of each trainer's options models (a union without a discriminator: the
+    trainer is named, or implied by the algorithm): the fields every trainer has once, then each
+    trainer's own, marked with it."""
+    refs = [schema["$defs"][b["$ref"].rsplit("/", 1)[1]] for b in prop["anyOf"] if "$ref" in b]
+    branches = {
+        b["properties"]["trainer"]["const"]: b
+        for b in refs
+        if "const" in b.get("properties", {}).get("trainer", {})
+    }
+    from runner.manifest.algo import AlgoSpec
+
+    first = next(iter(branches.values()))
+    # a field every trainer has alike (not `device`: torch's for some, JAX's for another)
+    shared = {
+        n for n, p in first.get("properties", {}).items()
+        if all(b.get("properties", {}).get(n) == p for b in branches.values())
+    } | {"trainer"}  # fmt: skip
+    choices = " \\| ".join(f"`{v}`" for v in branches)
+    trainer = AlgoSpec.model_fields["trainer"].description
+    rows = [f"| `{path}trainer` | {choices} or null | `null` | {_cell(trainer)} |"]
+    common = {n: p for n, p in first.get("properties", {}).items() if n in shared - {"trainer"}}
+    rows += _rows(schema, {"properties": common}, path)
+    for value, branch in branches.items():
+        own = {n: p for n, p in branch.get("properties", {}).items() if n not in shared}
+        rows += _rows(schema, {"properties": own}, path, note=f"(trainer: {value}) ")
+    return rows
+
+
 def _rows(schema: dict[str, Any], node: dict[str, Any], prefix: str, note: str = "") -> list[str]:
     rows = []
     required = set(node.get("required", []))
@@ -167,6 +196,9 @@ def _rows(schema: dict[str, Any], node: dict[str, Any], prefix: str, note: str =
         path = f"{prefix}{name}"
         if "discriminator" in prop:
             rows += _branch_rows(schema, prop, f"{path}.")
+            continue
+        if len(prop.get("anyOf", [])) > 2 and all("$ref" in b for b in prop["anyOf"]):
+            rows += _trainer_rows(schema, prop, f"{path}.")
             continue
         sub = _ref(schema, prop)
         desc = prop.get("description") or (sub or {}).get("description", "")
@@ -182,7 +214,8 @@ def fields_page() -> str:
     from runner.manifest import json_schema
     from runner.plugins import OWN
 
-    schema = json_schema(list(OWN["backend"]))  # rlcrate's own (a plugin documents its own)
+    # rlcrate's own backends and trainers (a plugin documents its own)
+    schema = json_schema(list(OWN["backend"]), list(OWN["trainer"]))
     lines = [
         "---",
         "hide: [toc]",  # the table needs the room (a dotted path is one word)

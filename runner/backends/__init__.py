@@ -11,6 +11,7 @@ import os
 import shutil
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from runner import plugins
 from runner.backends.base import Backend, python_problem
@@ -24,7 +25,7 @@ def names() -> list[str]:
 
 
 @cache
-def get_backend(name: str) -> Backend:
+def get_backend(name: str) -> Backend[Any]:
     plugin = plugins.find("backend", name)
     if plugin is None:
         raise UserInputError(plugins.unknown("backend", name))

@@ -20,10 +20,16 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import Field
 
+from runner.backends.interfaces import BATCHED_TORCH_ENV as BATCHED_TORCH_ENV
+from runner.backends.interfaces import FUNCTIONAL_JAX_ENV as FUNCTIONAL_JAX_ENV
+from runner.backends.interfaces import GYMNASIUM_ENV as GYMNASIUM_ENV
+from runner.backends.interfaces import SB3_VEC_ENV as SB3_VEC_ENV
+from runner.backends.interfaces import BatchedTorchEnv as BatchedTorchEnv
+from runner.backends.interfaces import JaxEnv as JaxEnv
 from runner.errors import BackendUnavailable, FieldProblem, first_error
 from runner.manifest.schema import EnvSpec
 
@@ -40,7 +46,12 @@ def gpu_env_python() -> Path:
 GPU_ENV_HINT = "run `make gpu-env` in the rlcrate checkout (it installs the CUDA image's own lock)"
 
 if TYPE_CHECKING:
+    from gymnasium import Space
+    from stable_baselines3.common.vec_env import VecEnv
+
     from runner.manifest.schema import ParallelSpec
+
+E = TypeVar("E", bound=EnvSpec)
 
 
 class RepeatsActions(EnvSpec):
@@ -79,41 +90,26 @@ class Traits:
     # The ONNX layout `rlcrate export` writes by default for its units' policies: `sb3` (obs ->
     # action) or `godot-rl` (what godot-rl's Godot plugin loads, for a game's own inference).
     export_layout: str = "sb3"
-    # Why a stopped unit only resumes approximately ("" when resume is exact: the VecEnv's
-    # sub-envs answer `replay.REPLAY_STATE` and `replay.REPLAY`, so a checkpoint holds the
-    # episodes in progress); `resume_approximate()` names exceptions per env.
+    # Why a stopped unit only resumes approximately, for a backend without the `ExactResume`
+    # ability (`abilities.py`: its sub-envs answer `replay`'s two env_methods).
     resume: str = "the backend's env state is not saved with a checkpoint"
     # What recording its evaluation as video (`eval.video`) would need, for the one-line refusal
-    # of a backend whose `check_video` is the default (it records none).
+    # of a backend without the `Video` ability.
     video_needs: str = "a renderer rlcrate can capture frames from"
 
 
-# Env interfaces: what a backend's `make_env` makes, and what a trainer's loop steps
-# (`ENV_INTERFACE`). Every backend offers SB3's VecEnv (`make_vec_env`); some offer their own.
-SB3_VEC_ENV = "sb3-vec-env"  # a Stable-Baselines3 VecEnv of parallel.envs envs
-BRAX_ENV = "brax-env"  # `JaxEnv`: a Brax env (JAX), with the episode length and action repeat
-ISAACLAB_ENV = "isaaclab-env"  # `(env, end)`: the Isaac Lab task launched in its own Python
-GYMNASIUM_ENV = "gymnasium-env"  # one Gymnasium env (a single env, no vector)
-
-
-@dataclass(frozen=True)
-class JaxEnv:
-    """BRAX_ENV: the unwrapped Brax env and how the manifest wraps it."""
-
-    env: Any
-    episode_length: int
-    action_repeat: int
-
-
-class Backend(ABC):
+class Backend(ABC, Generic[E]):
     """A backend: `name`, `Options` (the env fields it owns) and `TRAITS` as class attributes,
-    the hooks as methods. The four abstract ones make a backend; every other hook has a working
-    default, documented where it is, which a backend overrides only when it has more to say."""
+    the hooks as methods, each typed against its own `Options` (`E`). The four abstract ones
+    make a backend; every other hook here has a working default, documented where it is, which a
+    backend overrides only when it has more to say. What it can do beyond them (record videos,
+    rl-zoo3's or a task's tuned defaults, a split env step for the bench profile, an exact
+    resume) it declares by deriving from the abilities in `abilities.py`."""
 
     name: ClassVar[str]
     Options: ClassVar[type[EnvSpec]]
     TRAITS: ClassVar[Traits]
-    # The env interfaces `make_env` makes (above); SB3's VecEnv is every backend's.
+    # The env interfaces `make_env` makes (`interfaces`); SB3's VecEnv is every backend's.
     interfaces: ClassVar[tuple[str, ...]] = (SB3_VEC_ENV,)
     # A cheap env id for the conformance checks (`rlcrate plugin check`); None: its first id.
     example_id: ClassVar[str | None] = None
@@ -129,22 +125,22 @@ class Backend(ABC):
         """The env ids it offers (may be a representative list, e.g. the bundled Godot games)."""
 
     @abstractmethod
-    def check_env(self, env: Any) -> list[FieldProblem]:
+    def check_env(self, env: E) -> list[FieldProblem]:
         """Every problem with the env (its options model, `Options`): each at its field's key
         path (e.g. ("env", "kwargs", "x")) with one sentence; `validate` reports each at that
         field's line. Empty when the env can be made."""
 
     @abstractmethod
     def make_vec_env(
-        self, env: Any, parallel: ParallelSpec, *, seed: int, log_dir: Path | None
-    ) -> Any:
+        self, env: E, parallel: ParallelSpec, *, seed: int, log_dir: Path | None
+    ) -> VecEnv:
         """A Stable-Baselines3 VecEnv of `parallel.envs` envs, stepped by `parallel.workers`
         workers as this backend understands them; env i is seeded from `seed + i`. `log_dir`
         takes the env processes' own logs (None: a temporary folder, removed on close)."""
 
     def make_env(
         self,
-        env: Any,
+        env: E,
         parallel: ParallelSpec,
         *,
         interface: str,
@@ -152,8 +148,9 @@ class Backend(ABC):
         log_dir: Path | None = None,
     ) -> Any:
         """The env as `interface` (one of `interfaces`) has it, for a trainer whose loop steps
-        that interface. Default: SB3's VecEnv (`make_vec_env`); a backend that offers more
-        overrides this for those."""
+        that interface (`interfaces`: a `JaxEnv`, a `BatchedTorchEnv`, one Gymnasium env).
+        Default: SB3's VecEnv (`make_vec_env`); a backend that offers more overrides this for
+        those."""
         if interface != SB3_VEC_ENV:
             raise BackendUnavailable(
                 f"the {self.name} backend offers the env interfaces {', '.join(self.interfaces)}, "
@@ -161,38 +158,21 @@ class Backend(ABC):
             )
         return self.make_vec_env(env, parallel, seed=seed, log_dir=log_dir)
 
-    def gymnasium_id(self, env_id: str) -> str | None:
-        """The Gymnasium id of this backend's env `env_id` (rl-zoo3's tables, read for
-        `algo.defaults: zoo`, are keyed by them), or None (the default) when its ids are not
-        Gymnasium's."""
-        return None
-
-    def is_atari(self, env_id: str) -> bool:
-        """Whether `env_id` is an Atari game (rl-zoo3's `atari` entry applies). Default False."""
-        return False
-
-    def agent_config(self, task: str, entry_point: str) -> dict[str, Any] | None:
-        """The agent config the task `task` registers for a training library (`entry_point`,
-        e.g. Isaac Lab's `sb3_cfg_entry_point`), as `{entry, cfg}` (entry None: the task
-        registers none), for `algo.defaults: task`. Default None: this backend's tasks register
-        no agent configs."""
-        return None
-
     def package_file(self, relative: str) -> Path | None:
         """A file of the package that makes this backend's envs, found without importing it (a
         trainer reads its loop's signature there). Default None: none to read."""
         return None
 
-    def require_env(self, env: Any) -> None:
+    def require_env(self, env: E) -> None:
         """`check_env`'s first problem raised (FieldError), for the hooks that make an env."""
         first_error(self.check_env(env))
 
-    def spaces(self, env: Any) -> tuple[Any, Any] | None:
+    def spaces(self, env: E) -> tuple[Space[Any], Space[Any]] | None:
         """(observation space, action space) as gymnasium spaces, or None (the default) when
         only launching the env would tell."""
         return None
 
-    def action_kind(self, env: Any) -> str | None:
+    def action_kind(self, env: E) -> str | None:
         """The action space's gymnasium class name ('Box', 'Discrete', ...) checked against the
         algorithm; None when unknown without launching. Must stay cheap (validate answers in
         under a second). Default: the class of `spaces`' action space."""
@@ -205,7 +185,7 @@ class Backend(ABC):
         schema)."""
         return []
 
-    def smallest_layout(self, env: Any, parallel: ParallelSpec) -> ParallelSpec:
+    def smallest_layout(self, env: E, parallel: ParallelSpec) -> ParallelSpec:
         """The smallest `parallel` that builds this env as the manifest's `parallel` runs it, for
         the jobs that need one env's worth (the dry construction, evaluation, export): one env
         in one worker by default; a game whose every process holds a fixed number of agents
@@ -224,26 +204,14 @@ class Backend(ABC):
         warnings). Default 0: every env steps in the unit's own process."""
         return 0
 
-    def nondeterminism(self, env: Any) -> str | None:
+    def nondeterminism(self, env: E) -> str | None:
         """Why this env does not repeat bitwise although the backend does (e.g. Godot paced:
         game time follows the wall clock). Default None."""
         return None
 
-    def resume_approximate(self, env: Any) -> str | None:
-        """Why a unit of this env, stopped and resumed, does not end bit-identical to one run
-        without a stop (its envs restart their episodes on resume). None: resume is exact.
-        Default: `TRAITS.resume`."""
-        return self.TRAITS.resume or None
-
-    def env_files(self, env: Any) -> tuple[str, Path] | None:
+    def env_files(self, env: E) -> tuple[str, Path] | None:
         """(kind, path) of the files the env is made from (a game), hashed into archives.
         Default None: the env comes from an installed package."""
-        return None
-
-    def step_split(self, venv: Any) -> Any | None:
-        """For `bench.profile`: an object splitting the env step of this VecEnv into parts
-        (`seconds`, `calls`, `reported`, `stall()`: a sentence when the env's replies are held
-        back by its transport, else None; `detach()`). Default None: the step is one part."""
         return None
 
     def doctor_rows(self) -> list[tuple[str, bool, str]]:
@@ -251,43 +219,7 @@ class Backend(ABC):
         devices, Isaac Sim): (what, ok, detail). Default: none."""
         return []
 
-    def check_video(self, env: Any) -> list[FieldProblem]:
-        """Why this env's evaluation cannot be recorded here (`eval.video`), each at its field;
-        empty when `video_env` gives an env whose VecEnv's `get_images()` returns its frames.
-        Cheap, and needs none of the backend's packages (`validate` asks on a light install).
-        Default: refused, naming `TRAITS.video_needs`."""
-        return [
-            FieldProblem(
-                ("eval", "video"),
-                f"the {self.name} backend cannot record evaluation videos here: it needs "
-                f"{self.TRAITS.video_needs}; remove eval.video",
-            )
-        ]
-
-    def video_env(self, env: Any, *, size: tuple[int, int] | None = None) -> Any:
-        """The env options (`Options`) of an evaluation that is recorded: the same env, its
-        frames rendered, so that the VecEnv's `get_images()` returns each env's current frame
-        and the episodes' returns stay those of `env`. `size`: eval.video's [width, height]
-        (None: the env's own), for an env that can draw at a size asked for (the frames are
-        scaled to it in any case). Asked only when `check_video` found no problem. Default:
-        refused."""
-        first_error(self.check_video(env))
-        return env
-
-    def video_blank_hint(self, env: Any) -> str:
-        """What to do when every frame of a recorded episode is one colour (the env drew
-        nothing): the end of the one line that fails the video."""
-        return f"{env.id} drew nothing; check that it renders on this machine"
-
-    def video_equivalent(self, env: Any) -> tuple[Any, str] | None:
-        """For a backend whose envs render nothing themselves: the options (`Options` of another
-        backend) of an equivalent env that does, and one line saying what the recording then
-        is. The evaluation scores `env`'s episodes as ever; the video is a rollout of the same
-        policy on the equivalent env, never the scored episodes. Default None: `video_env`
-        records the evaluation itself."""
-        return None
-
-    def episode_limit(self, env: Any) -> int | None:
+    def episode_limit(self, env: E) -> int | None:
         """The steps after which `env` ends an episode on its own (a time limit), or None (the
         default) when it has none or cannot say: an evaluation then cuts its episodes at
         `eval.max_episode_steps` (else rlcrate's default), so that no evaluation runs forever."""
@@ -298,6 +230,37 @@ class Backend(ABC):
         runner's own. A unit talks to the runner only through files, so it may run anywhere
         rlcrate and the backend's packages are installed (e.g. Isaac Lab's Python 3.12)."""
         return None
+
+
+def no_video(backend: Backend[Any]) -> list[FieldProblem]:
+    """The one-line refusal of `eval.video` on `backend`, naming `TRAITS.video_needs`."""
+    return [
+        FieldProblem(
+            ("eval", "video"),
+            f"the {backend.name} backend cannot record evaluation videos here: it needs "
+            f"{backend.TRAITS.video_needs}; remove eval.video",
+        )
+    ]
+
+
+def video_problems(backend: Backend[Any], env: EnvSpec) -> list[FieldProblem]:
+    """Why `env`'s evaluation cannot be recorded on `backend`: its `Video` ability's answer, or
+    the refusal of a backend without it (`no_video`)."""
+    from runner.backends.abilities import Video
+
+    return backend.check_video(env) if isinstance(backend, Video) else no_video(backend)
+
+
+def resume_approximate(backend: Backend[Any], env: EnvSpec | None) -> str | None:
+    """Why a unit of `env` on `backend`, stopped and resumed, does not end bit-identical to one
+    run without a stop (its envs restart their episodes on resume): a backend without the
+    `ExactResume` ability says why in `TRAITS.resume`; one with it may name an exception per env.
+    None: the envs resume exactly."""
+    from runner.backends.abilities import ExactResume
+
+    if not isinstance(backend, ExactResume):
+        return backend.TRAITS.resume or "its envs' state is not saved with a checkpoint"
+    return backend.resume_approximate(env) if env is not None else None
 
 
 def unknown_id(backend: str, env_id: str, known: Iterable[str], *, limit: int = 12) -> FieldProblem:

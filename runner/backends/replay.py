@@ -83,4 +83,4 @@ class Replayable(gym.Wrapper):
             self._start = start
         for action in state["actions"]:
             self.step(action)
-        return digest(self._last) == state["obs"]
+        return bool(digest(self._last) == state["obs"])

@@ -105,10 +105,10 @@ def rollout(env: EnvSpec, *, steps: int = 300, n_envs: int = 32, seed: int = 0) 
     )
     try:
         venv.action_space.seed(seed)
-        obs = [venv.reset()]
+        obs = [np.asarray(venv.reset())]  # one array: the envs calibrated have Box observations
         for _ in range(steps - 1):
             actions = np.array([venv.action_space.sample() for _ in range(n_envs)])
-            obs.append(venv.step(actions)[0])
+            obs.append(np.asarray(venv.step(actions)[0]))
         return np.concatenate(obs)
     finally:
         venv.close()

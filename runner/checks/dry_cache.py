@@ -159,7 +159,7 @@ def key(
         return None
     if variant.parent is not None or cfg.train.init_from is not None:
         return None
-    if check_device and cfg.algo.device not in ("cpu", "auto"):
+    if check_device and cfg.algo.compute_device() not in ("cpu", "auto"):
         return None
     try:
         game = get_backend(cfg.env.backend).env_files(cfg.env)

@@ -22,7 +22,8 @@ from runner.manifest.schema import InitFrom, Manifest
 from runner.record.datafiles import LegacyPickle
 from runner.record.rundir import UnitRef, file_sha256, pin_mismatch
 from runner.record.status import read_status
-from runner.trainers import trainer_of
+from runner.trainers import trainer_name, trainer_of
+from runner.trainers.abilities import WarmStarts
 from runner.trainers.base import spaces_mismatch
 from runner.trainers.resume import check_final
 
@@ -46,7 +47,8 @@ class Parent:
 
     def files(self, seed: int) -> list[Path]:
         """The files a child unit starts from (its trainer says which: the model first)."""
-        names = trainer_of(self.config).start_files(self.config) or []
+        trainer = trainer_of(self.config)
+        names = trainer.start_files(self.config) if isinstance(trainer, WarmStarts) else []
         return [self.unit_dir(seed) / name for name in names]
 
 
@@ -167,29 +169,24 @@ def problem(cfg: Manifest, seeds: list[int], base: Path | None = None) -> FieldE
     init = cfg.train.init_from
     if init is None:
         return None
-    if trainer_of(cfg).start_files(cfg) is None:
-        own = f"{cfg.algo.name}'s own loop cannot start from another run's model"
+    trainer = trainer_of(cfg)
+    if not isinstance(trainer, WarmStarts):
+        own = f"the {trainer_name(cfg)} trainer cannot start from another run's model"
         return FieldError(FIELD, own)
     try:
         parent = locate(init, seeds, base)
     except FieldError as exc:
         return exc
     theirs = parent.config
-    if theirs.algo.name != cfg.algo.name or theirs.algo.policy != cfg.algo.policy:
+    if trainer_name(theirs) != trainer_name(cfg):
         return FieldError(
             FIELD,
-            f"the parent trained {theirs.algo.name} with {theirs.algo.policy}, this variant "
-            f"{cfg.algo.name} with {cfg.algo.policy}: a warm start continues the same algorithm "
-            "and policy",
+            f"the parent was trained by the {trainer_name(theirs)} trainer, this variant by the "
+            f"{trainer_name(cfg)} trainer: a warm start continues the same training loop",
         )
-    if (theirs.algo.normalize is None) != (cfg.algo.normalize is None):
-        said = "normalized" if theirs.algo.normalize is not None else "did not normalize"
-        wants = "turns it off" if cfg.algo.normalize is None else "turns it on"
-        return FieldError(
-            FIELD,
-            f"the parent {said} observations (algo.normalize) and this variant {wants}: its "
-            "policy would see inputs on another scale; set algo.normalize as the parent's",
-        )
+    why = trainer.warm_start_problem(theirs, cfg)
+    if why is not None:
+        return FieldError(FIELD, why)
     mine = get_backend(cfg.env.backend).spaces(cfg.env)
     ours = get_backend(theirs.env.backend).spaces(theirs.env)
     if mine is not None and ours is not None and not _same_spaces(mine, ours):

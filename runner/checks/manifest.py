@@ -38,6 +38,7 @@ from runner.manifest.matrix import (
 from runner.manifest.problems import Lines, Loc, Problem, at, validation_problems
 from runner.manifest.schema import Manifest
 from runner.trainers import trainer_name, trainer_of
+from runner.trainers.abilities import PeriodicEval, RecordsVideo, SearchSpaces
 
 
 def _variant_configs(m: Manifest, source: str, lines: Lines, out: list[Problem]) -> list[Manifest]:
@@ -148,7 +149,7 @@ def _check_limits(cfg: Manifest, source: str, lines: Lines, out: list[Problem]) 
     found = get_backend(cfg.env.backend).check_parallel(cfg.parallel)
     trainer = trainer_of(cfg)
     found += trainer.check_limits(cfg)
-    if cfg.eval.every and not trainer.PERIODIC_EVAL:
+    if cfg.eval.every and not isinstance(trainer, PeriodicEval):
         found.append(
             FieldProblem(
                 ("eval", "every"),
@@ -164,14 +165,15 @@ def video_problems(cfg: Manifest) -> list[FieldProblem]:
     none of the backend's packages."""
     from runner import video
     from runner.backends import get_backend
+    from runner.backends.base import video_problems as backend_problems
 
     spec = cfg.eval.video
     if spec is None:
         return []
-    if not trainer_of(cfg).RECORDS_VIDEO:
+    if not isinstance(trainer_of(cfg), RecordsVideo):
         msg = f"the {trainer_name(cfg)} trainer's evaluation records no video; remove eval.video"
         return [FieldProblem(("eval", "video"), msg)]
-    return get_backend(cfg.env.backend).check_video(cfg.env) or video.problems(spec)
+    return backend_problems(get_backend(cfg.env.backend), cfg.env) or video.problems(spec)
 
 
 def _check_algo(
@@ -179,9 +181,10 @@ def _check_algo(
 ) -> None:
     for p in trainer_of(cfg).check_params(cfg, kind):
         out.append(at(source, lines, p.path, p.message))
-    if cfg.algo.device.startswith("cuda") and not _gpu_present():
+    device = cfg.algo.compute_device()
+    if device.startswith("cuda") and not _gpu_present():
         msg = (
-            f"'{cfg.algo.device}' needs an NVIDIA GPU, and this machine has none (nvidia-smi "
+            f"'{device}' needs an NVIDIA GPU, and this machine has none (nvidia-smi "
             "lists no GPU); use device: cpu, or run on a GPU machine"
         )
         out.append(at(source, lines, ("algo", "device"), msg))
@@ -210,7 +213,13 @@ def _tune_problems(m: Manifest, source: str, lines: Lines) -> list[Problem]:
     if m.tune is None:
         return []
     if isinstance(m.tune.space, str):  # a named space: its trainer's
-        found = trainer_of(m).space_problem(m, m.tune.space)
+        trainer = trainer_of(m)
+        found = (
+            trainer.space_problem(m, m.tune.space)
+            if isinstance(trainer, SearchSpaces)
+            else f"the {trainer_name(m)} trainer knows no search space named {m.tune.space!r}; "
+            "write it out"
+        )
         return [at(source, lines, ("tune", "space"), found)] if found else []
     out = []
     for path in m.tune.dims():

@@ -159,7 +159,7 @@ def _steps(backend: Any, env: Any) -> None:
 
 
 TRAINER_HOOKS = ("check_params", "check_limits", "dry_construct", "deep_only", "train", "evaluate",
-                 "start_files", "determinism_attempt", "bench")  # fmt: skip
+                 "model_files", "determinism_attempt", "bench")  # fmt: skip
 
 
 def trainer_rows(name: str) -> list[Row]:

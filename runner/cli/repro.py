@@ -130,7 +130,8 @@ def check_determinism_cmd(
             "--resume",
             help="Instead: train the slice, then train it again killed (SIGKILL) after a "
             "checkpoint and resumed; `exact` when final parameters and TensorBoard scalars match. "
-            "Its trainer must declare that it can be killed for the check (KILLS_FOR_RESUME).",
+            "Its trainer must declare that it can be killed for the check (the KillForResume "
+            "ability).",
         ),
     ] = False,
 ) -> None:

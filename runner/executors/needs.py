@@ -20,7 +20,7 @@ class Needs:
 
 def cpus_of(config: Manifest) -> int:
     par = config.parallel
-    per_unit = max(1, par.workers, config.algo.torch_threads)
+    per_unit = max(1, par.workers, config.algo.threads())
     return max(per_unit, par.envs) if par.mode == "subproc" else per_unit
 
 
@@ -28,7 +28,7 @@ def gpus_of(config: Manifest) -> int:
     """One GPU for a unit that trains on CUDA or steps a GPU simulator; `auto` asks for none (it
     uses a GPU where the scheduler happened to give one)."""
     gpu_sim = get_backend(config.env.backend).TRAITS.needs_gpu
-    return int(config.algo.device.startswith("cuda") or gpu_sim)
+    return int(config.algo.compute_device().startswith("cuda") or gpu_sim)
 
 
 def unit_needs(res: ResolvedRun, units: list[UnitRef]) -> dict[UnitRef, Needs]:

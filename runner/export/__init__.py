@@ -15,8 +15,8 @@ Two layouts, by the unit's backend:
 
 A model trained with `algo.normalize` has its frozen observation statistics folded into the graph
 (`(obs - mean) / sqrt(var + eps)`, clipped), so the game feeds raw observations. Nothing in the
-run directory is unpickled: the model is rebuilt from `resolved.yaml` and given the zip's weights
-(`runner.trainers.sb3.files`).
+run directory is unpickled: the unit's trainer rebuilds the model from `resolved.yaml` and gives
+it the zip's weights (its `ExportsPolicy` ability: the sb3 trainer's `sb3/export`).
 """
 
 from runner.export.onnx import LAYOUTS, export_unit

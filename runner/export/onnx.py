@@ -57,13 +57,15 @@ def export_unit(
     from runner.manifest.resolved import read_resolved
     from runner.record.output import check_output
     from runner.trainers import trainer_name, trainer_of
+    from runner.trainers.abilities import ExportsPolicy
     from runner.trainers.base import MODEL_FILE
     from runner.trainers.resume import check_final
 
     res = read_resolved(run_dir)
     unit = pick_unit(run_dir, list(res.variants), res.seeds, variant, seed)
     cfg = res.variants[unit.variant].config
-    if not trainer_of(cfg).EXPORTS_SB3_POLICY:
+    trainer = trainer_of(cfg)
+    if not isinstance(trainer, ExportsPolicy):
         raise UserInputError(
             f"{unit.key}: export writes Stable-Baselines3 policies; this unit was trained by "
             f"the {trainer_name(cfg)} trainer"
@@ -80,7 +82,7 @@ def export_unit(
     _needs("onnx", "onnxruntime")
     check_final(unit.dir(run_dir))  # the model (and its statistics) as training left them
     model_sha256 = hashlib.sha256(model_file.read_bytes()).hexdigest()
-    model, venv = _load(cfg, unit, run_dir, model_file)
+    model, venv = trainer.export_model(cfg, unit.dir(run_dir), unit.seed)
     try:
         record = _export(model, venv, cfg, layout, output)
     finally:
@@ -112,26 +114,6 @@ def _needs(*modules: str) -> None:
             f"export needs {' and '.join(missing)}, not installed here: pip install "
             "'rlcrate[export]'"
         )
-
-
-def _load(cfg: Any, unit: UnitRef, run_dir: Path, model_file: Path) -> tuple[Any, Any]:
-    """The unit's model on one env of its own (normalized: the unit's frozen statistics), on the
-    CPU; its weights from the zip, nothing unpickled."""
-    from runner.record.seeding import derive
-    from runner.trainers.sb3.common import load_model, make_env, one_env
-    from runner.trainers.sb3.files import STATS_FILE
-
-    cfg = cfg.model_copy(update={"algo": cfg.algo.model_copy(update={"device": "cpu"})})
-    one = one_env(cfg)
-    seeds = derive(unit.seed)
-    stats = unit.dir(run_dir) / STATS_FILE
-    venv = make_env(cfg, seed=seeds["eval_env"], parallel=one, monitor=False, stats=stats,
-                    training=False)  # fmt: skip
-    try:
-        return load_model(cfg, model_file, venv, seed=None), venv
-    except BaseException:
-        venv.close()
-        raise
 
 
 def _normalization(venv: Any) -> tuple[Any, Any, float, float] | None:

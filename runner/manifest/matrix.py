@@ -86,8 +86,10 @@ def apply_overrides(manifest: Manifest, overrides: dict[str, Any]) -> Manifest:
     if conflict:
         raise ValueError(conflict)
     data = manifest.model_dump()
-    # the env as given: a variant that changes env.backend takes none of the old backend's defaults
+    # the env and algo as given: a variant that changes env.backend (or the trainer, through
+    # algo.name or algo.trainer) takes none of the old backend's (or trainer's) defaults
     data["env"] = manifest.env.model_dump(exclude_unset=True) | {"backend": manifest.env.backend}
+    data["algo"] = manifest.algo.model_dump(exclude_unset=True)
     for path, value in overrides.items():
         set_path(data, path, copy.deepcopy(value))
     return with_backend_defaults(Manifest.model_validate(data))

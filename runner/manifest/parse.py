@@ -46,7 +46,7 @@ def yaml12_number(text: str) -> int | float:
     if "." not in mantissa and exponent and not exponent.startswith("-"):
         digits = mantissa.lstrip("+-").lstrip("0") or "0"
         if len(digits) + int(exponent) <= MAX_INT_DIGITS:
-            return int(mantissa) * 10 ** int(exponent)
+            return int(mantissa) * int(10 ** int(exponent))
     return float(text)
 
 

@@ -55,7 +55,9 @@ def _model_at(loc: Loc) -> type[BaseModel] | None:
         field = fields_of(model).get(key) if isinstance(key, str) else None
         # `X | None` fields (algo.normalize): the model inside
         kinds = get_args(field.annotation) or (field.annotation,) if field is not None else ()
-        inner = [k for k in kinds if isinstance(k, type) and issubclass(k, BaseModel)]
+        inner: list[type[BaseModel]] = [
+            k for k in kinds if isinstance(k, type) and issubclass(k, BaseModel)
+        ]
         if not inner:
             return None
         model = inner[0]
@@ -80,7 +82,7 @@ def _message(err: Any) -> str:
             f"expected a folder-safe name: letters, digits, '.', '_' or '-', starting with a "
             f"letter or digit, at most 100 characters (got {err['input']!r})"
         )
-    msg = err["msg"].removeprefix("Value error, ")
+    msg = str(err["msg"]).removeprefix("Value error, ")
     if kind.startswith("rlcrate_"):  # the schema's own sentences (`env`'s options, modes)
         return msg
     if "input" in err and kind != "value_error" and not isinstance(err["input"], (dict, list)):

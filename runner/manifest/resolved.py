@@ -209,6 +209,44 @@ def _only_what_applied(config: Any) -> None:
         parallel["mode"] = None
 
 
+# The algo fields every trainer's config held before each trainer owned its options, with the
+# value the resolver then wrote for a trainer that had no use for them.
+SHARED_ALGO_DEFAULTS: dict[str, Any] = {
+    "defaults": None,
+    "policy": "MlpPolicy",
+    "normalize": None,
+    "device": "cpu",
+    "torch_threads": 1,
+}
+
+
+def trainer_options_migrated(config: Any) -> None:
+    """A config of a resolved.yaml written before each trainer owned its `algo` options holds
+    the SB3/torch fields every trainer had (`SHARED_ALGO_DEFAULTS`). A field the config's trainer
+    does not own is removed where it holds the value the resolver filled in for every trainer
+    (it said nothing); any other value stays, and validation names it (`damaged at ...: the
+    brax_ppo trainer has no such option`): what a run recorded is never silently dropped."""
+    from runner.errors import UserInputError
+    from runner.manifest.algo import algo_model, trainer_of_algo
+
+    algo = config.get("algo") if isinstance(config, dict) else None
+    if not isinstance(algo, dict):
+        return
+    try:
+        trainer = trainer_of_algo(algo)
+        model = algo_model(trainer) if trainer is not None else None
+    except UserInputError:  # a trainer that cannot be imported: validation says so
+        return
+    if model is None:
+        return
+    for key, filled in SHARED_ALGO_DEFAULTS.items():
+        value = algo.get(key, filled)
+        # the fill-in itself (`type`: not true for 1)
+        same = value == filled and type(value) is type(filled)
+        if key in algo and key not in model.model_fields and same:
+            del algo[key]
+
+
 def parse_resolved(data: Any, source: str) -> ResolvedRun:
     """The run model of a resolved.yaml's data; `source` names the file in the one-line error."""
     if not isinstance(data, dict):
@@ -222,6 +260,7 @@ def parse_resolved(data: Any, source: str) -> ResolvedRun:
     )
     for config in [data, *configs]:
         _only_what_applied(config)
+        trainer_options_migrated(config)
     try:
         return ResolvedRun.model_validate(data)
     except ValidationError as exc:

@@ -6,13 +6,11 @@ Every model forbids unknown keys; every field carries its description so the JSO
 
 from __future__ import annotations
 
-import difflib
 from collections import Counter
 from typing import Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
-    ConfigDict,
     Field,
     PrivateAttr,
     SerializeAsAny,
@@ -23,19 +21,15 @@ from pydantic import (
 )
 from pydantic_core import InitErrorDetails
 
+from runner.manifest.algo import AlgoSpec as AlgoSpec
+from runner.manifest.algo import algo_models, default_algo, validate_algo
+from runner.manifest.options import Strict as Strict
+from runner.manifest.options import custom as _custom
+from runner.manifest.options import key_problem, refuse, validate_options
 from runner.manifest.tune import TuneSpec
 
 MAX_SEEDS = 10_000  # seeds in one run (a paper uses tens); more is a typo that would fill memory
 MAX_SEED = 2**32 - 1  # the largest master seed: NumPy's and Gymnasium's seeds are 32-bit
-
-
-class Strict(BaseModel):
-    """Unknown keys refused; a value has one type (no "64" for 64, no true for 1, no 1 for
-    true); NaN and infinity refused wherever a number is expected."""
-
-    model_config = ConfigDict(
-        extra="forbid", validate_assignment=True, strict=True, allow_inf_nan=False
-    )
 
 
 class EnvSpec(Strict):
@@ -99,32 +93,18 @@ def env_models() -> dict[str, type[EnvSpec]]:
 
 
 def fields_of(model: type[BaseModel]) -> dict[str, Any]:
-    """A model's fields by name; for the env, every installed backend's options together (a path
-    such as `env.pacing` names a field when some backend has it)."""
-    if model is not EnvSpec:
-        return dict(model.model_fields)
-    merged: dict[str, Any] = {}
-    for options in env_models().values():
+    """A model's fields by name; for the env, every installed backend's options together, and
+    for the algo every trainer's (a path such as `env.pacing` or `algo.normalize` names a field
+    when some backend or trainer has it)."""
+    merged: dict[str, Any] = dict(model.model_fields)
+    plugins: list[type[BaseModel]] = []
+    if model is EnvSpec:
+        plugins += env_models().values()
+    elif model is AlgoSpec:
+        plugins += algo_models().values()
+    for options in plugins:
         merged.update(options.model_fields)
     return merged
-
-
-def _custom(kind: str, message: str) -> Any:
-    from pydantic_core import PydanticCustomError
-
-    return PydanticCustomError(kind, message)
-
-
-def _env_key_problem(key: str, backend: str, model: type[EnvSpec]) -> str:
-    """Why `key` is not an option of `backend`: another backend's, or no backend's."""
-    owners = sorted(n for n, m in env_models().items() if n != backend and key in m.model_fields)
-    if owners:
-        has = "has" if len(owners) == 1 else "have"
-        return f"the {backend} backend has no such option; {', '.join(owners)} {has}"
-    allowed = list(model.model_fields)
-    close = difflib.get_close_matches(key, allowed, n=1)
-    hint = f"; did you mean '{close[0]}'?" if close else ""
-    return f"unknown key{hint} (the {backend} backend's options: {', '.join(allowed)})"
 
 
 def validate_env(value: Any) -> EnvSpec:
@@ -133,7 +113,7 @@ def validate_env(value: Any) -> EnvSpec:
     if isinstance(value, EnvSpec):
         return value
     backend = value.get("backend") if isinstance(value, dict) else None
-    if not isinstance(backend, str) or not backend:
+    if not isinstance(value, dict) or not isinstance(backend, str) or not backend:
         return EnvSpec.model_validate(value)  # the base model says what is missing or wrong
     from runner import plugins
     from runner.errors import UserInputError
@@ -141,35 +121,14 @@ def validate_env(value: Any) -> EnvSpec:
     try:
         model = env_model(backend)
     except UserInputError as exc:  # its package is broken: at env.backend's line
-        model, problem = None, str(exc)
-    else:
-        problem = plugins.unknown("backend", backend)
-    if model is None:
-        error = _custom("rlcrate_backend", problem)
-        line = InitErrorDetails(type=error, loc=("backend",), input=backend)
-        raise ValidationError.from_exception_data("EnvSpec", [line])
-    assert isinstance(value, dict)
-    extra = [k for k in value if k not in model.model_fields]
-    if not extra:
-        return model.model_validate(value)
-    errors: list[Any] = [
-        InitErrorDetails(
-            type=_custom("rlcrate_env_option", _env_key_problem(str(k), backend, model)),
-            loc=(str(k),),
-            input=value[k],
-        )
-        for k in extra
-    ]
-    try:
-        model.model_validate({k: v for k, v in value.items() if k not in extra})
-    except ValidationError as exc:
-        errors += [
-            InitErrorDetails(type=e["type"], loc=e["loc"], input=e["input"], ctx=e.get("ctx", {}))
-            if e["type"] not in ("value_error", "assertion_error")
-            else InitErrorDetails(type=_custom("rlcrate_value", e["msg"]), loc=e["loc"], input="")
-            for e in exc.errors()
-        ]
-    raise ValidationError.from_exception_data("EnvSpec", errors)
+        raise refuse("EnvSpec", ("backend",), str(exc), backend) from None
+    if model is None:  # the installed packages are read for the sentence only now
+        raise refuse("EnvSpec", ("backend",), plugins.unknown("backend", backend), backend)
+
+    def unknown(key: str) -> str:
+        return key_problem(key, backend, "backend", model, env_models())
+
+    return validate_options(model, value, unknown, "EnvSpec")
 
 
 # Upper bounds that no real run reaches and that stop a typo (an extra zero, 1e26) from starting
@@ -214,74 +173,6 @@ class ParallelSpec(Strict):
                 "each worker steps at least one env"
             )
         return self
-
-
-class NormalizeSpec(Strict):
-    """SB3's VecNormalize: running mean/std of observations and of the discounted return
-    (gamma is the algorithm's); saved beside the model, frozen for evaluation."""
-
-    obs: bool = Field(True, description="Normalize observations (running mean and std).")
-    reward: bool = Field(
-        True,
-        description="Scale rewards by the running std of the discounted return (training only).",
-    )
-    clip_obs: float = Field(10.0, gt=0, description="Normalized observations clipped to +-this.")
-    clip_reward: float = Field(10.0, gt=0, description="Normalized rewards clipped to +-this.")
-    epsilon: float = Field(1e-8, gt=0, description="Added to the variance before dividing.")
-
-
-class AlgoSpec(Strict):
-    name: str = Field(
-        "PPO",
-        description="A Stable-Baselines3 or sb3-contrib algorithm class, or an own loop: "
-        "brax_ppo (backend brax), rsl_rl_ppo (RSL-RL's PPO, backend isaaclab).",
-    )
-    trainer: str | None = Field(
-        None,
-        description="The training loop: sb3 (every Stable-Baselines3 and sb3-contrib algorithm), "
-        "brax_ppo, rsl_rl_ppo, or one an installed package adds (entry point rlcrate.trainers). "
-        "Default: the own loop of the algorithm's name, else sb3.",
-    )
-    defaults: Literal["zoo", "task"] | None = Field(
-        None,
-        description="zoo: start from the hyperparameters the installed rl-zoo3 package publishes "
-        "for this algorithm and env id (n_envs, n_timesteps, normalize, policy, policy_kwargs, "
-        "schedules, the Atari wrapper). task (backend isaaclab): start from the agent config the "
-        "Isaac Lab task registers for this library (sb3_cfg_entry_point, "
-        "rsl_rl_cfg_entry_point), processed as Isaac Lab's own training script does. Anything "
-        "the manifest sets overrides them.",
-    )
-    policy: str = Field("MlpPolicy", description="Policy name, e.g. MlpPolicy or CnnPolicy.")
-    params: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Keyword arguments of the algorithm's constructor. Schedules (learning_rate, "
-        "clip_range, clip_range_vf, delta_std): lin_<value> or {schedule: linear, start, end}. "
-        "policy_kwargs: activation_fn and optimizer_class by name (ReLU, Tanh, Adam ...), "
-        "net_arch as a list or {pi: [...], vf: [...]} / {pi: [...], qf: [...]}.",
-    )
-    normalize: NormalizeSpec | None = Field(
-        None,
-        description="VecNormalize: true (observations and rewards), false/null (off), or a "
-        "mapping {obs, reward, clip_obs, clip_reward, epsilon}.",
-    )
-    device: str = Field("cpu", description="torch device: cpu, cuda, cuda:N or auto.")
-    torch_threads: int = Field(
-        1, ge=1, description="torch intra-op threads per unit (1 keeps CPU runs bit-exact)."
-    )
-
-    @field_validator("normalize", mode="before")
-    @classmethod
-    def _normalize_flag(cls, value: Any) -> Any:
-        if value is True:
-            return {}
-        return None if value is False else value
-
-    @field_validator("params")
-    @classmethod
-    def _schedules(cls, params: dict[str, Any]) -> dict[str, Any]:
-        from runner.manifest.schedules import canonical_params
-
-        return canonical_params(params)
 
 
 class InitFrom(Strict):
@@ -540,7 +431,13 @@ class Manifest(Strict):
         "atari; gymnasium and brax: action_repeat; see each backend's page)."
     )
     parallel: ParallelSpec = Field(default_factory=lambda: ParallelSpec())
-    algo: AlgoSpec = Field(default_factory=lambda: AlgoSpec())
+    algo: SerializeAsAny[AlgoSpec] = Field(
+        default_factory=default_algo,
+        description="The algorithm and its training loop: `name`, `trainer`, `params`, and the "
+        "options that trainer owns (sb3: policy, normalize, device, torch_threads, defaults; "
+        "brax_ppo: device; rsl_rl_ppo: device, torch_threads, defaults; see each trainer's "
+        "page).",
+    )
     train: TrainSpec = Field(default_factory=lambda: TrainSpec())
     eval: EvalSpec = Field(default_factory=lambda: EvalSpec())
     bench: BenchSpec = Field(default_factory=lambda: BenchSpec())
@@ -573,6 +470,11 @@ class Manifest(Strict):
     @classmethod
     def _backend_options(cls, value: Any, handler: Any) -> EnvSpec:
         return validate_env(value)
+
+    @field_validator("algo", mode="wrap")
+    @classmethod
+    def _trainer_options(cls, value: Any, handler: Any) -> AlgoSpec:
+        return validate_algo(value)
 
     @field_validator("parallel")
     @classmethod

@@ -32,25 +32,34 @@ def declared(config: Manifest) -> tuple[str, str]:
     why = backend.nondeterminism(env)
     if why:
         return STATISTICAL, why
-    if algo.device != "cpu":
-        return STATISTICAL, f"algo.device {algo.device}: GPU kernels need not repeat"
-    if algo.torch_threads != 1:
-        return STATISTICAL, f"algo.torch_threads {algo.torch_threads}: sums in varying order"
+    why = algo.nondeterminism()
+    if why:
+        return STATISTICAL, why
     return BITWISE, f"{env.backend} on CPU with one torch thread"
 
 
 def resume_level(
-    backend_name: str, env: Any = None, checked: DeterminismCheck | None = None
+    backend_name: str,
+    env: Any = None,
+    checked: DeterminismCheck | None = None,
+    trainer: str | None = None,
 ) -> str:
     """`exact`: a unit stopped at any moment (even SIGKILL) and resumed from a checkpoint ends
     bit-identical to one run without a stop; `approximate: why` otherwise (its envs restart
     their episodes on resume). `env`: one variant's env options, for the per-env exceptions.
     `checked`: a `check-determinism --resume` result recorded for this backend here, which
-    overrules a declared `exact` it contradicts."""
+    overrules a declared `exact` it contradicts. `trainer`: the loop's name, when known: one
+    without the `ResumesExactly` ability resumes approximately whatever the backend."""
     from runner.backends import get_backend
+    from runner.backends.base import resume_approximate
 
-    backend = get_backend(backend_name)
-    why = backend.resume_approximate(env) if env is not None else (backend.TRAITS.resume or None)
+    why = resume_approximate(get_backend(backend_name), env)
+    if why is None and trainer is not None:
+        from runner.trainers import get_trainer
+        from runner.trainers.abilities import ResumesExactly
+
+        if not isinstance(get_trainer(trainer), ResumesExactly):
+            why = f"the {trainer} trainer's checkpoints do not hold all its loop continues from"
     if why:
         return f"approximate: {why}"
     if checked is not None and checked.result != "exact":

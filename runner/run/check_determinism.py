@@ -33,7 +33,7 @@ STREAMS = ("observations", "actions", "rewards")
 
 def default_steps(config: Manifest) -> int:
     """Two rollouts of an on-policy algorithm (so parameters change twice), at least 256."""
-    n_steps = config.algo.params.get("n_steps", 64)
+    n_steps = int(config.algo.params.get("n_steps", 64))
     return max(256, 2 * n_steps * config.parallel.envs)
 
 
@@ -45,8 +45,8 @@ def attempt(config: dict[str, Any], seed: int, steps: int) -> dict[str, Any]:
 
     cfg = Manifest.model_validate(config)
     seeds, trainer = derive(seed), trainer_of(cfg)
-    seed_everything(seeds, torch_threads=cfg.algo.torch_threads, with_torch=trainer.USES_TORCH)
-    return trainer.determinism_attempt(cfg, seeds, steps)
+    seed_everything(seeds, torch_threads=cfg.algo.threads(), with_torch=trainer.USES_TORCH)
+    return trainer.determinism_attempt(cfg, seeds, steps).fields()
 
 
 def first_divergence(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any] | None:
@@ -119,7 +119,8 @@ def _spawn(
         raise BackendUnavailable(
             f"check-determinism: attempt {n} failed in {python} ({tail}); no verdict"
         )
-    return json.loads(out.read_text(encoding="utf-8"))
+    found: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    return found
 
 
 def check(manifest_path: Path, steps: int | None, seed: int, console: Console) -> int:

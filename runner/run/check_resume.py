@@ -9,9 +9,9 @@ and once more in the killed unit's directory, which resumes it. The final parame
 tags aside) are compared: `exact`, or what differs. Exit status 0 exact, 1 differs.
 
 Only a kill that happened is a check: a trainer that does not declare it can be killed
-(`KILLS_FOR_RESUME`, `runner.trainers.kill`) is refused before anything trains; a unit that was
-not killed by SIGKILL at the step asked, or whose resume found no checkpoint, gives no verdict
-(exit 2). The result is remembered for this environment, per backend and trainer, beside
+(`abilities.KillForResume`, `runner.trainers.kill`) is refused before anything trains; a unit
+that was not killed by SIGKILL at the step asked, or whose resume found no checkpoint, gives no
+verdict (exit 2). The result is remembered for this environment, per backend and trainer, beside
 `check-determinism`'s own, and written into later runs' provenance (`resume_checked`; one that
 differs lowers a declared `exact` in `resume`).
 """
@@ -92,14 +92,13 @@ def train_unit(config: dict[str, Any], seed: int, unit_dir: Path) -> dict[str, A
 
     cfg = Manifest.model_validate(config)
     seeds, trainer = derive(seed), trainer_of(cfg)
-    seed_everything(seeds, torch_threads=cfg.algo.torch_threads, with_torch=trainer.USES_TORCH)
+    seed_everything(seeds, torch_threads=cfg.algo.threads(), with_torch=trainer.USES_TORCH)
     fields = trainer.train(cfg, unit_dir, seeds)
-    files = trainer.start_files(cfg) or ["model.zip"]
     return {
-        "params": params_digest(unit_dir, list(files)),
+        "params": params_digest(unit_dir, trainer.model_files(cfg)),
         "scalars": scalars(unit_dir),
-        "resumes": fields.get("resumes", []),
-        "resume": fields.get("resume"),
+        "resumes": fields.resumes,
+        "resume": fields.resume,
     }
 
 
@@ -157,18 +156,19 @@ def _refuse_unkillable(manifest_path: Path, cfg: Manifest) -> None:
     from runner.manifest.load import read_manifest
     from runner.manifest.problems import at
     from runner.trainers import get_trainer, names, trainer_name
+    from runner.trainers.abilities import KillForResume
 
     name = trainer_name(cfg)
-    if get_trainer(name).KILLS_FOR_RESUME:
+    if isinstance(get_trainer(name), KillForResume):
         return
     able = []
     for other in names():
         with contextlib.suppress(RunnerError):
-            able += [other] if get_trainer(other).KILLS_FOR_RESUME else []
+            able += [other] if isinstance(get_trainer(other), KillForResume) else []
     lines = read_manifest(manifest_path)[2]
     message = (
         f"the {name} trainer does not declare that its units can be killed for a resume check "
-        f"(KILLS_FOR_RESUME; trainers that do: {', '.join(able) or 'none'}): "
+        f"(the KillForResume ability; trainers that do: {', '.join(able) or 'none'}): "
         "check-determinism --resume cannot check it"
     )
     raise ManifestError([at(str(manifest_path), lines, ("algo", "trainer"), message)])

@@ -13,10 +13,12 @@ import contextlib
 import shutil
 import signal
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from runner.manifest.resolved import ResolvedRun
+from runner.manifest.schema import Manifest
 from runner.record.eval import read_eval
 from runner.record.rundir import UnitRef
 from runner.record.status import (
@@ -137,15 +139,24 @@ def unreadable_status(run_dir: Path, units: list[UnitRef]) -> list[Path]:
     return bad
 
 
+def _steps_reader(config: Manifest) -> Callable[[Path], int | None] | None:
+    """How the variant's trainer reads the steps a model holds (`CountsSteps`); None: it
+    cannot."""
+    from runner.trainers import trainer_of
+    from runner.trainers.abilities import CountsSteps
+
+    trainer = trainer_of(config)
+    return trainer.saved_steps if isinstance(trainer, CountsSteps) else None
+
+
 def damaged_results(
-    run_dir: Path, units: list[UnitRef], jobs: list[str], budgets: dict[str, int]
+    run_dir: Path, units: list[UnitRef], jobs: list[str], configs: dict[str, Manifest]
 ) -> list[tuple[Path, str]]:
     """Units recorded done whose results are unreadable (eval.json, model.zip), whose eval.json
     disagrees with its own episodes, or whose model trained less than its budget (by the
-    model's own count): set back to pending so they run again (a finished training is kept and
-    only evaluated again). Returns (file, why) for each."""
-    from runner.trainers.resume import saved_steps
-
+    model's own count, where its trainer reads one): set back to pending so they run again (a
+    finished training is kept and only evaluated again). Returns (file, why) for each."""
+    readers = {name: _steps_reader(config) for name, config in configs.items()}
     bad = []
     for unit in units:
         unit_dir = unit.dir(run_dir)
@@ -157,9 +168,10 @@ def damaged_results(
         for path in wanted:
             why = "missing or unreadable"
             if path.is_file() and path.suffix == ".zip":
-                steps, budget = saved_steps(path), budgets[unit.variant]
-                if steps is None or steps >= budget:  # None: not an SB3 model, no count to read
-                    continue
+                reader, budget = readers[unit.variant], configs[unit.variant].train.timesteps
+                steps = reader(path) if reader is not None else None
+                if steps is None or steps >= budget:  # None: no count to read (or unreadable:
+                    continue  # that fails where the model is read)
                 why = f"trained {steps} of {budget} steps"
             elif path.is_file() and read_eval(path) is not None:
                 continue
@@ -172,7 +184,7 @@ def damaged_results(
 
 
 def recover_done(
-    run_dir: Path, units: list[UnitRef], jobs: list[str], budgets: dict[str, int]
+    run_dir: Path, units: list[UnitRef], jobs: list[str], configs: dict[str, Manifest]
 ) -> list[str]:
     """Units whose status.json is missing or unreadable, but whose files show them finished: a
     final model that trained its budget and (when evaluated) an eval.json of that model, whole
@@ -187,10 +199,11 @@ def recover_done(
         d = unit.dir(run_dir)
         if recorded_status(d) is not None or not d.is_dir():
             continue
-        record = finished_training(d, budgets[unit.variant])
+        config = configs[unit.variant]
+        record = finished_training(d, config.train.timesteps, _steps_reader(config))
         if record is None:
             continue
-        fields = {k: record.get(k) for k in (*TRAIN_FIELDS, "resumes")}
+        fields = {k: getattr(record, k) for k in (*TRAIN_FIELDS, "resumes")}
         if "eval" in jobs:
             ev = read_eval(d / "eval.json")
             if ev is None or (d / "eval.json").stat().st_mtime < (d / "model.zip").stat().st_mtime:

@@ -188,15 +188,15 @@ def run_units(
     if not unit_jobs:
         return {}
     units = res.units()
-    budgets = {name: v.config.train.timesteps for name, v in res.variants.items()}
-    for key in recover_done(run_dir, units, unit_jobs, budgets):
+    configs = {name: v.config for name, v in res.variants.items()}
+    for key in recover_done(run_dir, units, unit_jobs, configs):
         console.print(
             f"[yellow]{escape(key)}: status.json was unreadable; its model and eval result are "
             "whole, so it is done (recovered from them, nothing run again)[/]",
             soft_wrap=True,
         )
     bad = [(p, "missing or unreadable") for p in unreadable_status(run_dir, units)]
-    for path, why in bad + damaged_results(run_dir, units, unit_jobs, budgets):
+    for path, why in bad + damaged_results(run_dir, units, unit_jobs, configs):
         console.print(
             f"[yellow]{escape(str(path))}: {escape(why)}; that unit runs again[/]", soft_wrap=True
         )

@@ -88,7 +88,7 @@ def warnings(res: ResolvedRun, units_at_once: int) -> list[str]:
                 f"{cfg.train.timesteps:,} steps; raise it to at least "
                 f"{-(-cfg.train.timesteps // MAX_CHECKPOINTS):,}"
             )
-        threads = cfg.algo.torch_threads
+        threads = cfg.algo.threads()
         if threads > cpus:
             out.append(
                 f"variant {name}: algo.torch_threads = {threads} on {cpus} CPUs; use at most {cpus}"

@@ -72,9 +72,9 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
         cfg = unit_config(run_dir, variant, seed, training="train" in jobs)
         trainer = trainer_of(cfg)
         quick_exit.allow(trainer.QUICK_EXIT)
-        seed_everything(seeds, torch_threads=cfg.algo.torch_threads, with_torch=trainer.USES_TORCH)
+        seed_everything(seeds, torch_threads=cfg.algo.threads(), with_torch=trainer.USES_TORCH)
         if "train" in jobs:
-            fields.update(trainer.train(cfg, unit_dir, seeds))  # keeps a finished training
+            fields.update(trainer.train(cfg, unit_dir, seeds).fields())  # keeps a finished training
             write_status(unit_dir, "running", **fields)
             if STOP.is_set():  # heard while a loop that stops itself finished its last rollout
                 raise KeyboardInterrupt
@@ -82,7 +82,7 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
             check_final(unit_dir)  # the model's files as training left them, before any read
             if "video" in jobs and cfg.eval.video is None:  # `rlcrate eval --video`
                 cfg.eval.video = VideoSpec()
-            fields.update(trainer.evaluate(cfg, unit_dir, seeds))
+            fields.update(trainer.evaluate(cfg, unit_dir, seeds).fields())
     except KeyboardInterrupt:
         remove_debris(unit_dir)
         write_status(

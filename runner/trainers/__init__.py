@@ -1,42 +1,42 @@
-"""Trainer registry: the training loop a unit runs, resolved from the manifest's algorithm.
+"""Trainer registry: the training loop a unit runs, resolved from the manifest's `algo`.
 
-Every Stable-Baselines3 / sb3-contrib algorithm is trained by `sb3`; an algorithm with its own
-loop (Brax's JAX PPO, RSL-RL's PPO on Isaac Lab) is a trainer of the same name: a module
-implementing the `Trainer` contract in `base.py` (its params and limits, the env interface it
-steps, training, evaluation, bench, determinism attempt, resume), found by its entry point in the
-group `rlcrate.trainers` (`runner.plugins`: rlcrate's own are declared there too) and chosen with
-`algo.trainer`. Nothing outside this package names a trainer.
+A trainer is a class implementing the `Trainer` contract in `base.py` (its `algo` options, the
+algorithms it trains by default, the env interface it steps, its params and limits, training,
+evaluation, bench, determinism attempt) and the abilities it declares (`abilities.py`), found by
+its entry point in the group `rlcrate.trainers` (`runner.plugins`: rlcrate's own are declared
+there too). A manifest names it with `algo.trainer`, or leaves that out and gets the trainer that
+declares `algo.name` among its `ALGORITHMS` (`runner.manifest.algo.default_trainer`): Stable-
+Baselines3's algorithms are sb3's, `brax_ppo` and `rsl_rl_ppo` their own loops'. Nothing outside
+this package names a trainer.
 """
 
 from __future__ import annotations
 
 from functools import cache
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any
 
 from runner import plugins
 from runner.errors import BackendUnavailable, UserInputError
+from runner.manifest.algo import algo_model, default_trainer
 
 if TYPE_CHECKING:
     from runner.manifest.schema import Manifest
+    from runner.trainers.abilities import SearchSpaces
     from runner.trainers.base import Trainer
-
-DEFAULT: Final = "sb3"  # trains every algorithm that has no trainer of its own name
-# Trainers added at run time, in this process only (`register`); an installed package adds one
-# to every process through the `rlcrate.trainers` entry point.
-_REGISTERED: dict[str, str] = {}
-
-
-def _own(name: str) -> bool:
-    return name in _REGISTERED or name in plugins.OWN["trainer"]
 
 
 def trainer_for(algo: str, trainer: str | None = None) -> str:
     """The trainer of an algorithm: `trainer` when the manifest names one (`algo.trainer`), else
-    rlcrate's own loop of the algorithm's name, else SB3's (which names an unknown algorithm in
-    `check_params`)."""
+    the one whose plugin declares it trains `algo` by default. UserInputError (one line) when
+    none does (the manifest's validation says so at algo.name first)."""
     if trainer is not None:
         return trainer
-    return algo if _own(algo) and algo != DEFAULT else DEFAULT
+    found = default_trainer(algo)
+    if found is None:
+        from runner.manifest.algo import unknown_algo
+
+        raise UserInputError(unknown_algo(algo))
+    return found
 
 
 def trainer_name(cfg: Manifest) -> str:
@@ -44,46 +44,61 @@ def trainer_name(cfg: Manifest) -> str:
     return trainer_for(cfg.algo.name, cfg.algo.trainer)
 
 
-def trainer_of(cfg: Manifest) -> Trainer:
+def trainer_of(cfg: Manifest) -> Trainer[Any]:
     """The trainer a config's units train with."""
     return get_trainer(trainer_name(cfg))
 
 
+def search_spaces(cfg: Manifest) -> SearchSpaces:
+    """The config's trainer as its `SearchSpaces` ability (`tune.space: NAME`); UserInputError,
+    one line, for a trainer without it (validate refuses such a manifest first)."""
+    from runner.trainers.abilities import SearchSpaces
+
+    trainer = trainer_of(cfg)
+    if not isinstance(trainer, SearchSpaces):
+        raise UserInputError(f"the {trainer_name(cfg)} trainer knows no search space by name")
+    return trainer
+
+
 def known(name: str) -> bool:
     """Whether `name` is rlcrate's own trainer or one an installed package adds."""
-    return name in _REGISTERED or plugins.find("trainer", name) is not None
+    return plugins.find("trainer", name) is not None
 
 
 def names() -> list[str]:
-    """Every trainer name: rlcrate's own, then the installed packages' (entry points)."""
-    return [*_REGISTERED, *(n for n in plugins.names("trainer") if n not in _REGISTERED)]
+    """Every trainer name: this process's, rlcrate's own, then the installed packages'."""
+    return plugins.names("trainer")
 
 
 def register(name: str, target: str) -> None:
     """Add a trainer (`module:Class`) at run time, in this process only (an installed package
     adds one to every process through the `rlcrate.trainers` entry point)."""
-    _REGISTERED[name] = target
+    plugins.register("trainer", name, target)
+    get_trainer.cache_clear()
+
+
+def unregister(name: str) -> None:
+    """Take back a trainer `register` added."""
+    plugins.unregister("trainer", name)
     get_trainer.cache_clear()
 
 
 @cache
-def get_trainer(name: str) -> Trainer:
+def get_trainer(name: str) -> Trainer[Any]:
     from runner.trainers.base import Trainer
 
-    if name in _REGISTERED:
-        plugin = plugins.Plugin(name, _REGISTERED[name], "this process")
-    else:
-        found = plugins.find("trainer", name)
-        if found is None:
-            raise BackendUnavailable(plugins.unknown("trainer", name))
-        plugin = found
+    plugin = plugins.find("trainer", name)
+    if plugin is None:
+        raise BackendUnavailable(plugins.unknown("trainer", name))
     cls = plugins.load("trainer", plugin)
     if not (isinstance(cls, type) and issubclass(cls, Trainer)):
         raise plugins.not_a("trainer", plugin, "runner.trainers.base.Trainer")
+    algo_model(name)  # its Options are an AlgoSpec (one line naming its package if not)
     try:
-        return cls()
-    except TypeError as exc:  # an abstract hook left out
+        trainer: Trainer[Any] = cls()
+    except TypeError as exc:  # an abstract hook left out (or a declared ability's)
         raise UserInputError(
             f"the trainer {name!r} of the package {plugin.package} ({plugin.target}) is "
             f"incomplete: {exc}"
         ) from None
+    return trainer

@@ -1,8 +1,11 @@
 """The trainer contract: the files a unit's training loop leaves in its unit directory.
 
-A trainer is a class derived from `Trainer` below, with `train` and `evaluate` among its hooks.
-Summary, report, progress, archive and reproduce read only these files, so any training loop that
-leaves them plugs in (a new loop is a new module and its entry point, `runner.trainers`):
+A trainer is a class derived from `Trainer` below: its `Options` (the `algo` fields it owns, an
+`AlgoSpec` subclass), the algorithms it trains by default (`ALGORITHMS`), the env interface its
+loop steps, and the hooks as methods; what it can do beyond them it declares by deriving from the
+abilities in `abilities.py`. Summary, report, progress, archive and reproduce read only these
+files, so any training loop that leaves them plugs in (a new loop is a new module and its entry
+point, `runner.trainers`):
 
     model.zip                   MODEL_FILE: the final model, written atomically when train ends
     checkpoints/step-<N>.zip    optional: what `--resume` continues from after an interruption
@@ -17,19 +20,26 @@ leaves them plugs in (a new loop is a new module and its entry point, `runner.tr
                                 length}], mean, std, deterministic, n_episodes, seed,
                                 episode_limit}
 
-The fields `train` and `evaluate` return go into the unit's status.json (TRAIN_FIELDS,
-EVAL_FIELDS); the unit writes its state, times and errors itself.
+What `train` and `evaluate` return (`results.TrainResult`, `results.EvalResult`) goes into the
+unit's status.json; the unit writes its state, times and errors itself.
 """
 
 from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
+from runner.manifest.algo import AlgoSpec
 from runner.record.eval import EVAL_FILE as EVAL_FILE  # every trainer leaves one
+from runner.trainers.results import (
+    BenchResult,
+    DeterminismAttempt,
+    EvalResult,
+    Spread,
+    TrainResult,
+)
 
 if TYPE_CHECKING:
     from runner.errors import FieldProblem
@@ -46,7 +56,7 @@ TRAIN_FIELDS = (
     "train_steps_per_s",  # env steps of this session / its wall time
     "resumed_from",  # env steps done before this session, or None
 )
-EVAL_FIELDS = ("eval_mean", "eval_std")
+EVAL_FIELDS = tuple(EvalResult.model_fields)
 
 # Set by the unit's SIGTERM handler, which also raises KeyboardInterrupt. A loop that can check it
 # per step does (raising KeyboardInterrupt itself): the handler's exception can land in code that
@@ -57,36 +67,47 @@ STOP = threading.Event()
 # handler then only sets STOP, instead of raising wherever the loop happens to be.
 STOPS_ITSELF = threading.Event()
 
+A = TypeVar("A", bound=AlgoSpec)
 
-class Trainer(ABC):
-    """A training loop: `name` and `ENV_INTERFACE` as class attributes, the hooks as methods.
-    The abstract ones make a trainer; `deep_only`, `start_files` and `first_step` have working
-    defaults."""
+
+def options_of(cfg: Manifest, model: type[A]) -> A:
+    """`cfg.algo` as the options model `model` (what validation made of it, for the trainer
+    that owns `model`); TypeError when it is another trainer's."""
+    algo = cfg.algo
+    if not isinstance(algo, model):
+        raise TypeError(
+            f"algo {algo.name!r} holds {type(algo).__name__}, not {model.__name__}: its config "
+            "was made for another trainer"
+        )
+    return algo
+
+
+class Trainer(ABC, Generic[A]):
+    """A training loop: `name`, `Options`, `ALGORITHMS` and `ENV_INTERFACE` as class attributes,
+    the hooks as methods. The abstract ones make a trainer; `deep_only` and `model_files` have
+    working defaults; the abilities (`abilities.py`) are declared by deriving from them."""
 
     name: ClassVar[str]
-    # The env interface its loop steps (`runner.backends.base`: SB3_VEC_ENV, BRAX_ENV, ...):
-    # `validate` refuses a backend that does not offer it, and the loop makes its env with the
-    # backend's `make_env(..., interface=ENV_INTERFACE)`.
+    # The `algo` fields it owns (a subclass of AlgoSpec): a manifest's algo is validated against
+    # it, and resolved.yaml records these. Default: the shared ones (name, trainer, params).
+    Options: ClassVar[type[AlgoSpec]] = AlgoSpec
+    # The algorithm names it trains when `algo.trainer` is not given (rlcrate's own trainers
+    # are asked first, then the installed packages', in order: the first to declare one has it).
+    ALGORITHMS: ClassVar[tuple[str, ...]] = ()
+    # The env interface its loop steps (`runner.backends.base`: SB3_VEC_ENV,
+    # FUNCTIONAL_JAX_ENV, ...): `validate` refuses a backend that does not offer it, and the
+    # loop makes its env with the backend's `make_env(..., interface=ENV_INTERFACE)`.
     ENV_INTERFACE: ClassVar[str]
     # The loop runs on torch: the unit seeds torch's generator and limits its threads.
     USES_TORCH: ClassVar[bool] = True
-    # `first_step` can say when a fresh unit's first env step ends (the bench's cold start).
-    COLD_START: ClassVar[bool] = False
     # Its `train`, `evaluate` and `dry_construct` close every file they write (loggers, envs),
     # so the process may end without Python's finalization once they return
     # (runner/trainers/quick_exit.py: torch's teardown, 0.5-1 s per unit, skipped).
     QUICK_EXIT: ClassVar[bool] = False
-    # Its models are Stable-Baselines3 policies that `rlcrate export` can write as ONNX.
-    EXPORTS_SB3_POLICY: ClassVar[bool] = False
-    # Its `train` evaluates every `eval.every` steps (the unit's evals.json) and stops early
-    # when the unit's prune request appears (`runner.record.evals`): what a study's pruner needs.
-    PERIODIC_EVAL: ClassVar[bool] = False
-    # Its `evaluate` records `eval.video` (the first episodes' frames, `runner.video`): a
-    # manifest asking for videos with a loop that cannot is refused by `validate`.
-    RECORDS_VIDEO: ClassVar[bool] = False
-    # Its loop kills itself at the env step `RLCRATE_KILL_AT_STEP` names, after recording it
-    # (`runner.trainers.kill`): `check-determinism --resume` refuses a trainer without it.
-    KILLS_FOR_RESUME: ClassVar[bool] = False
+
+    def options(self, cfg: Manifest) -> A:
+        """`cfg.algo` as this trainer's `Options`."""
+        return cast(A, options_of(cfg, self.Options))
 
     @abstractmethod
     def check_params(self, cfg: Manifest, action_kind: str | None) -> list[FieldProblem]:
@@ -116,57 +137,34 @@ class Trainer(ABC):
         return []
 
     @abstractmethod
-    def train(self, cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+    def train(self, cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> TrainResult:
         """Train `cfg.train.timesteps` env steps (continuing from the newest checkpoint, if any);
-        leave MODEL_FILE and TB_DIR; return TRAIN_FIELDS. On KeyboardInterrupt (Ctrl-C,
-        SIGTERM) save a checkpoint, then re-raise."""
+        leave MODEL_FILE and TB_DIR. On KeyboardInterrupt (Ctrl-C, SIGTERM) save a checkpoint,
+        then re-raise."""
 
     @abstractmethod
-    def evaluate(self, cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+    def evaluate(self, cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> EvalResult:
         """Run `cfg.eval.episodes` episodes of the saved model on a fresh single env seeded
-        with `seeds["eval_env"]`; leave EVAL_FILE; return EVAL_FIELDS."""
+        with `seeds["eval_env"]`; leave EVAL_FILE (`write_eval`)."""
 
-    def start_files(self, cfg: Manifest) -> list[str] | None:
-        """The files of a unit trained with `cfg` that a warm start (`train.init_from`) reads,
-        model first; None (the default) when this loop cannot start from another run's model.
-        Needs no package: `validate` checks that the parent has them."""
-        return None
+    def model_files(self, cfg: Manifest) -> list[str]:
+        """The files of a unit trained with `cfg` that make its final model, model first (what
+        `check-determinism --resume` digests). Default: MODEL_FILE alone."""
+        return [MODEL_FILE]
 
     @abstractmethod
     def determinism_attempt(
         self, cfg: Manifest, seeds: dict[str, int], steps: int
-    ) -> dict[str, Any]:
+    ) -> DeterminismAttempt:
         """One attempt of `rlcrate check-determinism`, in the unit's interpreter: train about
-        `steps` env steps from `seeds` and return what two attempts are compared on:
-        "steps" (per vector step, digests [observations, actions, rewards]; empty when the loop
-        cannot be watched step by step), "params" (digest of the final parameters),
-        "env_steps" (env steps actually trained) and "compares" (those words, for the user)."""
+        `steps` env steps from `seeds` and say what two attempts are compared on."""
 
     @abstractmethod
-    def bench(self, cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
-        """The bench job's measurements of one point (`cfg` is the point's config), each
-        `{"steps_per_s": {median, min, max, runs}, "steps": N, ...}`: "env_only" (the env as this
-        trainer steps it, random actions), "train" (None when `bench.train` is off; with
-        "env_fraction", the share of training time spent stepping envs, or None), "inference"
-        (env + policy inference: the policy choosing every action, no update; None or absent
-        when `bench.inference` is off or the trainer cannot separate it), "envs", "vec_env"
-        (what stepped them), and "profile" when `bench.profile` asks and the trainer can split
-        a step."""
-
-    def space_problem(self, cfg: Manifest, name: str) -> str | None:
-        """Why `tune.space: NAME` (a search space this loop knows by name) cannot be sampled
-        for `cfg`; None when it can. Needs no heavy import (`validate` asks it)."""
-        return f"the {self.name} trainer knows no search space named {name!r}; write it out"
-
-    def sample_space(self, cfg: Manifest, name: str, trial: Any) -> dict[str, Any]:
-        """A trial's values from the named space (`trial`: an optuna.Trial, asked with no
-        fixed distributions), as dotted manifest path -> value."""
-        raise NotImplementedError(f"the {self.name} trainer knows no search space {name!r}")
-
-    def first_step(self, cfg: Manifest, seeds: dict[str, int], mark: Callable[[], Any]) -> None:
-        """For the bench's cold start (a trainer with `COLD_START = True`): build the env as its
-        units do, step it once, call `mark()` right after that step, close it."""
-        raise NotImplementedError(f"the {self.name} trainer does not measure its cold start")
+    def bench(self, cfg: Manifest, seeds: dict[str, int]) -> BenchResult:
+        """The bench job's measurements of one point (`cfg` is the point's config): the env as
+        this trainer steps it (random actions), training (None when `bench.train` is off), env +
+        policy inference where the trainer can separate it (None when `bench.inference` is
+        off), and the profile when `bench.profile` asks and the trainer can split a step."""
 
 
 def episode_bound(cfg: Manifest) -> tuple[int, str, bool]:
@@ -192,7 +190,7 @@ def write_eval(
     returns: Any,
     lengths: Any,
     limit: tuple[int, str] | None = None,
-) -> dict[str, Any]:
+) -> EvalResult:
     """Write the unit's eval.json (every trainer's, the same shape: `record.eval`); its status
     fields. `limit`: (steps, what set them), the bound its episodes ran under (`episode_bound`)."""
     from runner.record.eval import write_eval_record
@@ -205,19 +203,19 @@ def write_eval(
         seed=eval_seed,
         limit=limit,
     )
-    return {"eval_mean": record.mean, "eval_std": record.std}
+    return EvalResult(eval_mean=record.mean, eval_std=record.std)
 
 
-def spread(values: list[float]) -> dict[str, Any]:
+def spread(values: list[float]) -> Spread:
     """Repeated measurements of one quantity (a bench): median, min, max and every run."""
     import numpy as np
 
-    return {
-        "median": float(np.median(values)),
-        "min": float(min(values)),
-        "max": float(max(values)),
-        "runs": [float(v) for v in values],
-    }
+    return Spread(
+        median=float(np.median(values)),
+        min=float(min(values)),
+        max=float(max(values)),
+        runs=[float(v) for v in values],
+    )
 
 
 def digest(x: Any) -> str:

@@ -1,7 +1,7 @@
 """The kill-for-resume ability: a unit that stops itself dead at a step it is told, as a lost
 machine would stop it, for `rlcrate check-determinism --resume` and the exact-resume tests.
 
-A trainer declares the ability with `KILLS_FOR_RESUME = True` (`base.Trainer`) and calls
+A trainer declares the ability by deriving from `abilities.KillForResume` and calls
 `KillHook.check(steps)` after every vector step of its loop. `RLCRATE_KILL_AT_STEP=N` (an env
 step, or a fraction such as 0.6 of `train.timesteps`) makes the unit send itself SIGKILL at its
 first step at or past N: no handler runs, nothing is flushed. With `RLCRATE_KILL_SIGNAL=TERM`,

@@ -2,8 +2,9 @@
 
 - A unit whose training finished never trains again, and never rolls back to a checkpoint: it
   re-evaluates its final model. Finished means a model.zip that trained the unit's budget, as the
-  model itself says (SB3 saves `num_timesteps` in it); a damaged or missing train.json beside it
-  is rebuilt from the files rather than the work redone.
+  model itself says (a trainer with `abilities.CountsSteps` reads it, SB3's `num_timesteps`); a
+  damaged or missing train.json beside it is rebuilt from the files rather than the work redone.
+  A loop whose models hold no count is finished by its train.json.
 - Otherwise it continues from the newest checkpoint that loads, falling back to older ones when
   the newest is damaged, or starts from scratch when none loads. A checkpoint's step is read
   from the checkpoint, never from its file name, so a renamed copy cannot skip training.
@@ -14,60 +15,26 @@
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import re
 import sys
-import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from runner.errors import RunFileError
 from runner.record.rundir import (
     file_sha256,
     pin_mismatch,
     read_json,
-    replace_via,
     write_json_atomic,
 )
+from runner.trainers.results import TrainResult
 
 CKPT = re.compile(r"^step-(\d+)\.zip$")
 TRAIN_RECORD = "train.json"
-
-
-def save_atomic(model: Any, path: Path) -> None:
-    """Save an SB3 model via a temporary file; the temporary file never outlives a failure."""
-    tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}.zip")  # SB3 adds .zip to a bare name
-    replace_via(path, tmp, lambda t: model.save(str(t)))
-
-
-def save_checkpoint(
-    model: Any,
-    unit_dir: Path,
-    train_wall_s: float,
-    extra: Callable[[Path], Sequence[str]] | None = None,
-    keep: int = 0,
-) -> None:
-    """step-N.zip, then step-N.json with the training time it took to get there. `extra(path)`
-    writes more files beside step-N.zip (the state of an exact resume) and names them; they
-    are pinned with it. `keep` > 0: only the newest `keep` checkpoints stay (`prune`)."""
-    from runner.trainers.sb3.files import checkpoint_stats, save_stats
-
-    steps = model.num_timesteps
-    path = unit_dir / "checkpoints" / f"step-{steps}.zip"
-    save_stats(model, checkpoint_stats(path))  # first: a checkpoint on disk has its statistics
-    names = list(extra(path)) if extra is not None else []
-    save_atomic(model, path)
-    meta = {
-        "timesteps": steps,
-        "train_wall_time_s": train_wall_s,
-        "files": pins(path.parent, [path.name, checkpoint_stats(path).name, *names]),
-    }
-    write_json_atomic(unit_dir / "checkpoints" / f"step-{steps}.json", meta)
-    if keep > 0:
-        prune(unit_dir, keep)
 
 
 def prune(unit_dir: Path, keep: int) -> None:
@@ -118,18 +85,6 @@ class Start:
     wall_before_s: float = 0.0
 
 
-def saved_steps(path: Path) -> int | None:
-    """The env steps an SB3 model or checkpoint zip says it trained (`num_timesteps` in its
-    `data` member); None when the file is no readable SB3 zip."""
-    try:
-        with zipfile.ZipFile(path) as z:
-            data = json.loads(z.read("data"))
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile, RuntimeError):
-        return None
-    steps = data.get("num_timesteps") if isinstance(data, dict) else None
-    return steps if isinstance(steps, int) and not isinstance(steps, bool) and steps >= 0 else None
-
-
 def step_in_name(path: Path) -> int | None:
     """The step a checkpoint's file name gives (for loops whose checkpoints do not hold it)."""
     m = CKPT.match(path.name)
@@ -140,7 +95,7 @@ def _by_content(
     unit_dir: Path,
     budget: int,
     say: Callable[[str], None],
-    steps_of: Callable[[Path], int | None] = saved_steps,
+    steps_of: Callable[[Path], int | None],
 ) -> list[tuple[int, Path]]:
     """(step, checkpoint) newest first by the step each holds; a name that disagrees with its
     content, or a step beyond this unit's budget, is said in the log (the latter is not this
@@ -171,11 +126,12 @@ def newest_readable(
     load: Callable[[Path], Any],
     budget: int,
     log: Callable[[str], None] | None = None,
-    steps_of: Callable[[Path], int | None] = saved_steps,
+    *,
+    steps_of: Callable[[Path], int | None],
 ) -> Start | None:
     """The newest checkpoint `load` can read, skipping (and naming) damaged ones; None if none.
-    Its step is the one the checkpoint holds (`steps_of`: SB3's own `num_timesteps` by default;
-    a loop whose checkpoints hold no step passes `step_in_name`)."""
+    Its step is the one the checkpoint holds (`steps_of`: the loop's `CountsSteps.saved_steps`; a
+    loop whose checkpoints hold no step passes `step_in_name`)."""
     say = log or (lambda line: print(line, file=sys.stderr, flush=True))
     for steps, path in _by_content(unit_dir, budget, say, steps_of):
         meta = read_json(path.with_suffix(".json"))
@@ -196,7 +152,7 @@ def newest_readable(
     return None
 
 
-def _rebuilt(unit_dir: Path, steps: int) -> dict[str, Any]:
+def _rebuilt(unit_dir: Path, steps: int) -> TrainResult:
     """The train job's record for a final model whose train.json is missing or damaged, from the
     other files training left: the final progress.json (steps/s over all segments, the start
     of the last one) and status.json (earlier segments); figures it cannot find are None."""
@@ -209,48 +165,62 @@ def _rebuilt(unit_dir: Path, steps: int) -> dict[str, Any]:
     status = recorded_status(unit_dir)
     rate = prog.get("steps_per_s")
     rate = float(rate) if isinstance(rate, (int, float)) and rate > 0 else None
+    started = prog.get("started")
     resumes = list(status.resumes) if status is not None else []
-    return {
-        "timesteps_done": steps,
-        "train_wall_time_s": steps / rate if rate else None,
-        "train_steps_per_s": rate,
-        "resumed_from": resumes[-1] if resumes else None,
-        "train_started": prog.get("started"),
-        "resumes": resumes,
-        "recovered": f"{TRAIN_RECORD} was unreadable; rebuilt from model.zip and progress.json",
-    }
+    return TrainResult(
+        timesteps_done=steps,
+        train_wall_time_s=steps / rate if rate else None,
+        train_steps_per_s=rate,
+        resumed_from=resumes[-1] if resumes else None,
+        train_started=float(started) if isinstance(started, (int, float)) else None,
+        resumes=resumes,
+        recovered=f"{TRAIN_RECORD} was unreadable; rebuilt from model.zip and progress.json",
+    )
+
+
+def _recorded(unit_dir: Path) -> TrainResult | None:
+    """train.json's figures, or None when it is missing or not a record of them."""
+    found = read_json(unit_dir / TRAIN_RECORD)
+    if not isinstance(found, dict):
+        return None
+    try:
+        return TrainResult.from_record(found)
+    except ValidationError:
+        return None
 
 
 def finished_training(
     unit_dir: Path,
     budget: int,
-    steps_of: Callable[[Path], int | None] | None = saved_steps,
+    steps_of: Callable[[Path], int | None] | None,
     pinned: Sequence[str] = (),
-) -> dict[str, Any] | None:
+) -> TrainResult | None:
     """The train job's record if its training finished (then it must not train again): model.zip
-    trained at least `budget` steps by its own account (`steps_of`). A missing or damaged
-    train.json, or one that disagrees with the model, is rebuilt from the files and written back.
-    A loop whose models hold no step count (`steps_of` None) is finished by its train.json."""
+    trained at least `budget` steps by its own account (`steps_of`, the loop's
+    `CountsSteps.saved_steps`). A missing or damaged train.json, or one that disagrees with the
+    model, is rebuilt from the files and written back. A loop whose models hold no step count
+    (`steps_of` None) is finished by its train.json."""
     if steps_of is None:
-        found = read_json(unit_dir / TRAIN_RECORD)
-        if not (isinstance(found, dict) and (unit_dir / "model.zip").is_file()):
+        found = _recorded(unit_dir)
+        if found is None or not (unit_dir / "model.zip").is_file():
             return None
-        return found if int(found.get("timesteps_done") or 0) >= budget else None
+        return found if found.timesteps_done >= budget else None
     steps = steps_of(unit_dir / "model.zip")
     if steps is None or steps < budget:
         return None
-    record = read_json(unit_dir / TRAIN_RECORD)
-    if isinstance(record, dict) and record.get("timesteps_done") == steps:
+    record = _recorded(unit_dir)
+    if record is not None and record.timesteps_done == steps:
         return record
     record = _rebuilt(unit_dir, steps)
     record_finished(unit_dir, record, pinned)
     return record
 
 
-def record_finished(unit_dir: Path, fields: dict[str, Any], pinned: Sequence[str] = ()) -> None:
+def record_finished(unit_dir: Path, fields: TrainResult, pinned: Sequence[str] = ()) -> None:
     """Written after model.zip: from here on, resuming this unit only evaluates. `pinned`: the
     model's files, whose SHA-256 every later read checks first (`check_final`)."""
-    write_json_atomic(unit_dir / TRAIN_RECORD, {**fields, "files": pins(unit_dir, pinned)})
+    record = {**fields.fields(), "files": pins(unit_dir, pinned)}
+    write_json_atomic(unit_dir / TRAIN_RECORD, record)
 
 
 def check_final(unit_dir: Path) -> None:
@@ -266,29 +236,30 @@ def forget_finished(unit_dir: Path) -> None:
         (unit_dir / TRAIN_RECORD).unlink()
 
 
-def totals(steps: int, steps_done: int, wall_before_s: float, segment_s: float) -> dict[str, Any]:
-    """The train job's status fields, counting every segment that led to the final model."""
+def totals(steps: int, steps_done: int, wall_before_s: float, segment_s: float) -> TrainResult:
+    """The train job's figures, counting every segment that led to the final model."""
     wall = wall_before_s + segment_s
-    return {
-        "timesteps_done": steps,
-        "train_wall_time_s": wall,
-        "train_steps_per_s": steps / wall if wall > 0 else 0.0,
-        "resumed_from": steps_done or None,
-    }
+    return TrainResult(
+        timesteps_done=steps,
+        train_wall_time_s=wall,
+        train_steps_per_s=steps / wall if wall > 0 else 0.0,
+        resumed_from=steps_done or None,
+    )
 
 
 def train_once(
     unit_dir: Path,
     budget: int,
-    train: Callable[[], dict[str, Any]],
+    train: Callable[[], TrainResult],
     final_ok: Callable[[Path], Any],
-    steps_of: Callable[[Path], int | None] | None = saved_steps,
+    steps_of: Callable[[Path], int | None] | None,
     pinned: Sequence[str] = ("model.zip",),
-) -> dict[str, Any]:
+) -> TrainResult:
     """Run `train` unless this unit's training already finished (then keep its final model and
     its figures, so a resumed unit re-evaluates the model it trained). `final_ok(model.zip)`
     raises if the final model is unreadable; then training continues from the newest checkpoint.
-    A training that ends short of `budget` steps fails the unit: it is never recorded as done.
+    `steps_of`: the steps a model file holds (`CountsSteps.saved_steps`; None: it holds none). A
+    training that ends short of `budget` steps fails the unit: it is never recorded as done.
     """
     done = finished_training(unit_dir, budget, steps_of, pinned)
     if done is not None:
@@ -307,10 +278,9 @@ def train_once(
             forget_finished(unit_dir)
     fields = train()
     # a study's pruner may stop it early (`pruned_at`): done, with the steps it trained
-    if int(fields.get("timesteps_done") or 0) < budget and not fields.get("pruned_at"):
+    if fields.timesteps_done < budget and not fields.pruned_at:
         raise RuntimeError(
-            f"training ended after {fields.get('timesteps_done')} of {budget} steps; "
-            "the unit is not done"
+            f"training ended after {fields.timesteps_done} of {budget} steps; the unit is not done"
         )
     record_finished(unit_dir, fields, pinned)
     return fields

@@ -95,6 +95,7 @@ def apply(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     """`data` (the manifest as parsed) with the task's values under it; dotted path -> source of
     each value the task supplied. TaskDefaultsError when the task cannot supply them."""
     from runner.backends import get_backend
+    from runner.backends.abilities import TaskConfigs
     from runner.errors import BackendUnavailable, UserInputError
     from runner.trainers.sb3.algos import ALGOS
 
@@ -106,7 +107,11 @@ def apply(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     entry_point = ENTRY_POINTS.get(name, SB3_ENTRY_POINT)
     try:
         known = get_backend(backend) if isinstance(backend, str) else None
-        found = known.agent_config(task, entry_point) if known and isinstance(task, str) else None
+        found = (
+            known.agent_config(task, entry_point)
+            if isinstance(known, TaskConfigs) and isinstance(task, str)
+            else None
+        )
     except BackendUnavailable as exc:
         raise TaskDefaultsError(str(exc)) from None
     except UserInputError:  # no such backend: its own line says so

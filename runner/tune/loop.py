@@ -45,7 +45,7 @@ from runner.run.orchestrate import (
     prepare_run_dir,
     run_units,
 )
-from runner.trainers import trainer_of
+from runner.trainers import search_spaces
 from runner.tune.session import Study, open_session, resumed_run
 
 
@@ -157,7 +157,7 @@ def _next_batch(s: Study, rerun: list[Any]) -> list[tuple[int, dict[str, Any]]]:
     while len(batch) < s.spec.parallel and len(s.study.trials) < s.record.study.trials:
         if isinstance(s.spec.space, str):  # a named space: the trainer's sampler asks
             trial = s.study.ask()
-            values = trainer_of(s.manifest).sample_space(s.manifest, s.spec.space, trial)
+            values = search_spaces(s.manifest).sample_space(s.manifest, s.spec.space, trial)
         else:
             trial = s.study.ask(fixed_distributions=dists)
             values = optuna_side.values(s.spec, trial.params)
@@ -177,7 +177,7 @@ def _values_of(s: Study, trial: Any) -> dict[str, Any]:
         return dict(record.params)
     # asked, and the runner stopped before tune.json listed it: no unit ran it
     if isinstance(s.spec.space, str):
-        return trainer_of(s.manifest).sample_space(
+        return search_spaces(s.manifest).sample_space(
             s.manifest, s.spec.space, optuna.trial.FixedTrial(trial.params, trial.number)
         )
     return optuna_side.values(s.spec, trial.params)

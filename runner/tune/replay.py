@@ -22,10 +22,10 @@ from runner.tune import study as optuna_side
 
 def _ask(memory: optuna.Study, spec: TuneSpec, manifest: Manifest) -> optuna.Trial:
     if isinstance(spec.space, str):  # a named space: the trainer's sampler asks, as in the loop
-        from runner.trainers import trainer_of
+        from runner.trainers import search_spaces
 
         trial = memory.ask()
-        trainer_of(manifest).sample_space(manifest, spec.space, trial)
+        search_spaces(manifest).sample_space(manifest, spec.space, trial)
         return trial
     return memory.ask(fixed_distributions=optuna_side.distributions(spec))
 

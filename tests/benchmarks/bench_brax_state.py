@@ -30,7 +30,7 @@ def once(n: int) -> tuple[float, float]:
     env, parallel = brax.Options.model_validate(FAST), ParallelSpec(envs=n)
     a = brax.make_vec_env(env, parallel, seed=7, log_dir=None)
     a.reset()
-    a.step(np.zeros((n, *a.action_space.shape), np.float32))
+    a.step(np.zeros((n, *(a.action_space.shape or ())), np.float32))
     t0 = time.perf_counter()
     saved = a.env_method(REPLAY_STATE)
     t1 = time.perf_counter()

@@ -4,7 +4,7 @@ PPO on CartPole and SAC on Pendulum with a 100k replay buffer.
 
     .venv/bin/python tests/benchmarks/bench_checkpoint.py [--out bench-checkpoint.json] [--quick]
 
-Each case trains one unit in this process through the SB3 trainer (`trainers.sb3.train`), with
+Each case trains one unit in this process through the SB3 trainer (`sb3.training.train`), with
 every checkpoint save timed; the share is the saves' seconds over the training's wall time
 (`--quick` skips these trainings, about 7 minutes here). Then SAC's state with its 100k buffer
 full (written and read once), and what recording the envs' actions for the replay costs per
@@ -22,7 +22,7 @@ from typing import Any
 
 from runner.manifest.schema import Manifest
 from runner.record.seeding import derive, seed_everything
-from runner.trainers import sb3
+from runner.trainers import get_trainer
 from runner.trainers.sb3 import exact, state
 
 CASES: dict[str, dict[str, Any]] = {
@@ -62,7 +62,7 @@ def measure(name: str, spec: dict[str, Any]) -> dict[str, Any]:
     exact.Exact.save = timed  # type: ignore[method-assign]
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            fields = sb3.train(cfg, Path(tmp), seeds)
+            fields = get_trainer("sb3").train(cfg, Path(tmp), seeds).fields()
             sizes = _sizes(Path(tmp) / "checkpoints")
     finally:
         exact.Exact.save = save  # type: ignore[method-assign]

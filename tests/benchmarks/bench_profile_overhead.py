@@ -19,6 +19,7 @@ import yaml
 from runner.manifest.schema import Manifest
 from runner.record.seeding import derive, seed_everything
 from runner.trainers.sb3.common import make_env
+from runner.trainers.sb3.options import options
 from runner.trainers.sb3.profile import profile_train
 from tests.helpers import ROOT
 
@@ -37,7 +38,7 @@ def main() -> None:
         data["bench"].update(steps=args.steps, warmup=1024, repeats=args.pairs)
         cfg = Manifest.model_validate(data)
         seeds = derive(0)
-        seed_everything(seeds, torch_threads=cfg.algo.torch_threads)
+        seed_everything(seeds, torch_threads=options(cfg).torch_threads)
         venv = make_env(cfg, seed=seeds["env"])
         try:
             prof = profile_train(cfg, venv, seeds)

@@ -118,7 +118,7 @@ def evaluate_zoo_model(rl: dict, zoo: dict, env_id: str, seed: int) -> dict:
     """The zoo's model under rlcrate's evaluation: the same config and eval seed as rlcrate's."""
     from runner.record.seeding import derive
     from runner.run.unit import unit_config
-    from runner.trainers.sb3 import evaluate
+    from runner.trainers.sb3.evaluation import evaluate
 
     cfg = unit_config(Path(rl["run"]), "default", 0)
     unit = Path(tempfile.mkdtemp(prefix="zoo-eval-"))

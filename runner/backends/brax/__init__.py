@@ -16,14 +16,16 @@ package versions from that environment's files.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import os
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from runner.backends.abilities import ExactResume, Video
 from runner.backends.base import (
-    BRAX_ENV,
+    FUNCTIONAL_JAX_ENV,
     GPU_ENV_HINT,
     SB3_VEC_ENV,
     STATISTICAL,
@@ -34,8 +36,13 @@ from runner.backends.base import (
     gpu_env_python,
     unknown_id,
 )
+from runner.backends.brax.frames import video_problems
+from runner.backends.interfaces import FramePainter, jax_observation_size
 from runner.errors import BackendUnavailable, FieldProblem, first_error
 from runner.manifest.schema import ParallelSpec
+
+if TYPE_CHECKING:
+    from stable_baselines3.common.vec_env import VecEnv
 
 PIPELINES = ("generalized", "positional", "spring", "mjx")
 RUNNER_KWARGS = ("backend", "episode_length")  # read by rlcrate, not the env constructor
@@ -143,16 +150,12 @@ def make_brax_env(env: BraxEnv) -> Any:
     return envs.get_environment(env.id, backend=env.kwargs.get("backend", "generalized"), **kwargs)
 
 
-def observation_size(env: Any) -> Any:
-    """What Brax's `env.observation_size` gives (the last axis, or each key's shape), from the
-    shapes of a traced reset: Brax's own property runs the reset, op by op, which for a physics
-    pipeline compiles hundreds of small programs (3.5 s for inverted_pendulum on this CPU)."""
-    import jax
+def painter_of(system: Any, size: tuple[int, int] | None) -> FramePainter:
+    """MuJoCo's renderer posed from a Brax system's states (`frames.Painter`), at `size` (None:
+    Brax's own frame)."""
+    from runner.backends.brax.frames import DEFAULT_SIZE, Painter
 
-    obs = jax.eval_shape(env.unwrapped.reset, jax.random.PRNGKey(0)).obs
-    if hasattr(obs, "shape"):
-        return obs.shape[-1]
-    return jax.tree_util.tree_map(lambda x: x.shape, obs)
+    return Painter(system, size or DEFAULT_SIZE)
 
 
 def episode_length(env: BraxEnv) -> int:
@@ -163,7 +166,7 @@ JAX_PROBE = "import jax; print(jax.__version__, *[str(d) for d in jax.devices()]
 PACKAGES = ("brax", "jax", "jaxlib", "flax", "optax", "mujoco", "mujoco-mjx", "numpy")
 
 
-class Brax(Backend):
+class Brax(Backend[BraxEnv], Video[BraxEnv], ExactResume[BraxEnv]):
     """Brax's registry and physics pipelines (see the module)."""
 
     name = "brax"
@@ -178,13 +181,12 @@ class Brax(Backend):
         determinism=STATISTICAL,
         needs_train_extra=False,
         install=INSTALL,
-        # Stable-Baselines3 through the adapter: the Brax state's arrays and the key stream are
+        # ExactResume: through the SB3 adapter, the Brax state's arrays and the key stream are
         # the env part of a checkpoint (BraxVecEnv's replay methods); brax_ppo's own loop keeps
-        # its env state inside Brax's jitted training and resumes approximately
-        resume="",
+        # its env state inside Brax's jitted training (it does not resume exactly)
     )
 
-    interfaces = (SB3_VEC_ENV, BRAX_ENV)
+    interfaces = (SB3_VEC_ENV, FUNCTIONAL_JAX_ENV)
 
     def available(self) -> str | None:
         return _available()
@@ -210,10 +212,12 @@ class Brax(Backend):
         seed: int,
         log_dir: Path | None = None,
     ) -> Any:
-        if interface != BRAX_ENV:
+        if interface != FUNCTIONAL_JAX_ENV:
             return super().make_env(env, parallel, interface=interface, seed=seed, log_dir=log_dir)
         self.require_env(env)
-        return JaxEnv(make_brax_env(env), episode_length(env), env.action_repeat)
+        made = make_brax_env(env)
+        painter = functools.partial(painter_of, made.sys) if hasattr(made, "sys") else None
+        return JaxEnv(made, episode_length(env), env.action_repeat, painter)
 
     def spaces(self, env: BraxEnv) -> tuple[Any, Any] | None:
         import gymnasium as gym
@@ -223,7 +227,7 @@ class Brax(Backend):
         if not _own():
             return None  # Brax is in its own venv: only its units build envs
         e = make_brax_env(env)
-        obs = gym.spaces.Box(-np.inf, np.inf, (observation_size(e),), np.float32)
+        obs = gym.spaces.Box(-np.inf, np.inf, (jax_observation_size(e),), np.float32)
         return obs, gym.spaces.Box(-1.0, 1.0, (e.action_size,), np.float32)
 
     def action_kind(self, env: BraxEnv) -> str | None:
@@ -231,8 +235,6 @@ class Brax(Backend):
 
     def check_video(self, env: BraxEnv) -> list[FieldProblem]:
         """Brax's own drawing (MuJoCo's renderer) needs an OpenGL context (`frames`)."""
-        from runner.backends.brax.frames import video_problems
-
         return video_problems(env.id)
 
     def video_env(self, env: BraxEnv, *, size: tuple[int, int] | None = None) -> BraxEnv:
@@ -269,7 +271,7 @@ class Brax(Backend):
 
     def make_vec_env(
         self, env: BraxEnv, parallel: ParallelSpec, *, seed: int, log_dir: Path | None
-    ) -> Any:
+    ) -> VecEnv:
         self.require_env(env)
         from runner.backends.brax.vec import BraxVecEnv
 

@@ -41,7 +41,7 @@ def _jitted(env: Any, n_envs: int, episode_length: int, action_repeat: int) -> t
     return jax.jit(reset), jax.jit(step)
 
 
-class BraxVecEnv(VecEnv):  # type: ignore[misc]
+class BraxVecEnv(VecEnv):
     def __init__(
         self, env: Any, *, n_envs: int, seed: int, episode_length: int, action_repeat: int = 1
     ):
@@ -56,9 +56,9 @@ class BraxVecEnv(VecEnv):  # type: ignore[misc]
         self._host_of: Any = None
         self._host_arrays: list[np.ndarray] = []
         self._actions: np.ndarray | None = None
-        from runner.backends.brax import observation_size
+        from runner.backends.interfaces import jax_observation_size
 
-        obs = gym.spaces.Box(-np.inf, np.inf, (observation_size(env),), np.float32)
+        obs = gym.spaces.Box(-np.inf, np.inf, (jax_observation_size(env),), np.float32)
         act = gym.spaces.Box(-1.0, 1.0, (env.action_size,), np.float32)
         super().__init__(n_envs, obs, act)
 
@@ -166,7 +166,7 @@ class BraxVecEnv(VecEnv):  # type: ignore[misc]
         for arr, row in zip(arrays, rows, strict=True):
             arr[i] = row
         self._key = jax.numpy.asarray(state["start"]["key"], dtype=jax.numpy.uint32)
-        return digest(np.asarray(self._state.obs[i])) == state["obs"]
+        return bool(digest(np.asarray(self._state.obs[i])) == state["obs"])
 
     def env_is_wrapped(self, wrapper_class: Any, indices: Any = None) -> list[bool]:
         return [False] * len(self._indices(indices))

@@ -15,13 +15,17 @@ import os
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.backends import atari
-from runner.backends.base import Backend, Traits, unknown_id
+from runner.backends.abilities import Video, ZooIds
+from runner.backends.base import Backend, Traits, no_video, unknown_id, video_problems
 from runner.errors import BackendUnavailable, FieldError, FieldProblem, first_error
-from runner.manifest.schema import ParallelSpec
+from runner.manifest.schema import EnvSpec, ParallelSpec
 from runner.record.rundir import write_text_atomic
+
+if TYPE_CHECKING:
+    from stable_baselines3.common.vec_env import VecEnv
 
 
 @contextlib.contextmanager
@@ -87,7 +91,7 @@ def _is_atari(env_id: str) -> bool:
     return env_id.endswith("-v5") and not any(m in env_id for m in CONTINUOUS_V5)
 
 
-class EnvPool(Backend):
+class EnvPool(Backend[EnvPoolEnv], Video[EnvPoolEnv], ZooIds):
     """EnvPool's C++ thread pool, adapted to a Stable-Baselines3 VecEnv (see the module)."""
 
     name = "envpool"
@@ -131,12 +135,12 @@ class EnvPool(Backend):
         from runner.backends import get_backend, names
 
         if "gymnasium" not in names():
-            return super().check_video(env)
+            return no_video(self)
         gym = get_backend("gymnasium")
         if gym.available() is not None:
-            return super().check_video(env)
+            return no_video(self)
         equivalent = self._equivalent(env)
-        found = gym.check_env(equivalent) or gym.check_video(equivalent)
+        found = gym.check_env(equivalent) or video_problems(gym, equivalent)
         return [
             FieldProblem(
                 p.path,
@@ -146,7 +150,7 @@ class EnvPool(Backend):
             for p in found
         ]
 
-    def video_equivalent(self, env: EnvPoolEnv) -> tuple[Any, str]:
+    def video_equivalent(self, env: EnvPoolEnv) -> tuple[EnvSpec, str]:
         from runner.backends import get_backend
 
         first_error(self.check_video(env))
@@ -156,7 +160,10 @@ class EnvPool(Backend):
             f"equivalent env: EnvPool's vectorised {env.id} renders nothing, so these are not "
             "the episodes eval.json scores"
         )
-        return get_backend("gymnasium").video_env(equivalent), note
+        gym = get_backend("gymnasium")
+        if not isinstance(gym, Video):  # check_video found it records videos
+            raise BackendUnavailable("the gymnasium backend records no videos")
+        return gym.video_env(equivalent), note
 
     def is_atari(self, env_id: str) -> bool:
         return _is_atari(env_id)
@@ -184,7 +191,7 @@ class EnvPool(Backend):
 
     def make_vec_env(
         self, env: EnvPoolEnv, parallel: ParallelSpec, *, seed: int, log_dir: Path | None
-    ) -> Any:
+    ) -> VecEnv:
         """One pool of `parallel.envs` envs stepped by `parallel.workers` threads (no logs)."""
         import envpool
 

@@ -13,15 +13,19 @@ from __future__ import annotations
 import importlib.util
 import tempfile
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, PrivateAttr
 
+from runner.backends.abilities import StepParts, StepSplit, Video
 from runner.backends.base import Backend, RepeatsActions, Traits, unknown_id
 from runner.backends.godot import binary, engine
 from runner.backends.godot.engine import GODOT_ENV_VAR, godot_binary  # noqa: F401 - the package's API
 from runner.errors import BackendUnavailable, FieldError, FieldProblem, UserInputError, first_error
 from runner.manifest.schema import ParallelSpec
+
+if TYPE_CHECKING:
+    from stable_baselines3.common.vec_env import VecEnv
 
 GAMES_DIR = Path(__file__).resolve().parents[2] / "games"  # runner/games
 # Launch arguments the bundled games understand, beyond the ones the backend sets itself.
@@ -244,7 +248,7 @@ def _screen_head(env: GodotEnv, kind: str, path: Path, fbdir: Path) -> list[str]
     return screen_head(binary, path, window, fbdir, godot4=major != 3)
 
 
-class Godot(Backend):
+class Godot(Backend[GodotEnv], Video[GodotEnv], StepSplit):
     """godot-rl games in headless Godot processes (see the module's docstring)."""
 
     name = "godot"
@@ -305,7 +309,7 @@ class Godot(Backend):
         """The bundled game's folder, a project folder or an exported binary."""
         return _target(env)
 
-    def step_split(self, venv: Any) -> Any | None:
+    def step_split(self, venv: VecEnv) -> StepParts:
         from runner.backends.godot.profile import GodotSplit
 
         return GodotSplit(venv.unwrapped)
@@ -376,7 +380,7 @@ class Godot(Backend):
 
     def make_vec_env(
         self, env: GodotEnv, parallel: ParallelSpec, *, seed: int, log_dir: Path | None
-    ) -> Any:
+    ) -> VecEnv:
         """`parallel.workers` Godot processes x (envs / workers) instances: arenas of a bundled
         game, or the agents of a game's scene, which must hold that many."""
         self.require_env(env)

@@ -10,9 +10,10 @@ import contextlib
 import importlib.util
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.backends import atari
+from runner.backends.abilities import ExactResume, Video, ZooIds
 from runner.backends.base import (
     GYMNASIUM_ENV,
     SB3_VEC_ENV,
@@ -23,6 +24,9 @@ from runner.backends.base import (
 )
 from runner.errors import BackendUnavailable, FieldError, FieldProblem, first_error, first_line
 from runner.manifest.schema import ParallelSpec
+
+if TYPE_CHECKING:
+    from stable_baselines3.common.vec_env import VecEnv
 
 # Modules that register extra ids with Gymnasium when imported, by id namespace. Imported only
 # when an id needs them (ale_py alone costs seconds).
@@ -175,13 +179,13 @@ def _video_problems(env: GymnasiumEnv) -> list[FieldProblem]:
     return []
 
 
-class Gymnasium(Backend):
+class Gymnasium(Backend[GymnasiumEnv], Video[GymnasiumEnv], ZooIds, ExactResume[GymnasiumEnv]):
     """Any registered Gymnasium id, DummyVecEnv or SubprocVecEnv (see the module)."""
 
     name = "gymnasium"
     example_id = "CartPole-v1"
     Options = GymnasiumEnv
-    TRAITS = Traits(module="gymnasium", extra="gymnasium", resume="")  # record and replay
+    TRAITS = Traits(module="gymnasium", extra="gymnasium")  # ExactResume: record and replay
 
     interfaces = (SB3_VEC_ENV, GYMNASIUM_ENV)
 
@@ -284,7 +288,7 @@ class Gymnasium(Backend):
 
     def make_vec_env(
         self, env: GymnasiumEnv, parallel: ParallelSpec, *, seed: int, log_dir: Path | None
-    ) -> Any:
+    ) -> VecEnv:
         """`parallel.envs` envs; SubprocVecEnv runs one process each (`parallel.workers` is
         checked by `check_parallel`, not used); gymnasium writes no logs of its own."""
         from stable_baselines3.common.vec_env import DummyVecEnv
@@ -308,4 +312,5 @@ class Gymnasium(Backend):
             else DummyVecEnv(fns)
         )
         venv.seed(seed)  # env i gets seed + i on its next reset
-        return atari.stack(venv, env.atari) if env.atari else venv
+        made: VecEnv = atari.stack(venv, env.atari) if env.atari else venv
+        return made

@@ -20,14 +20,16 @@ import subprocess
 import sys
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from runner.backends.abilities import TaskConfigs
 from runner.backends.base import (
+    BATCHED_TORCH_ENV,
     GPU_ENV_HINT,
-    ISAACLAB_ENV,
     SB3_VEC_ENV,
     STATISTICAL,
     Backend,
+    BatchedTorchEnv,
     Traits,
     gpu_env_python,
     python_problem,
@@ -36,6 +38,9 @@ from runner.backends.base import (
 from runner.errors import BackendUnavailable, FieldProblem
 from runner.manifest.schema import EnvSpec, ParallelSpec
 from runner.record.rundir import write_text_atomic
+
+if TYPE_CHECKING:
+    from stable_baselines3.common.vec_env import VecEnv
 
 ROOT = Path(__file__).resolve().parents[3]  # runner/backends/X/__init__.py -> the checkout
 INSTALL = (
@@ -184,7 +189,7 @@ ISAACSIM_WHY = (
 )
 
 
-class IsaacLab(Backend):
+class IsaacLab(Backend[IsaacLabEnv], TaskConfigs):
     """Isaac Lab tasks by id, in Isaac Lab's own Python (see the module)."""
 
     name = "isaaclab"
@@ -246,7 +251,7 @@ class IsaacLab(Backend):
         )
         return [("Isaac Lab (Python 3.12)", True, f"{lab} ({_interpreter()})"), sim]
 
-    interfaces = (SB3_VEC_ENV, ISAACLAB_ENV)
+    interfaces = (SB3_VEC_ENV, BATCHED_TORCH_ENV)
 
     def make_env(
         self,
@@ -257,24 +262,25 @@ class IsaacLab(Backend):
         seed: int,
         log_dir: Path | None = None,
     ) -> Any:
-        """ISAACLAB_ENV: `(env, end)`, the task launched (Isaac Lab's own env, unwrapped) and
-        what closes its app."""
-        if interface != ISAACLAB_ENV:
+        """BATCHED_TORCH_ENV: the task launched (Isaac Lab's own env, unwrapped) and what closes
+        its app, as a `BatchedTorchEnv` (`(env, end)`)."""
+        if interface != BATCHED_TORCH_ENV:
             return super().make_env(env, parallel, interface=interface, seed=seed, log_dir=log_dir)
         if not _in_isaaclab_python():
             raise BackendUnavailable(f"isaaclab units run in Isaac Lab's Python 3.12 ({INSTALL})")
         from runner.backends.isaaclab.env import launch
 
-        return launch(env, parallel.envs, seed, log_dir)
+        return BatchedTorchEnv(*launch(env, parallel.envs, seed, log_dir))
 
     def make_vec_env(
         self, env: IsaacLabEnv, parallel: ParallelSpec, *, seed: int, log_dir: Path | None
-    ) -> Any:
+    ) -> VecEnv:
         if not _in_isaaclab_python():
             raise BackendUnavailable(f"isaaclab units run in Isaac Lab's Python 3.12 ({INSTALL})")
         from runner.backends.isaaclab.env import make
 
-        return make(env, parallel.envs, seed, log_dir)
+        venv: VecEnv = make(env, parallel.envs, seed, log_dir)
+        return venv
 
     def versions(self) -> dict[str, dict[str, Any]]:
         """Isaac Lab's Python and packages, and what a manifest without kwargs runs with here."""

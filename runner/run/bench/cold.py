@@ -21,14 +21,15 @@ def main(argv: list[str]) -> int:
     from runner.record.rundir import write_json_atomic
     from runner.record.seeding import derive, seed_everything
     from runner.trainers import trainer_of
+    from runner.trainers.abilities import ColdStart
 
     src, dst = Path(argv[0]), Path(argv[1])
     cfg = Manifest.model_validate(json.loads(src.read_text()))
     seeds, trainer = derive(cfg.seeds[0]), trainer_of(cfg)
     at: dict[str, float] = {}
     try:
-        seed_everything(seeds, torch_threads=cfg.algo.torch_threads, with_torch=trainer.USES_TORCH)
-        if trainer.COLD_START:
+        seed_everything(seeds, torch_threads=cfg.algo.threads(), with_torch=trainer.USES_TORCH)
+        if isinstance(trainer, ColdStart):
             trainer.first_step(cfg, seeds, lambda: at.setdefault("t", time.time()))
     except KeyboardInterrupt:
         return 130

@@ -34,15 +34,15 @@ def measure_here(cfg: Manifest) -> dict[str, Any]:
     from runner.trainers import trainer_of
 
     seeds, trainer = derive(cfg.seeds[0]), trainer_of(cfg)
-    seed_everything(seeds, torch_threads=cfg.algo.torch_threads, with_torch=trainer.USES_TORCH)
-    return trainer.bench(cfg, seeds)
+    seed_everything(seeds, torch_threads=cfg.algo.threads(), with_torch=trainer.USES_TORCH)
+    return trainer.bench(cfg, seeds).fields()
 
 
 def run_point(point: Point) -> dict[str, Any]:
     """Measure one point, in the interpreter its backend's units run in (Brax and Isaac Lab have
     their own); a failure is recorded in the point, not raised."""
     from runner.backends import unit_interpreter
-    from runner.trainers import trainer_name, trainer_of
+    from runner.trainers import trainer_name
 
     cfg = point.config
     python = unit_interpreter(cfg.env.backend) or sys.executable
@@ -68,11 +68,30 @@ def run_point(point: Point) -> dict[str, Any]:
         else:
             out.update(measure_elsewhere(python, cfg))
         out.setdefault("inference", None)
-        timed = cfg.bench.cold_start and trainer_of(cfg).COLD_START
-        out["cold_start"] = cold_start(python, cfg) if timed else None
+        out["cold_start"] = cold_start(python, cfg) if _times_cold_start(cfg) else None
     except Exception as exc:  # noqa: BLE001 - one broken point must not lose the others
         out["error"] = f"{type(exc).__name__}: {exc}"
     return out
+
+
+def _times_cold_start(cfg: Manifest) -> bool:
+    """Whether the point's cold start is measured: `bench.cold_start`, by a trainer that can say
+    when its first step ends (`ColdStart`; without it, said once and left out)."""
+    from runner import plugins
+    from runner.trainers import trainer_name, trainer_of
+    from runner.trainers.abilities import ColdStart
+
+    if not cfg.bench.cold_start:
+        return False
+    if isinstance(trainer_of(cfg), ColdStart):
+        return True
+    plugins.lacks(
+        "trainer",
+        trainer_name(cfg),
+        "say when its first env step ends",
+        "the bench measures no cold start (bench.cold_start: false says nothing)",
+    )
+    return False
 
 
 def measure_elsewhere(python: str, cfg: Manifest) -> dict[str, Any]:

@@ -21,11 +21,12 @@ from typing import Any
 
 from runner.manifest.schema import Manifest
 from runner.trainers.base import spread
+from runner.trainers.results import BenchResult, Rate, TrainRate
 
 WARMUP_CALLS = 2  # untimed calls (env-only) and epochs (training) before the timed ones
 
 
-def env_only(cfg: Manifest, seed: int) -> dict[str, Any]:
+def env_only(cfg: Manifest, seed: int) -> Rate:
     import jax
     from brax.envs.wrappers.training import wrap
 
@@ -59,13 +60,14 @@ def env_only(cfg: Manifest, seed: int) -> dict[str, Any]:
         t0 = time.perf_counter()
         state, key = jax.block_until_ready(roll(state, key, vec_steps))
         rates.append(n * vec_steps / (time.perf_counter() - t0))
-    return {"steps_per_s": spread(rates), "steps": n * vec_steps, "compile_s": compile_s}
+    return Rate(steps_per_s=spread(rates), steps=n * vec_steps, compile_s=compile_s)
 
 
-def train(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
+def train(cfg: Manifest, seeds: dict[str, int]) -> TrainRate:
     from brax.training.agents.ppo import train as ppo
 
-    from runner.trainers.brax_ppo import jax_env, network_factory, ppo_kwargs
+    from runner.trainers.brax_ppo import jax_env, ppo_kwargs
+    from runner.trainers.brax_ppo.model import network_factory
 
     spec = cfg.bench
     task = jax_env(cfg)
@@ -88,17 +90,19 @@ def train(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
     wall = time.perf_counter() - t0
     rates = [sps for _, sps in per_epoch[WARMUP_CALLS:]] or [sps for _, sps in per_epoch]
     steps = per_epoch[-1][0] // len(per_epoch) if per_epoch else 0
-    return {
-        "steps_per_s": spread(rates),
-        "steps": steps,
-        "env_fraction": None,
-        "warmup_epochs_steps_per_s": [sps for _, sps in per_epoch[:WARMUP_CALLS]],
-        "wall_s": wall,
-    }
+    return TrainRate(
+        steps_per_s=spread(rates),
+        steps=steps,
+        env_fraction=None,
+        warmup_epochs_steps_per_s=[sps for _, sps in per_epoch[:WARMUP_CALLS]],
+        wall_s=wall,
+    )
 
 
-def bench(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
-    out: dict[str, Any] = {"envs": cfg.parallel.envs, "vec_env": "jit(scan(vmap(step)))"}
-    out["env_only"] = env_only(cfg, seeds["env"])
-    out["train"] = train(cfg, seeds) if cfg.bench.train else None
-    return out  # no `profile`: where a fused XLA step goes is not split into parts
+def bench(cfg: Manifest, seeds: dict[str, int]) -> BenchResult:
+    return BenchResult(
+        envs=cfg.parallel.envs,
+        vec_env="jit(scan(vmap(step)))",
+        env_only=env_only(cfg, seeds["env"]),
+        train=train(cfg, seeds) if cfg.bench.train else None,
+    )  # no `profile`: where a fused XLA step goes is not split into parts

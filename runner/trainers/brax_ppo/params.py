@@ -27,14 +27,13 @@ def train_args(backend: str) -> tuple[str, ...] | None:
     """Keyword names of Brax's `ppo.train`, in the package of the backend whose envs it steps
     (None: that package is not installed)."""
     from runner.backends import get_backend
-    from runner.trainers.sb3.algos import arg_names
 
     relative, func = TRAIN_FUNCTION
     path = get_backend(backend).package_file(relative)
     tree = ast.parse(path.read_text(encoding="utf-8")) if path is not None else None
     for node in getattr(tree, "body", []):
         if isinstance(node, ast.FunctionDef) and node.name == func:
-            return arg_names(node, 0)
+            return tuple(a.arg for a in node.args.args + node.args.kwonlyargs)
     return None
 
 
@@ -60,9 +59,6 @@ def check_limits(cfg: Manifest) -> list[FieldProblem]:
     """ppo.train asserts `batch_size * num_minibatches % num_envs == 0` (each batch is split evenly
     over the envs); a unit would fail there after minutes with a bare AssertionError."""
     out = []
-    if cfg.algo.normalize is not None:
-        msg = f"normalize applies to Stable-Baselines3 algorithms; {cfg.algo.name} has its own loop"
-        out.append(FieldProblem(("algo", "normalize"), msg))
     params = {**DEFAULTS, **cfg.algo.params}
     batch, minibatches, envs = params["batch_size"], params["num_minibatches"], cfg.parallel.envs
     if isinstance(batch, int) and isinstance(minibatches, int) and (batch * minibatches) % envs:

@@ -15,9 +15,10 @@ from typing import Any
 
 from runner.manifest.schema import Manifest
 from runner.trainers.base import spread
+from runner.trainers.results import BenchResult, Rate, TrainRate
 
 
-def env_only(env: Any, cfg: Manifest) -> dict[str, Any]:
+def env_only(env: Any, cfg: Manifest) -> Rate:
     import torch
 
     n, spec = env.num_envs, cfg.bench
@@ -35,10 +36,10 @@ def env_only(env: Any, cfg: Manifest) -> dict[str, Any]:
         if spec.warmup:
             loop(math.ceil(spec.warmup / n))
         rates = [n * vec_steps / loop(vec_steps) for _ in range(spec.repeats)]
-    return {"steps_per_s": spread(rates), "steps": n * vec_steps}
+    return Rate(steps_per_s=spread(rates), steps=n * vec_steps)
 
 
-def train(env: Any, agent: Any, cfg: Manifest) -> dict[str, Any]:
+def train(env: Any, agent: Any, cfg: Manifest) -> TrainRate:
     from runner.trainers.rsl_rl_ppo import _runner, iteration_steps
 
     runner = _runner(env, agent, None)
@@ -65,22 +66,24 @@ def train(env: Any, agent: Any, cfg: Manifest) -> dict[str, Any]:
             fractions.append(spent[0] / wall)
     finally:
         env.step = inner
-    return {
-        "steps_per_s": spread(rates),
-        "steps": iters * batch,
-        "env_fraction": float(sum(fractions) / len(fractions)),
-    }
+    return TrainRate(
+        steps_per_s=spread(rates),
+        steps=iters * batch,
+        env_fraction=float(sum(fractions) / len(fractions)),
+    )
 
 
-def bench(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
+def bench(cfg: Manifest, seeds: dict[str, int]) -> BenchResult:
     from runner.trainers.rsl_rl_ppo import _setup
 
     env, agent, end = _setup(cfg, None, cfg.parallel.envs, seeds["env"], seeds)
     try:
-        out: dict[str, Any] = {"envs": env.num_envs, "vec_env": "RslRlVecEnvWrapper"}
-        out["env_only"] = env_only(env, cfg)
-        out["train"] = train(env, agent, cfg) if cfg.bench.train else None
-        return out
+        return BenchResult(
+            envs=env.num_envs,
+            vec_env="RslRlVecEnvWrapper",
+            env_only=env_only(env, cfg),
+            train=train(env, agent, cfg) if cfg.bench.train else None,
+        )
     finally:
         env.close()
         end()

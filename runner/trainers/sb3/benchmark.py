@@ -23,6 +23,7 @@ import numpy as np
 
 from runner.manifest.schema import Manifest
 from runner.trainers.base import spread
+from runner.trainers.results import BenchResult, Rate, TrainRate
 
 ACTION_BATCHES = 64  # distinct random action batches, cycled through while timing
 
@@ -41,7 +42,7 @@ def _timed_loop(venv: Any, actions: list[np.ndarray], vec_steps: int) -> float:
     return time.perf_counter() - t0
 
 
-def measure_env(venv: Any, spec: Any, seed: int) -> dict[str, Any]:
+def measure_env(venv: Any, spec: Any, seed: int) -> Rate:
     """Env-only steps/s with random actions: warm-up, then `repeats` timed runs of `steps`."""
     n = venv.num_envs
     actions = _action_batches(venv.action_space, n, seed)
@@ -50,10 +51,10 @@ def measure_env(venv: Any, spec: Any, seed: int) -> dict[str, Any]:
     if spec.warmup:
         _timed_loop(venv, actions, math.ceil(spec.warmup / n))
     rates = [n * vec_steps / _timed_loop(venv, actions, vec_steps) for _ in range(spec.repeats)]
-    return {"steps_per_s": spread(rates), "steps": n * vec_steps}
+    return Rate(steps_per_s=spread(rates), steps=n * vec_steps)
 
 
-def measure_inference(cfg: Manifest, venv: Any, seeds: dict[str, int]) -> dict[str, Any]:
+def measure_inference(cfg: Manifest, venv: Any, seeds: dict[str, int]) -> Rate:
     """Env + policy inference steps/s: the untrained policy chooses every action."""
     from runner.trainers.sb3.common import make_model
 
@@ -73,7 +74,7 @@ def measure_inference(cfg: Manifest, venv: Any, seeds: dict[str, int]) -> dict[s
     if spec.warmup:
         loop(math.ceil(spec.warmup / n))
     rates = [n * vec_steps / loop(vec_steps) for _ in range(spec.repeats)]
-    return {"steps_per_s": spread(rates), "steps": n * vec_steps}
+    return Rate(steps_per_s=spread(rates), steps=n * vec_steps)
 
 
 def first_step(cfg: Manifest, seeds: dict[str, int], mark: Any) -> None:
@@ -94,7 +95,7 @@ def first_step(cfg: Manifest, seeds: dict[str, int], mark: Any) -> None:
 def _step_timer(venv: Any) -> Any:
     from stable_baselines3.common.vec_env import VecEnvWrapper
 
-    class StepTimer(VecEnvWrapper):  # type: ignore[misc]
+    class StepTimer(VecEnvWrapper):
         """Adds up the seconds from step_async to the end of step_wait (two clock reads)."""
 
         def __init__(self, inner: Any) -> None:
@@ -117,7 +118,7 @@ def _step_timer(venv: Any) -> Any:
     return StepTimer(venv)
 
 
-def measure_train(cfg: Manifest, venv: Any, seeds: dict[str, int]) -> dict[str, Any]:
+def measure_train(cfg: Manifest, venv: Any, seeds: dict[str, int]) -> TrainRate:
     """Training steps/s and the fraction of training time spent stepping envs."""
     from runner.trainers.sb3.common import make_model
 
@@ -134,11 +135,9 @@ def measure_train(cfg: Manifest, venv: Any, seeds: dict[str, int]) -> dict[str, 
         done = model.num_timesteps - before
         rates.append(done / elapsed)
         fractions.append(timer.seconds / elapsed)
-    return {
-        "steps_per_s": spread(rates),
-        "steps": done,
-        "env_fraction": float(np.median(fractions)),
-    }
+    return TrainRate(
+        steps_per_s=spread(rates), steps=done, env_fraction=float(np.median(fractions))
+    )
 
 
 def harness_overhead(iterations: int = 20_000) -> dict[str, float]:
@@ -175,7 +174,7 @@ def harness_overhead(iterations: int = 20_000) -> dict[str, float]:
     return {"loop_s_per_vector_step": loop, "timer_s_per_vector_step": max(wrapped, 0.0)}
 
 
-def measure_sb3(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
+def measure_sb3(cfg: Manifest, seeds: dict[str, int]) -> BenchResult:
     """A point trained by Stable-Baselines3: env-only steps/s on the VecEnv training uses, env +
     policy inference and training steps/s with the manifest's algorithm, and the profile when
     asked for."""
@@ -184,15 +183,18 @@ def measure_sb3(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
     venv = make_env(cfg, seed=seeds["env"])
     try:
         inner = getattr(venv, "venv", venv)
-        out: dict[str, Any] = {"envs": venv.num_envs, "vec_env": type(inner).__name__}
-        out["env_only"] = measure_env(venv, cfg.bench, seeds["env"])
-        out["inference"] = measure_inference(cfg, venv, seeds) if cfg.bench.inference else None
-        out["train"] = measure_train(cfg, venv, seeds) if cfg.bench.train else None
+        out = BenchResult(
+            envs=venv.num_envs,
+            vec_env=type(inner).__name__,
+            env_only=measure_env(venv, cfg.bench, seeds["env"]),
+            inference=measure_inference(cfg, venv, seeds) if cfg.bench.inference else None,
+            train=measure_train(cfg, venv, seeds) if cfg.bench.train else None,
+        )
         if cfg.bench.profile:
             from runner.trainers.sb3.profile import profile_train
 
-            out["profile"] = profile_train(cfg, venv, seeds)
-        out["harness"] = harness_overhead()  # what its timing loop and step timer add
+            out.profile = profile_train(cfg, venv, seeds)
+        out.harness = harness_overhead()  # what its timing loop and step timer add
         return out
     finally:
         venv.close()

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runner.backends import get_backend
 from runner.manifest.schema import Manifest, ParallelSpec
 from runner.trainers.sb3.algos import ALGOS
+from runner.trainers.sb3.options import options
+
+if TYPE_CHECKING:
+    from runner.backends.abilities import Video
 
 # SB3's warning (PPO, and the algorithms derived from it) when batch_size does not divide the
 # rollout buffer: a regular expression matched against the start of the message.
@@ -61,11 +65,24 @@ def make_env(
         raise
 
 
+def video_ability(cfg: Manifest) -> Video[Any]:
+    """The config's backend as the `Video` ability (validate refused `eval.video` on one
+    without it: `backends.base.video_problems`); UserInputError, one line, if it lacks it."""
+    from runner.backends.abilities import Video
+    from runner.backends.base import no_video
+    from runner.errors import UserInputError
+
+    backend = get_backend(cfg.env.backend)
+    if not isinstance(backend, Video):
+        raise UserInputError(no_video(backend)[0].message)
+    return backend
+
+
 def with_video_env(cfg: Manifest) -> Manifest:
     """`cfg` with its env as the backend renders it for `eval.video` (`Backend.video_env`)."""
     video = cfg.eval.video
     size = (video.size[0], video.size[1]) if video and video.size else None
-    env = get_backend(cfg.env.backend).video_env(cfg.env, size=size)
+    env = video_ability(cfg).video_env(cfg.env, size=size)
     return cfg.model_copy(update={"env": env})
 
 
@@ -78,9 +95,10 @@ def make_model(cfg: Manifest, venv: Any, *, seed: int | None, tb_dir: Path | Non
     from runner.trainers.torch_startup import defer_dynamo
 
     defer_dynamo()  # building and stepping optimizers would import TorchDynamo: no unit uses it
-    cls = algo_class(cfg.algo.name)
-    kwargs = model_kwargs(cfg.algo, venv.action_space)
-    model = cls(cfg.algo.policy, venv, seed=seed, device=cfg.algo.device, verbose=0, **kwargs)
+    algo = options(cfg)
+    cls = algo_class(algo.name)
+    kwargs = model_kwargs(algo, venv.action_space)
+    model = cls(algo.policy, venv, seed=seed, device=algo.device, verbose=0, **kwargs)
     # SB3's configure(None, ...) makes an empty $TMPDIR/SB3-<date> folder: a bare Logger does not
     logger = configure(str(tb_dir), ["tensorboard"]) if tb_dir is not None else Logger(None, [])
     model.set_logger(logger)

@@ -8,6 +8,7 @@ from typing import Any
 
 from runner.manifest.schema import Manifest
 from runner.trainers.base import digest
+from runner.trainers.results import DeterminismAttempt
 
 
 def _recorder(venv: Any, log: list[list[str]]) -> Any:
@@ -33,7 +34,7 @@ def _recorder(venv: Any, log: list[list[str]]) -> Any:
     return Recorder(venv)
 
 
-def attempt(cfg: Manifest, seeds: dict[str, int], steps: int) -> dict[str, Any]:
+def attempt(cfg: Manifest, seeds: dict[str, int], steps: int) -> DeterminismAttempt:
     """Train `steps` env steps (SB3 collects whole rollouts, so maybe more) and digest them."""
     from runner.trainers.sb3.common import make_env, make_model
 
@@ -49,13 +50,13 @@ def attempt(cfg: Manifest, seeds: dict[str, int], steps: int) -> dict[str, Any]:
     finally:
         venv.close()
     vector_steps = max(len(log) - 1, 0)  # the first row is the reset
-    return {
-        "steps": log,
-        "params": params,
-        "env_steps": trained,
-        "compares": (
+    return DeterminismAttempt(
+        steps=log,
+        params=params,
+        env_steps=trained,
+        compares=(
             f"observations, actions and rewards of {vector_steps} vector steps "
             f"({trained} env steps over {cfg.parallel.envs} envs) and the final parameters"
         ),
-        "seconds": time.perf_counter() - t0,
-    }
+        seconds=time.perf_counter() - t0,
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from runner.errors import FieldError, RunnerError, first_line
 from runner.manifest.schema import Manifest
+from runner.trainers.sb3.options import options
 
 
 def dry_construct(cfg: Manifest) -> None:
@@ -15,17 +16,18 @@ def dry_construct(cfg: Manifest) -> None:
     from runner.trainers.sb3.warm import warm_start
     from runner.trainers.torch_startup import device_problem
 
-    problem = device_problem(cfg.algo.device)
+    algo = options(cfg)
+    problem = device_problem(algo.device)
     if problem:
         raise FieldError(("algo", "device"), problem)
-    if cfg.algo.torch_threads > 8 * cpu_count():
+    if algo.torch_threads > 8 * cpu_count():
         raise FieldError(
             ("algo", "torch_threads"),
-            f"{cfg.algo.torch_threads} threads on {cpu_count()} CPUs is more than torch can start "
+            f"{algo.torch_threads} threads on {cpu_count()} CPUs is more than torch can start "
             f"here; use at most {cpu_count()}",
         )
     try:
-        seed_everything(derive(0), torch_threads=cfg.algo.torch_threads)
+        seed_everything(derive(0), torch_threads=algo.torch_threads)
     except Exception as exc:
         raise FieldError(
             ("algo", "torch_threads"), f"torch refuses it: {first_line(exc)}"

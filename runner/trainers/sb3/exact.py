@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from runner.backends import get_backend
+from runner.backends.base import resume_approximate
 from runner.manifest.schema import Manifest
-from runner.trainers.resume import save_checkpoint
 from runner.trainers.sb3 import state
+from runner.trainers.sb3.checkpoints import save_checkpoint
 
 
 def logs_itself(model: Any, steps_done: int, log_interval: int) -> bool:
@@ -38,7 +39,7 @@ class Exact:
     """One unit's exact-resume settings: its identity and whether its envs can be replayed."""
 
     def __init__(self, cfg: Manifest, seeds: dict[str, int]) -> None:
-        self.approximate = get_backend(cfg.env.backend).resume_approximate(cfg.env)
+        self.approximate = resume_approximate(get_backend(cfg.env.backend), cfg.env)
         self.keep = cfg.train.keep_checkpoints
         self.identity = {
             "algo": cfg.algo.name,
@@ -83,7 +84,9 @@ class Exact:
         save_checkpoint(model, unit_dir, wall_s, extra if boundary else None, self.keep)
 
     def load(self, model: Any, path: Path) -> None:
-        say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+        def say(line: str) -> None:
+            print(line, file=sys.stderr, flush=True)
+
         self._pending = state.restore(model, path, self.identity, say)
         if self.approximate and self._pending is not None:
             say(f"resume is approximate: {self.approximate}")

@@ -17,6 +17,7 @@ from typing import Any
 from runner.manifest.schedules import SCHEDULE_KEYS
 from runner.manifest.schema import AlgoSpec, Manifest
 from runner.trainers.sb3.hyper import SB3_OPTIMIZERS
+from runner.trainers.sb3.options import options
 
 
 class LinearSchedule:
@@ -95,7 +96,7 @@ def normalize_env(
     `stats`: statistics to start from (a resumed unit); evaluation (`training` False) needs
     them and freezes them, with reward normalization off (rl-zoo3's enjoy.py), unless `synced`:
     the caller copies training's statistics in before each use (evaluations during training)."""
-    spec = cfg.algo.normalize
+    spec = options(cfg).normalize
     if spec is None:
         return venv
     from stable_baselines3.common.vec_env import VecNormalize

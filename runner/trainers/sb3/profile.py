@@ -23,6 +23,22 @@ from typing import Any
 import numpy as np
 
 from runner.manifest.schema import Manifest
+from runner.trainers.sb3.options import options
+
+
+def _split(cfg: Manifest, venv: Any) -> Any:
+    """The backend's own split of the env step (Godot's: send, the game, receive), or None: a
+    backend without the `StepSplit` ability shows it as one part, and says so once."""
+    from runner import plugins
+    from runner.backends import get_backend
+    from runner.backends.abilities import StepSplit
+
+    backend = get_backend(cfg.env.backend)
+    if isinstance(backend, StepSplit):
+        return backend.step_split(venv)
+    plugins.lacks("backend", backend.name, "split its env step into parts",
+                  "bench.profile shows the env step as one part")  # fmt: skip
+    return None
 
 
 class _Timers:
@@ -33,7 +49,7 @@ class _Timers:
         self.calls = 0
         self._patched: list[tuple[Any, str]] = []
         self._busy = False
-        self._sync = _cuda_sync if cfg.algo.device.startswith("cuda") else (lambda: None)
+        self._sync = _cuda_sync if options(cfg).device.startswith("cuda") else (lambda: None)
         for obj, name, key in (
             (model, "train", "update"),
             (venv, "step_async", "env"),
@@ -42,10 +58,7 @@ class _Timers:
             (model.policy, "_predict", "inference"),
         ):
             self._wrap(obj, name, key)
-        from runner.backends import get_backend
-
-        # the backend's own split of the env step (Godot's: send, the game, receive), or None
-        self.godot = get_backend(cfg.env.backend).step_split(venv)
+        self.godot = _split(cfg, venv)
 
     def _wrap(self, obj: Any, name: str, key: str) -> None:
         inner = getattr(obj, name)
@@ -172,5 +185,5 @@ def profile_train(cfg: Manifest, venv: Any, seeds: dict[str, int]) -> dict[str, 
         "timed_calls_per_step": calls / steps_done,
         "engine_reported": reported,
         "env_stall": stall,
-        "device": cfg.algo.device,
+        "device": options(cfg).device,
     }

@@ -89,7 +89,9 @@ def _episode_arrays(model: Any) -> dict[str, Any]:
     return out
 
 
-def capture(model: Any, identity: dict[str, Any], with_env: bool) -> tuple[dict, dict]:
+def capture(
+    model: Any, identity: dict[str, Any], with_env: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """(JSON, arrays) of everything above; `with_env`: the env part too (see the module)."""
     import torch
 
@@ -131,7 +133,9 @@ def capture(model: Any, identity: dict[str, Any], with_env: bool) -> tuple[dict,
     return doc, arrays
 
 
-def write_state(model: Any, checkpoint: Path, identity: dict[str, Any], with_env: bool) -> list:
+def write_state(
+    model: Any, checkpoint: Path, identity: dict[str, Any], with_env: bool
+) -> list[str]:
     """The checkpoint's state files (arrays first); their names, for the checkpoint's pins."""
     doc, arrays = capture(model, identity, with_env)
     try:
@@ -144,7 +148,9 @@ def write_state(model: Any, checkpoint: Path, identity: dict[str, Any], with_env
     return [arrays_path.name, doc_path.name]
 
 
-def read_state(checkpoint: Path, identity: dict[str, Any]) -> tuple[dict, dict] | None:
+def read_state(
+    checkpoint: Path, identity: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """The checkpoint's state, checked to be this unit's; None when it has none (an older
     run's checkpoint, or one taken when a stop came mid-rollout)."""
     doc_path, arrays_path = state_files(checkpoint)

@@ -47,7 +47,7 @@ def capture(model: Any, layers: dict[str, Any]) -> tuple[dict[str, Any], dict[st
     return doc, arrays
 
 
-def _episodes(saved: dict[str, Any], arrays: dict[str, Any], n_envs: int) -> list[dict]:
+def _episodes(saved: dict[str, Any], arrays: dict[str, Any], n_envs: int) -> list[dict[str, Any]]:
     episodes = saved.get("episodes")
     if not isinstance(episodes, list) or len(episodes) != n_envs:
         raise RunFileError(f"the checkpoint's state holds no episodes of {n_envs} envs")

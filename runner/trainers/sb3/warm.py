@@ -17,13 +17,14 @@ from runner.manifest.schema import Manifest
 from runner.record.rundir import UnitRef
 from runner.trainers.base import MODEL_FILE
 from runner.trainers.sb3.files import STATS_FILE, peek_params, restore_stats
+from runner.trainers.sb3.options import options
 
 FIELD = ("train", "init_from")
 
 
 def start_files(cfg: Manifest) -> list[str]:
     """What a child of a unit trained with `cfg` starts from: the model, then its statistics."""
-    return [MODEL_FILE, *([STATS_FILE] if cfg.algo.normalize is not None else [])]
+    return [MODEL_FILE, *([STATS_FILE] if options(cfg).normalize is not None else [])]
 
 
 def parent_dir(cfg: Manifest) -> Path:
@@ -49,5 +50,24 @@ def warm_start(model: Any, venv: Any, cfg: Manifest) -> None:
             "the parent's policy network does not fit this variant's (are "
             f"algo.params.policy_kwargs the parent's?): {first[:300]}",
         ) from None
-    if cfg.algo.normalize is not None:
+    if options(cfg).normalize is not None:
         restore_stats(venv, unit / STATS_FILE)
+
+
+def parent_problem(parent: Manifest, cfg: Manifest) -> str | None:
+    """Why a unit of `cfg` cannot start from one trained with `parent`: another algorithm or
+    policy, or observations normalized on one side only."""
+    theirs, mine = options(parent), options(cfg)
+    if theirs.name != mine.name or theirs.policy != mine.policy:
+        return (
+            f"the parent trained {theirs.name} with {theirs.policy}, this variant {mine.name} "
+            f"with {mine.policy}: a warm start continues the same algorithm and policy"
+        )
+    if (theirs.normalize is None) != (mine.normalize is None):
+        said = "normalized" if theirs.normalize is not None else "did not normalize"
+        wants = "turns it off" if mine.normalize is None else "turns it on"
+        return (
+            f"the parent {said} observations (algo.normalize) and this variant {wants}: its "
+            "policy would see inputs on another scale; set algo.normalize as the parent's"
+        )
+    return None

@@ -30,7 +30,7 @@ from runner.trainers.defaults import put
 from runner.trainers.sb3.zoo_expr import literal
 
 if TYPE_CHECKING:
-    from runner.backends.base import Backend
+    from runner.backends.abilities import ZooIds
 
 FILES = {
     "PPO": "ppo",
@@ -97,18 +97,21 @@ def _table(algo: str) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _backend(name: Any) -> Backend | None:
-    """The backend `name` (None when no installed backend has it: its own line says so)."""
+def _backend(name: Any) -> ZooIds | None:
+    """The backend `name` when its ids are in rl-zoo3's tables (its `ZooIds` ability); None when
+    they are not, or no installed backend has that name (its own line says so)."""
     from runner.backends import get_backend
+    from runner.backends.abilities import ZooIds
     from runner.errors import UserInputError
 
     try:
-        return get_backend(name) if isinstance(name, str) else None
+        backend = get_backend(name) if isinstance(name, str) else None
     except UserInputError:
         return None
+    return backend if isinstance(backend, ZooIds) else None
 
 
-def entry_key(algo: str, backend: Backend, env_id: str) -> str:
+def entry_key(algo: str, backend: ZooIds, env_id: str) -> str:
     table = _table(algo)
     if env_id in table:
         return env_id

@@ -20,15 +20,18 @@ import json
 import os
 import time
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from runner.backends import get_backend
 from runner.backends.base import GYMNASIUM_ENV
 from runner.errors import FieldError, FieldProblem
+from runner.manifest.algo import AlgoSpec
 from runner.manifest.schema import Manifest
 from runner.record.rundir import replace_via, write_json_atomic
 from runner.record.status import read_status
+from runner.trainers.abilities import ColdStart, CountsSteps
 from runner.trainers.base import (
     MODEL_FILE,
     REWARD_TAG,
@@ -38,6 +41,13 @@ from runner.trainers.base import (
     digest,
     spread,
     write_eval,
+)
+from runner.trainers.results import (
+    BenchResult,
+    DeterminismAttempt,
+    EvalResult,
+    Rate,
+    TrainResult,
 )
 from runner.trainers.resume import Start, newest_readable, pins, totals, train_once
 
@@ -49,7 +59,7 @@ STATE = "state.json"  # the one member of model.zip and of a checkpoint
 ENV_INTERFACE = GYMNASIUM_ENV  # one Gymnasium env, episode after episode
 
 
-def check_params(cfg: Manifest, action_kind: str | None) -> list[FieldProblem]:
+def _check_params(cfg: Manifest) -> list[FieldProblem]:
     out = []
     if cfg.algo.name != ALGO:
         msg = f"the toy_climb trainer trains only {ALGO!r}, not {cfg.algo.name!r}"
@@ -65,19 +75,7 @@ def check_params(cfg: Manifest, action_kind: str | None) -> list[FieldProblem]:
     return out
 
 
-def check_limits(cfg: Manifest) -> list[FieldProblem]:
-    return []
-
-
-def start_files(cfg: Manifest) -> list[str] | None:
-    return None  # no warm starts
-
-
-def deep_only(cfg: Manifest) -> list[str]:
-    return []  # check_params checks every param it has
-
-
-def dry_construct(cfg: Manifest) -> None:
+def _dry_construct(cfg: Manifest) -> None:
     """Build one env, take one action."""
     env = _make(cfg, 0)
     try:
@@ -186,13 +184,7 @@ def _checkpoint(state: _State, unit_dir: Path, wall_s: float) -> None:
     write_json_atomic(path.with_suffix(".json"), meta)
 
 
-def train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
-    return train_once(
-        unit_dir, cfg.train.timesteps, lambda: _train(cfg, unit_dir, seeds), _read, _steps_of
-    )
-
-
-def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> TrainResult:
     import numpy as np
     from tensorboard.compat.proto import event_pb2, summary_pb2
     from tensorboard.summary.writer.event_file_writer import EventFileWriter
@@ -256,10 +248,10 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, An
             env.close()
     _write(state, unit_dir / MODEL_FILE)
     fields = totals(state.steps, start.steps_done, start.wall_before_s, time.perf_counter() - t0)
-    _progress(unit_dir, cfg, state.steps, fields["train_steps_per_s"], started, finished=True)
+    _progress(unit_dir, cfg, state.steps, fields.train_steps_per_s or 0.0, started, finished=True)
     resumes = list(read_status(unit_dir).resumes)
     resumes += [start.steps_done] if start.steps_done else []
-    return {**fields, "train_started": started, "resumes": resumes}
+    return fields.model_copy(update={"train_started": started, "resumes": resumes})
 
 
 def _progress(unit_dir: Path, cfg: Manifest, steps: int, rate: float, started: float,
@@ -285,7 +277,7 @@ def _episode(cfg: Manifest, theta: Any, seed: int) -> tuple[float, int]:
         env.close()
 
 
-def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, Any]:
+def _evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> EvalResult:
     model = unit_dir / MODEL_FILE
     if not model.exists():
         raise FileNotFoundError(f"{model} is missing; run the train job first")
@@ -295,7 +287,7 @@ def evaluate(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> dict[str, 
     return write_eval(unit_dir, cfg, seeds["eval_env"], list(returns), list(lengths))
 
 
-def determinism_attempt(cfg: Manifest, seeds: dict[str, int], steps: int) -> dict[str, Any]:
+def _determinism_attempt(cfg: Manifest, seeds: dict[str, int], steps: int) -> DeterminismAttempt:
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -303,8 +295,8 @@ def determinism_attempt(cfg: Manifest, seeds: dict[str, int], steps: int) -> dic
             update={"timesteps": steps, "checkpoint_every": 0})})  # fmt: skip
         fields = _train(short, Path(tmp), seeds)
         theta = _read(Path(tmp) / MODEL_FILE).theta
-    return {"steps": [], "params": digest(theta), "env_steps": fields["timesteps_done"],
-            "compares": "the final policy"}  # fmt: skip
+    return DeterminismAttempt(steps=[], params=digest(theta), env_steps=fields.timesteps_done,
+                              compares="the final policy")  # fmt: skip
 
 
 def _rate(env: Any, seed: int, choose: Any, steps: int = 500) -> float:
@@ -318,7 +310,7 @@ def _rate(env: Any, seed: int, choose: Any, steps: int = 500) -> float:
     return n / (time.perf_counter() - t0)
 
 
-def bench(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
+def _bench(cfg: Manifest, seeds: dict[str, int]) -> BenchResult:
     """Env-only (random actions) and env + inference (the untrained linear policy) steps/s."""
     env = _make(cfg, seeds["env"])
     theta = _zeros(env)
@@ -328,12 +320,12 @@ def bench(cfg: Manifest, seeds: dict[str, int]) -> dict[str, Any]:
                   for _ in range(3)] if cfg.bench.inference else []  # fmt: skip
     finally:
         env.close()
-    inference = {"steps_per_s": spread(policy), "steps": 500} if policy else None
-    return {"env_only": {"steps_per_s": spread(random), "steps": 500}, "inference": inference,
-            "train": None, "envs": 1, "vec_env": "gymnasium.Env"}  # fmt: skip
+    inference = Rate(steps_per_s=spread(policy), steps=500) if policy else None
+    return BenchResult(env_only=Rate(steps_per_s=spread(random), steps=500), inference=inference,
+                       train=None, envs=1, vec_env="gymnasium.Env")  # fmt: skip
 
 
-def first_step(cfg: Manifest, seeds: dict[str, int], mark: Any) -> None:
+def _first_step(cfg: Manifest, seeds: dict[str, int], mark: Any) -> None:
     env = _make(cfg, seeds["env"])
     try:
         env.reset(seed=seeds["env"])
@@ -343,22 +335,44 @@ def first_step(cfg: Manifest, seeds: dict[str, int], mark: Any) -> None:
         env.close()
 
 
-class Climb(Trainer):
-    """Hill climbing on a linear policy, without torch (see the module)."""
+class Climb(Trainer[AlgoSpec], ColdStart, CountsSteps):
+    """Hill climbing on a linear policy, without torch (see the module). Its `algo` options are
+    the shared ones (name, trainer, params): the base `AlgoSpec`."""
 
     name = "toy_climb"
+    ALGORITHMS = (ALGO,)
     ENV_INTERFACE = ENV_INTERFACE
     USES_TORCH = False
-    COLD_START = True
 
-    # the hooks are this module's functions
-    check_params = staticmethod(check_params)
-    check_limits = staticmethod(check_limits)
-    dry_construct = staticmethod(dry_construct)
-    deep_only = staticmethod(deep_only)
-    train = staticmethod(train)
-    evaluate = staticmethod(evaluate)
-    start_files = staticmethod(start_files)
-    determinism_attempt = staticmethod(determinism_attempt)
-    bench = staticmethod(bench)
-    first_step = staticmethod(first_step)
+    def check_params(self, cfg: Manifest, action_kind: str | None) -> list[FieldProblem]:
+        return _check_params(cfg)
+
+    def check_limits(self, cfg: Manifest) -> list[FieldProblem]:
+        return []
+
+    def dry_construct(self, cfg: Manifest) -> None:
+        """Build one env, take one action."""
+        _dry_construct(cfg)
+
+    def train(self, cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> TrainResult:
+        return train_once(
+            unit_dir, cfg.train.timesteps, lambda: _train(cfg, unit_dir, seeds), _read, _steps_of
+        )
+
+    def evaluate(self, cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> EvalResult:
+        return _evaluate(cfg, unit_dir, seeds)
+
+    def saved_steps(self, path: Path) -> int | None:
+        return _steps_of(path)
+
+    def determinism_attempt(
+        self, cfg: Manifest, seeds: dict[str, int], steps: int
+    ) -> DeterminismAttempt:
+        return _determinism_attempt(cfg, seeds, steps)
+
+    def bench(self, cfg: Manifest, seeds: dict[str, int]) -> BenchResult:
+        """Env-only (random actions) and env + inference (the untrained linear policy)."""
+        return _bench(cfg, seeds)
+
+    def first_step(self, cfg: Manifest, seeds: dict[str, int], mark: Callable[[], object]) -> None:
+        _first_step(cfg, seeds, mark)

@@ -54,7 +54,7 @@ def line_env(length: int) -> Any:
     return Walk()
 
 
-class Line(Backend):
+class Line(Backend[LineEnv]):
     name = "toy"
     Options = LineEnv
     TRAITS = Traits(module="gymnasium", extra="gymnasium")

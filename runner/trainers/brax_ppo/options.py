@@ -1,0 +1,28 @@
+"""The brax_ppo trainer's `algo` options: Brax's PPO takes everything else as `ppo.train`'s own
+keyword arguments in `algo.params`."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import Field
+
+from runner.trainers.options import OnDevice
+
+
+class BraxPPOOptions(OnDevice):
+    """The brax_ppo trainer's options. `params` are `ppo.train`'s keyword arguments, plus
+    `network` (keyword arguments of `make_ppo_networks`, e.g. hidden layer sizes)."""
+
+    device: str = Field(
+        "cpu",
+        min_length=1,
+        description="JAX's device: cpu pins JAX to the CPU (on a GPU machine too); cuda or auto "
+        "leave JAX its own choice, its GPU where it has one.",
+    )
+    INSTEAD: ClassVar[dict[str, str]] = {
+        "normalize": "Brax's PPO normalizes observations itself: "
+        "algo.params.normalize_observations: true",
+        "policy": "Brax's PPO builds its own networks: size them with algo.params.network",
+        "torch_threads": "Brax's PPO runs on JAX, not torch",
+    }
