@@ -11,9 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from runner.record.rundir import checked, read_json, write_json_atomic
+from runner.record.rundir import checked, problem, read_json, write_json_atomic
+from runner.record.versioned import Format, Versioned, stamped
 
 PROVENANCE_FILE = "provenance.json"
 
@@ -36,8 +37,11 @@ class DeterminismCheck(BaseModel):
     checked: str | None = Field(None, description="When, as ISO 8601 (UTC).")
 
 
-class Provenance(BaseModel):
+class Provenance(Versioned):
+    """provenance.json."""
+
     model_config = ConfigDict(extra="allow")  # the backends' programs (listed in `programs`)
+    FORMAT = Format(PROVENANCE_FILE, 1, (stamped,))
 
     rlcrate: str | None = None
     argv: list[str] = Field(default_factory=list)
@@ -71,30 +75,25 @@ class Provenance(BaseModel):
     started_with: dict[str, str] | None = None
 
 
-def checked_provenance(data: Any) -> Provenance | None:
-    """provenance.json's content as the model, or None when it does not fit it."""
-    return checked(Provenance, data)
+def checked_provenance(data: Any, source: str) -> Provenance | None:
+    """provenance.json's content (read from `source`) as the model, or None when it does not fit
+    it."""
+    return checked(Provenance, data, source)
 
 
-def provenance_problem(data: Any) -> str | None:
+def provenance_problem(data: Any, source: str) -> str | None:
     """Why provenance.json's content does not fit the model (`field: what`), or None."""
-    if not isinstance(data, dict):
-        return "not a JSON object"
-    try:
-        Provenance.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        return f"{'.'.join(map(str, err['loc']))}: {err['msg']}"
-    return None
+    return problem(Provenance, data, source)
 
 
 def read_provenance(run_dir: Path) -> Provenance | None:
     """The run's provenance.json, or None when it is missing or damaged."""
-    return checked_provenance(read_json(run_dir / PROVENANCE_FILE))
+    path = run_dir / PROVENANCE_FILE
+    return checked_provenance(read_json(path), str(path))
 
 
 def write_provenance(run_dir: Path, prov: Provenance) -> None:
-    write_json_atomic(run_dir / PROVENANCE_FILE, prov.model_dump(mode="json"))
+    write_json_atomic(run_dir / PROVENANCE_FILE, prov.as_written())
 
 
 def update_provenance(run_dir: Path, **fields: Any) -> bool:

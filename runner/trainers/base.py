@@ -8,12 +8,15 @@ leaves them plugs in (a new loop is a new module and its entry point, `runner.tr
     checkpoints/step-<N>.zip    optional: what `--resume` continues from after an interruption
     tb/                         TensorBoard event files with REWARD_TAG (the mean return of recent
                                 training episodes) against env steps, in real wall time
-    progress.json               optional: {steps, total, steps_per_s, started}, about once a second
+    progress.json               optional: about once a second, `record.progress.write_progress`
     eval.json                   EVAL_FILE: {episodes: [{return, length}], mean, std,
-                                deterministic, n_episodes, seed}
+                                deterministic, n_episodes, seed} (`write_eval` below)
 
-The fields `train` and `evaluate` return go into the unit's status.json (TRAIN_FIELDS,
-EVAL_FIELDS); the unit writes its state, times and errors itself.
+Each is written through its record's model and writer (`runner.record`: progress, checkpoint,
+train, eval), never as a JSON dict of the loop's own. What `train` and `evaluate` return goes
+into the unit's status.json, checked against `record.train.TrainResult` (TRAIN_FIELDS at
+least) and `record.eval.EvalResult` (EVAL_FIELDS); the unit writes its state, times and errors
+itself.
 """
 
 from __future__ import annotations

@@ -29,13 +29,29 @@ def host_info() -> dict[str, Any]:
 
 
 def measure_here(cfg: Manifest) -> dict[str, Any]:
-    """Measure a point in this interpreter, with the trainer that trains its algorithm."""
+    """Measure a point in this interpreter, with the trainer that trains its algorithm: what its
+    `bench` returns, checked against `Measured` (a ValueError naming the field otherwise)."""
     from runner.record.seeding import derive, seed_everything
     from runner.trainers import trainer_of
 
     seeds, trainer = derive(cfg.seeds[0]), trainer_of(cfg)
     seed_everything(seeds, torch_threads=cfg.algo.torch_threads, with_torch=trainer.USES_TORCH)
-    return trainer.bench(cfg, seeds)
+    return measured(trainer.bench(cfg, seeds))
+
+
+def measured(found: Any) -> dict[str, Any]:
+    """A trainer's measurements of one point as bench.json keeps them (`Measured`); a
+    ValueError, one line naming the field, when they do not fit."""
+    from pydantic import ValidationError
+
+    from runner.record.bench import Measured
+
+    try:
+        return Measured.model_validate(found).model_dump(mode="json", exclude_unset=True)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "its result"
+        raise ValueError(f"the trainer's bench returned {where}: {err['msg']}") from None
 
 
 def run_point(point: Point) -> dict[str, Any]:
@@ -66,7 +82,7 @@ def run_point(point: Point) -> dict[str, Any]:
         if os.path.dirname(os.path.abspath(python)) == os.path.dirname(sys.executable):
             out.update(measure_here(cfg))
         else:
-            out.update(measure_elsewhere(python, cfg))
+            out.update(measured(measure_elsewhere(python, cfg)))
         out.setdefault("inference", None)
         timed = cfg.bench.cold_start and trainer_of(cfg).COLD_START
         out["cold_start"] = cold_start(python, cfg) if timed else None
