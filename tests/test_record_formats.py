@@ -307,3 +307,37 @@ def test_a_newer_format_is_refused_in_one_line_by_the_console_script(tmp_path):
         f"rlcrate ({WRITTEN_BY.split()[1]}) reads format 1 and older: read it with rlcrate "
         "7.0.0 or newer"
     )
+
+
+def _as_format_0(run: Path) -> None:
+    """The run as rlcrate 0.1.0 left it: no record says its format (video.json's `format` was its
+    encoding), and provenance.json pins the resolved.yaml it started with."""
+    from runner.record.started import fingerprint
+
+    for path in [*run.rglob("*.json"), run / RESOLVED]:
+        data = _load(path)
+        if isinstance(data, dict) and "written_by" in data:
+            data = {k: v for k, v in data.items() if k not in ("format", "written_by")}
+            if path.name == "video.json":
+                data["format"] = data.pop("encoding")
+            _save(path, data)
+    prov = _load(run / "provenance.json")
+    _save(run / "provenance.json", {**prov, "started_with": fingerprint(run)})
+
+
+@pytest.mark.slow  # the session's trained run, resumed and archived (no training)
+@pytest.mark.gymnasium
+def test_a_run_written_before_records_were_versioned_resumes_and_archives(tiny_run, tmp_path):
+    run = tmp_path / "runs" / "tiny" / tiny_run.name
+    shutil.copytree(tiny_run, run)
+    (run / ".lock").unlink(missing_ok=True)
+    _as_format_0(run)
+    unit = json.loads((run / UNIT / "status.json").read_text())
+    assert "format" not in unit and unit["state"] == "done"
+    res = rlcrate("run", str(run / "manifest.yaml"), "--resume", str(run))
+    said = res.stdout + res.stderr
+    assert res.returncode == 0 and "no record of the files the run started" not in said, said
+    assert json.loads((run / UNIT / "status.json").read_text()) == unit  # done: not rewritten
+    assert json.loads((run / "summary.json").read_text())["complete"] is True
+    packed = rlcrate("archive", str(run), "-o", str(tmp_path / "old.tar.gz"), "--no-models")
+    assert packed.returncode == 0, packed.stdout + packed.stderr

@@ -92,9 +92,11 @@ class UnitStatus(Versioned, ExecutorFields, EvalResult, TrainResult):
         return self.state in TERMINAL
 
     def as_written(self) -> dict[str, Any]:
-        """Its own fields first, then the jobs' and the executor's; a field with no value is
-        left out (absent and null read the same)."""
-        data = {k: v for k, v in super().as_written().items() if v is not None}
+        """Every field, its own first, then the jobs' and the executor's (`legacy` only when an
+        older record had some)."""
+        data = super().as_written()
+        if data.get("legacy") is None:
+            data.pop("legacy", None)
         first = ["format", "written_by", *type(self).__annotations__]
         return {**{k: data[k] for k in first if k in data}, **data}
 

@@ -206,7 +206,7 @@ class _Progress:
         self.writer.flush()
         rate = (step - self.done_before) / max(time.perf_counter() - self.t0, 1e-9)
         total = self.cfg.train.timesteps
-        tick = Progress(steps=step, total=total, steps_per_s=rate, started=self.started)
+        tick = Progress(steps=int(step), total=total, steps_per_s=float(rate), started=self.started)
         write_progress(self.unit_dir, tick)
 
     def params(self, step: int, make_policy: Any, params: Any) -> None:
