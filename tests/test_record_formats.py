@@ -21,11 +21,13 @@ from runner.record import (
     bench,
     checkpoint,
     evals,
+    jobs,
     progress,
     provenance,
     reproduce,
     status,
     summary,
+    track,
     train,
     tune,
     video,
@@ -109,6 +111,16 @@ RECORDS = {
     "tune": Record("tune.json", tune.read_tune, tune.write_tune),
     "bench": Record("bench.json", lambda r: bench.read_bench(r, strict=True), bench.write_bench),
     "reproduce": Record("reproduce.json", reproduce.read_reproduce, reproduce.write_reproduce),
+    "track": Record(
+        f"{UNIT}/track.json",
+        lambda r: track.read_track(_unit(r)),
+        lambda r, m: track.write_track(_unit(r), m),
+    ),
+    "jobs": Record(
+        "slurm/jobs.json",
+        lambda r: jobs.read_jobs_record(r / "slurm/jobs.json"),
+        lambda r, m: jobs.write_jobs(r / "slurm/jobs.json", m.jobs),
+    ),
     "resolved": Record(RESOLVED, read_resolved, write_resolved),
 }
 
@@ -139,7 +151,7 @@ def _leaves(data: Any, at: str = "") -> dict[str, Any]:
 
 
 # format 0 -> 1 renamed these (old path prefix -> new)
-RENAMED = {"video": {".format": ".encoding"}}
+RENAMED = {"video": {".format": ".encoding"}, "track": {"": ".trackers"}, "jobs": {"": ".jobs"}}
 
 
 @pytest.mark.parametrize("name", list(RECORDS))
@@ -156,7 +168,7 @@ def test_a_format_0_record_reads_through_its_migration_with_every_value_kept(nam
         new = _leaves(model.dump())
     for path, value in _leaves(old).items():
         for was, now in RENAMED.get(name, {}).items():
-            path = path.replace(was, now, 1) if path.startswith(was) else path
+            path = now + path[len(was) :] if path.startswith(was) else path
         assert new.get(path, "missing") == value, (name, path, value, new.get(path, "missing"))
 
 

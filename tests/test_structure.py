@@ -209,6 +209,8 @@ RECORD_WRITERS = {
     "tune.json": "runner/record/tune.py",
     "bench.json": "runner/record/bench.py",
     "reproduce.json": "runner/record/reproduce.py",
+    "track.json": "runner/record/track.py",
+    "jobs.json": "runner/record/jobs.py",  # an executor's (slurm/jobs.json)
     "resolved.yaml": "runner/manifest/resolved.py",
 }
 # how each is named where it is written, when not by its file name or constant
@@ -230,8 +232,6 @@ OTHER_JSON_WRITERS = {
     "runner/provenance/determinism.py": "the machine's cache of check-determinism results",
     "runner/export/onnx.py": "export.json, beside the file `rlcrate export -o` names",
     "runner/track/upload.py": "the upload process's answer, to the runner (temporary)",
-    "runner/track/state.py": "track.json: the trackers' own record of what they uploaded",
-    "runner/executors/slurm.py": "slurm/jobs.json: the Slurm executor's job ids",
     "runner/trainers/sb3/state.py": "step-N.state.json: SB3's exact-resume state (own format)",
     "runner/backends/isaaclab/env.py": "isaaclab.json: what Isaac Lab picked for the unit",
 }
