@@ -103,7 +103,7 @@ class UnitStatus(Versioned, ExecutorFields, EvalResult, TrainResult):
 
 class StatusFields(TypedDict, total=False):
     """What `write_status` may set: UnitStatus's fields but its state, stamp and legacy ones
-    (tests/test_records_format.py holds the two together)."""
+    (tests/test_record_formats.py holds the two together)."""
 
     variant: str
     seed: int
