@@ -97,10 +97,15 @@ def write_provenance(run_dir: Path, prov: Provenance) -> None:
 
 
 def update_provenance(run_dir: Path, **fields: Any) -> bool:
-    """Set `fields` in the run's provenance.json; False (nothing written) when it is missing or
-    damaged: what is there is kept rather than replaced."""
+    """Set `fields` (the model's own) in the run's provenance.json, checked as every reader
+    checks it; False (nothing written) when it is missing or damaged: what is there is kept
+    rather than replaced."""
     prov = read_provenance(run_dir)
     if prov is None:
         return False
-    write_provenance(run_dir, prov.model_copy(update=fields))
+    unknown = sorted(set(fields) - set(Provenance.model_fields))
+    if unknown:  # a backend's programs are recorded when the run is made, not updated
+        raise TypeError(f"provenance.json has no field {unknown[0]!r}")
+    data = prov.model_dump(exclude={"format", "written_by"})
+    write_provenance(run_dir, Provenance.model_validate({**data, **fields}))
     return True
