@@ -268,20 +268,23 @@ def test_status_after_the_runner_is_killed_says_stopped_and_how_to_resume(write_
 
 def test_a_status_record_of_the_wrong_types_is_damaged_not_believed(tmp_path):
     """status.json through its one model: a field of the wrong type (a string for a list) is a
-    damaged record (the unit runs again; commands that only report name the file), and a field
-    the model does not name (an executor's own) is kept as written."""
+    damaged record (the unit runs again; commands that only report name the file), an
+    executor's field is one the model names, and one it does not name is refused where it is
+    written (tests/test_record_formats.py: an older record's are kept under `legacy`)."""
     from runner.errors import RunFileError
     from runner.record.status import read_status, recorded_status, write_status
 
     write_status(tmp_path, "running", variant="v", seed=0, slurm_job="42")
     status = read_status(tmp_path, strict=True)
-    assert status.state == "running" and status.model_extra == {"slurm_job": "42"}
+    assert status.state == "running" and status.slurm_job == "42"
     (tmp_path / "status.json").write_text(json.dumps({"state": "done", "resumes": "many"}))
     assert recorded_status(tmp_path) is None and read_status(tmp_path).state == "pending"
     with pytest.raises(RunFileError, match="status.json: damaged .*resumes"):
         read_status(tmp_path, strict=True)
     with pytest.raises(ValueError):  # nothing unreadable is written
-        write_status(tmp_path, "done", timesteps_done="lots")
+        write_status(tmp_path, "done", timesteps_done="lots")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="node_name"):
+        write_status(tmp_path, "done", node_name="n1")  # type: ignore[call-arg]
 
 
 def test_an_eval_record_is_believed_only_as_its_episodes_add_up(tmp_path):

@@ -14,7 +14,7 @@ import yaml
 from runner import report
 from runner.errors import UserInputError
 from runner.manifest import Manifest, resolved
-from runner.record.status import write_status
+from runner.record.status import StatusFields, together, write_status
 from runner.report.diff import manifest_differences
 from runner.report.segments import Segment, join
 from runner.report.summary import write_summary
@@ -78,7 +78,7 @@ def _make_run(root: Path, name: str, run_id: str, seeds: list[int], tb_from: Pat
                 )["train_started"]
             else:
                 _train(udir, seed, n_steps)
-            status = {"variant": variant, "seed": seed, "train_started": started}
+            status: StatusFields = {"variant": variant, "seed": seed, "train_started": started}
             if seed in EVAL[variant]:
                 mean = EVAL[variant][seed]
                 write_status(udir, "done", **status)
@@ -97,7 +97,7 @@ def _make_run(root: Path, name: str, run_id: str, seeds: list[int], tb_from: Pat
                     },
                 )
             else:
-                write_status(udir, "failed", **status, error="RuntimeError: boom")
+                write_status(udir, "failed", **together(status, {"error": "RuntimeError: boom"}))
     res = RESOLVED.model_copy(update={"name": name, "seeds": seeds})
     (run / "resolved.yaml").write_text(yaml.safe_dump(res.dump(), sort_keys=False))
     write_summary(run, res)
@@ -157,34 +157,49 @@ def test_summary_and_report_measure_time_to_reach_alike(run_dir):
         assert in_summary is not None and hit is not None and in_summary == hit[0]
 
 
+def _bench(name: str, axis: dict, points: list[dict], findings: list[str]) -> dict:
+    """A bench.json as the bench job writes it (format 0: before records carried one)."""
+    settings = {"steps": 256, "warmup": 0, "repeats": 3, "train": True, "flatten_efficiency": 0.5}
+    return {"name": name, "axis": axis, "sweep": {axis["label"]: [p["x"] for p in points]},
+            "variants": ["default"], "settings": settings,
+            "host": {"cpu_model": "X", "cpu_count": 2}, "started": "2026-12-01T10:00:00+0000",
+            "points": points, "findings": findings}  # fmt: skip
+
+
+def _point(label: str, x: object) -> dict:
+    return {"label": label, "variant": "default", "x": x, "overrides": {}, "error": None}
+
+
 @pytest.mark.slow  # its run directory trains real agents
 def test_report_includes_bench_and_regenerates_scaling_plot(run_dir, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(run_dir, run)
     point = {
-        "env_only": {"steps_per_s": {"median": 1000.0, "min": 900.0, "max": 1100.0}},
+        "env_only": {"steps_per_s": {"median": 1000.0, "min": 900.0, "max": 1100.0}, "steps": 256},
         "train": {
             "steps_per_s": {"median": 100.0, "min": 90.0, "max": 110.0},
+            "steps": 256,
             "env_fraction": 0.25,
         },
     }
-    bench = {
-        "name": "tiny",
-        "axis": {"label": "parallel.envs", "numeric": True, "log2": True},
-        "host": {"cpu_model": "X", "cpu_count": 2},
-        "points": [
-            dict(point, label="1", x=1, speedup={"env_only": 1, "train": 1}),
+    bench = _bench(
+        "tiny",
+        {"label": "parallel.envs", "numeric": True, "log2": True},
+        [
+            dict(point, **_point("1", 1), speedup={"env_only": 1, "train": 1}),
             dict(  # with the newer figures; point 1 is a bench.json from before them
                 point,
-                label="2",
-                x=2,
+                **_point("2", 2),
                 speedup={"env_only": 1, "train": 1},
-                inference={"steps_per_s": {"median": 400.0, "min": 380.0, "max": 420.0}},
-                cold_start={"seconds": 3.5},
+                inference={
+                    "steps_per_s": {"median": 400.0, "min": 380.0, "max": 420.0},
+                    "steps": 256,
+                },
+                cold_start={"seconds": 3.5, "processes": 1},
             ),
         ],
-        "findings": ["env-only steps/s flattens at parallel.envs=2"],
-    }
+        ["env-only steps/s flattens at parallel.envs=2"],
+    )
     _write(run / "bench.json", bench)
     text = report.write_report(run).read_text()
     assert "## Benchmark" in text and "flattens at parallel.envs=2" in text
@@ -238,20 +253,9 @@ def test_time_to_levels_direct():
 def test_bench_only_run_reports_the_bench(tmp_path):
     run = tmp_path / "run"
     _write(run / "summary.json", {"name": "b", "run_id": "r", "seeds": [0], "variants": {}})
-    bench = {
-        "name": "b",
-        "axis": {"label": "variant", "numeric": False},
-        "points": [
-            {
-                "label": "subproc",
-                "x": None,
-                "error": None,
-                "envs": 16,
-                "env_only": {"steps_per_s": {"median": 10.0, "min": 9.0, "max": 11.0}},
-            }
-        ],
-        "findings": [],
-    }
+    env_only = {"steps_per_s": {"median": 10.0, "min": 9.0, "max": 11.0}, "steps": 16}
+    point = {**_point("subproc", None), "envs": 16, "env_only": env_only}
+    bench = _bench("b", {"label": "variant", "numeric": False, "log2": False}, [point], [])
     _write(run / "bench.json", bench)
     text = report.write_report(run).read_text()
     assert "No unit has been trained" in text and "| subproc | 10 [9–11] | – |" in text

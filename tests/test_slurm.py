@@ -103,7 +103,7 @@ def test_small_manifest_runs_as_slurm_jobs(slurm, write_manifest, tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     run = run_dir_of(tmp_path / "runs", "tiny")
     assert json.loads((run / "summary.json").read_text())["complete"] is True
-    jobs = json.loads((run / "slurm/jobs.json").read_text())
+    jobs = json.loads((run / "slurm/jobs.json").read_text())["jobs"]
     assert len(set(jobs.values())) == 4
     script = next((run / "slurm").glob("*_submission.sh")).read_text()
     assert "--cpus-per-task=1" in script and "--comment=rlcrate-test" in script
@@ -117,7 +117,7 @@ def test_small_manifest_runs_as_slurm_jobs(slurm, write_manifest, tmp_path):
 def test_requeued_unit_completes_from_its_checkpoint(slurm, write_manifest, tmp_path):
     # 12,000 steps: the requeue lands at 4,096, with seconds of training still to go
     run = _detached(write_manifest, tmp_path, train__timesteps=12000, train__checkpoint_every=2048)
-    jid = json.loads((run / "slurm/jobs.json").read_text())["default/seed-0"]
+    jid = json.loads((run / "slurm/jobs.json").read_text())["jobs"]["default/seed-0"]
     progress = run / "units/default/seed-0/progress.json"
     _wait(
         lambda: progress.exists() and json.loads(progress.read_text())["steps"] >= 4096,
@@ -158,7 +158,7 @@ def test_time_limit_signal_requeues_and_the_unit_resumes_exactly(slurm, write_ma
     )  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr
     run = run_dir_of(tmp_path / "runs", "tiny")
-    jid = json.loads((run / "slurm/jobs.json").read_text())["default/seed-0"]
+    jid = json.loads((run / "slurm/jobs.json").read_text())["jobs"]["default/seed-0"]
     progress = run / "units/default/seed-0/progress.json"
     _wait(
         lambda: progress.exists() and json.loads(progress.read_text())["steps"] >= 1024,
@@ -191,7 +191,7 @@ def test_time_limit_signal_requeues_and_the_unit_resumes_exactly(slurm, write_ma
 def test_scancel_is_reported_as_failed(slurm, write_manifest, tmp_path):
     # 20,000 steps: scancel lands as training starts, with over ten seconds of it to go
     run = _detached(write_manifest, tmp_path, train__timesteps=20000)
-    jid = json.loads((run / "slurm/jobs.json").read_text())["default/seed-0"]
+    jid = json.loads((run / "slurm/jobs.json").read_text())["jobs"]["default/seed-0"]
     progress = run / "units/default/seed-0/progress.json"
     _wait(progress.exists, 300, "the unit to start training")
     subprocess.run(["scancel", jid], check=True, env=slurm)
@@ -213,7 +213,7 @@ def test_scancel_is_reported_as_failed(slurm, write_manifest, tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     st = _status(run)
     assert st["state"] == "done" and st["resumed_from"] > 0
-    assert json.loads((run / "slurm/jobs.json").read_text())["default/seed-0"] != jid
+    assert json.loads((run / "slurm/jobs.json").read_text())["jobs"]["default/seed-0"] != jid
 
 
 @pytest.mark.slow
@@ -230,7 +230,7 @@ def test_ctrl_c_on_the_runner_cancels_its_jobs(slurm, write_manifest, tmp_path):
     progress = tmp_path / "runs"
     _wait(lambda: list(progress.glob("tiny/*/units/default/seed-0/progress.json")), 300, "training")
     run = run_dir_of(tmp_path / "runs", "tiny")
-    jid = json.loads((run / "slurm/jobs.json").read_text())["default/seed-0"]
+    jid = json.loads((run / "slurm/jobs.json").read_text())["jobs"]["default/seed-0"]
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err

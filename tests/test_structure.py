@@ -226,26 +226,81 @@ def test_no_module_reaches_into_another_plugins_package():
     assert not found, "a plugin's package imported from outside it:\n" + "\n".join(found)
 
 
-# The run directory's records and the one module that writes each (atomically)
+# The run directory's records and the one module that writes each (atomically), through its
+# model (runner/record/versioned.py: every one carries `format`)
 RECORD_WRITERS = {
     "status.json": "runner/record/status.py",
+    "progress.json": "runner/record/progress.py",
+    "train.json": "runner/record/train.py",
+    "step-N.json": "runner/record/checkpoint.py",  # beside checkpoints/step-N.zip
     "eval.json": "runner/record/eval.py",
+    "evals.json": "runner/record/evals.py",
+    "prune.json": "runner/record/evals.py",
+    "video.json": "runner/record/video.py",
     "summary.json": "runner/record/summary.py",
     "provenance.json": "runner/record/provenance.py",
+    "tune.json": "runner/record/tune.py",
+    "bench.json": "runner/record/bench.py",
+    "reproduce.json": "runner/record/reproduce.py",
+    "track.json": "runner/record/track.py",
+    "jobs.json": "runner/record/jobs.py",  # an executor's (slurm/jobs.json)
+    "resolved.yaml": "runner/manifest/resolved.py",
+}
+# how each is named where it is written, when not by its file name or constant
+RECORD_PATTERNS = {"step-N.json": r"step-[^\"']*\.json|with_suffix\(\"\.json\"\)"}
+# Copies of a record's bytes, not a second writer of it
+RECORD_COPIES = {"runner/executors/ray_task.py": "resolved.yaml, shipped to the unit's node"}
+# Modules that write JSON files which are no run record, and why
+OTHER_JSON_WRITERS = {
+    "runner/run/bench/point.py": "a bench point's measurements, to the bench job (temporary)",
+    "runner/run/bench/cold.py": "a bench point's cold start, to the bench job (temporary)",
+    "runner/run/bench/measure.py": "a bench point's config, to its process (temporary)",
+    "runner/run/check_determinism.py": "an attempt's config and result (temporary)",
+    "runner/run/check_resume.py": "an attempt's config and result (temporary)",
+    "runner/checks/construct.py": "the dry construction's answer, to the runner (temporary)",
+    "runner/checks/installed.py": "the machine's cache of installed-package probes",
+    "runner/provenance/installed.py": "the machine's cache of installed packages",
+    "runner/backends/envpool/__init__.py": "the machine's cache of EnvPool's env ids",
+    "runner/backends/isaaclab/__init__.py": "the machine's cache of Isaac Lab's tasks",
+    "runner/provenance/determinism.py": "the machine's cache of check-determinism results",
+    "runner/export/onnx.py": "export.json, beside the file `rlcrate export -o` names",
+    "runner/track/upload.py": "the upload process's answer, to the runner (temporary)",
+    "runner/trainers/kill.py": "where a kill for check-determinism --resume came (temporary)",
+    "runner/trainers/sb3/state.py": "step-N.state.json: SB3's exact-resume state (own format)",
+    "runner/backends/isaaclab/env.py": "isaaclab.json: what Isaac Lab picked for the unit",
 }
 
 
-def test_run_records_are_written_by_record_alone():
-    """A run record's name in a write outside `record/` is a second writer of it."""
+def _writes(path: Path) -> list[tuple[int, str, str]]:
+    """(line, called name, whole call's source) of every call that writes a file."""
+    text = path.read_text()
+    out = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name == "open" or name.startswith("write_"):
+                out.append((node.lineno, name, ast.get_source_segment(text, node) or ""))
+    return out
+
+
+def test_run_records_are_written_by_their_record_module_alone():
+    """A run record's name (or its constant) in a write outside its module is a second writer
+    of it; JSON written anywhere else than `record/` is a file that is no run record (listed
+    with why), so a record cannot be written bypassing its model."""
     import re
 
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
         where = path.relative_to(ROOT).as_posix()
-        for n, line in enumerate(path.read_text().splitlines(), 1):
-            for name, home in RECORD_WRITERS.items():
-                constant = name.upper().replace(".JSON", "_FILE")  # STATUS_FILE, EVAL_FILE
-                written = rf"(open\(|write_\w+\().*({re.escape(name)}|{constant})"
-                if not where.startswith(home) and re.search(written, line):
-                    found.append(f"{where}:{n}: {line.strip()}")
-    assert not found, "run records written outside record/:\n" + "\n".join(found)
+        for line, name, call in _writes(path):
+            for record, home in RECORD_WRITERS.items():
+                constant = record.upper().replace(".JSON", "_FILE").replace(".YAML", "")
+                named = RECORD_PATTERNS.get(record, rf"{re.escape(record)}|\b{constant}\b")
+                if where not in (home, *RECORD_COPIES) and re.search(named, call):
+                    found.append(f"{where}:{line}: {record}: {call.splitlines()[0]}")
+            json_writer = name in ("write_json_atomic", "dump") or "json.dumps" in call
+            known = where.startswith("runner/record/") or where in OTHER_JSON_WRITERS
+            if json_writer and name.startswith("write_") and not known:
+                found.append(f"{where}:{line}: writes JSON: {call.splitlines()[0]}")
+    assert not found, "run records written outside their module:\n" + "\n".join(found)

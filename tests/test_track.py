@@ -80,7 +80,7 @@ def test_mlflow_params_metrics_artifact_and_resumed_unit(
     assert res.returncode == 0, res.stdout + res.stderr
     client, runs = _runs(uri, experiment)
     (child,) = _children(runs)
-    assert json.loads((unit_dir / "track.json").read_text())["mlflow"]["run_id"] == (
+    assert json.loads((unit_dir / "track.json").read_text())["trackers"]["mlflow"]["run_id"] == (
         child.info.run_id
     )
     (parent,) = [r for r in runs if r.info.run_id == child.data.tags["mlflow.parentRunId"]]
@@ -183,7 +183,7 @@ def test_wandb_offline_folders_hold_params_metrics_and_model(write_manifest, tmp
     assert "warning" not in out.stdout + out.stderr
     run = run_dir_of(tmp_path / "runs", "tiny")
     unit_dir = run / "units/default/seed-0"
-    entry = json.loads((unit_dir / "track.json").read_text())["wandb"]
+    entry = json.loads((unit_dir / "track.json").read_text())["trackers"]["wandb"]
     (folder,) = _offline_runs(tmp_path / "wb")
     assert folder.name.endswith(entry["run_id"])
     records = _records(folder)

@@ -109,10 +109,14 @@ def test_a_matrix_may_change_the_trainer():
         apply_overrides(fixed, {"algo.name": "brax_ppo"})
 
 
-def _old(algo_fields: dict) -> dict:
+def _old(algo_fields: dict, fmt: int | None = None) -> dict:
     """The resolved.yaml data of a brax_ppo run, as an rlcrate before trainers owned their
-    options wrote it: every SB3/torch field, filled in for every trainer."""
+    options wrote it: every SB3/torch field, filled in for every trainer, and no `format` (that
+    rlcrate wrote none: format 0), or the format `fmt` said."""
     data = resolved(Manifest.model_validate(tiny_manifest(**BRAX))).dump()
+    del data["format"], data["written_by"]
+    if fmt is not None:
+        data["format"] = fmt
     old = {"defaults": None, "policy": "MlpPolicy", "normalize": None, "torch_threads": 1}
     for config in [data, data["variants"]["default"]["config"]]:
         config["algo"].update({**old, **algo_fields})
@@ -135,6 +139,9 @@ def test_an_older_resolved_yaml_reads_as_what_ran_and_drops_nothing_unseen():
     )
     with pytest.raises(RunFileError, match="algo.torch_threads"):  # true is not the fill-in 1
         parse_resolved(_old({"torch_threads": True}), "runs/x/resolved.yaml")
+    # format 1's configs hold their trainer's options only: the migration is format 0's alone
+    with pytest.raises(RunFileError, match=r"damaged at algo\.(defaults|policy|normalize)"):
+        parse_resolved(_old({}, fmt=1), "runs/x/resolved.yaml")
 
 
 def test_the_schema_shows_each_trainers_options():
@@ -227,8 +234,9 @@ def test_a_trainer_without_an_ability_is_refused_or_done_without(capsys):
 
 def test_results_keep_the_keys_the_records_have_always_had():
     """What a trainer returns is typed; what is written of it is the keys it set."""
+    from runner.record.train import TrainRecord
     from runner.trainers.base import spread
-    from runner.trainers.results import BenchResult, Rate, TrainResult
+    from runner.trainers.results import BenchResult, Rate
     from runner.trainers.resume import totals
 
     assert totals(100, 0, 0.0, 2.0).fields() == {
@@ -244,4 +252,6 @@ def test_results_keep_the_keys_the_records_have_always_had():
     }  # fmt: skip
     record = {"timesteps_done": 5, "train_wall_time_s": None, "train_steps_per_s": None,
               "files": {"model.zip": "ab"}}  # fmt: skip
-    assert TrainResult.from_record(record).timesteps_done == 5
+    assert TrainRecord.model_validate(record).result().fields() == {
+        "timesteps_done": 5, "train_wall_time_s": None, "train_steps_per_s": None
+    }  # fmt: skip

@@ -31,7 +31,12 @@ from runner.archive.parents import parent_files
 from runner.errors import RunFileError, UserInputError
 from runner.manifest.resolved import ResolvedRun, read_resolved
 from runner.record.output import check_output, write_failed
-from runner.record.provenance import PROVENANCE_FILE, Provenance, provenance_problem
+from runner.record.provenance import (
+    PROVENANCE_FILE,
+    Provenance,
+    checked_provenance,
+    provenance_problem,
+)
 from runner.record.rundir import file_sha256, read_json
 from runner.record.status import read_status
 
@@ -110,13 +115,14 @@ def _provenance(run_dir: Path) -> Provenance:
     raw = read_json(path)
     if raw is None and not path.exists():
         return Provenance()
-    why = provenance_problem(raw)
-    if why is not None:
+    prov = checked_provenance(raw, str(path))
+    if prov is None:
         raise RunFileError(
-            f"{path}: damaged ({why}); `reproduce` would refuse an archive of it: restore it, "
-            "or remove it (the archive then records less of where the run ran)"
+            f"{path}: damaged ({provenance_problem(raw, str(path))}); `reproduce` would refuse "
+            "an archive of it: restore it, or remove it (the archive then records less of where "
+            "the run ran)"
         )
-    return Provenance.model_validate(raw)
+    return prov
 
 
 def check_study(run_dir: Path, res: ResolvedRun) -> None:

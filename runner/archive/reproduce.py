@@ -45,7 +45,14 @@ from runner.manifest.parse import dump_yaml, parse_yaml
 from runner.manifest.resolved import ResolvedRun, parse_resolved
 from runner.provenance import envdiff
 from runner.record.eval import read_eval
-from runner.record.rundir import read_json, write_json_atomic
+from runner.record.provenance import read_provenance
+from runner.record.reproduce import (
+    EnvironmentRow,
+    ReproduceRecord,
+    UnitComparison,
+    VariantComparison,
+    write_reproduce,
+)
 from runner.record.summary import read_summary
 
 
@@ -335,7 +342,8 @@ def _environment(v: Verified, res: ResolvedRun, run_dir: Path) -> list[envdiff.R
     is the image's), else from this process."""
     from runner.archive.pack import game_hashes
 
-    here = read_json(run_dir / "provenance.json") or envdiff.current(res.backends())
+    prov = read_provenance(run_dir)
+    here = prov.model_dump(mode="json") if prov is not None else envdiff.current(res.backends())
     archived = archived_provenance(v).model_dump(mode="json", exclude_unset=True)
     return envdiff.diff(archived, here, v.index.get("game"), game_hashes(res))
 
@@ -349,10 +357,10 @@ def _check_rerun(
         return
     line = f"no verdict: the rerun could not run to the end ({problem}); nothing was compared"
     with contextlib.suppress(OSError):  # the disk may be what is full
-        write_json_atomic(
-            run_dir / "reproduce.json",
-            {"archive": str(archive_file.resolve()), "archived_run": v.top, "seeds": seeds,
-             "verdict": None, "holds": False, "line": line},
+        write_reproduce(
+            run_dir,
+            ReproduceRecord(archive=str(archive_file.resolve()), archived_run=v.top, seeds=seeds,
+                            verdict=None, holds=False, line=line),
         )  # fmt: skip
     raise RerunFailed(line)
 
@@ -423,21 +431,24 @@ def reproduce(archive_file: Path, opts: ReproduceOptions, console: Console) -> b
     claims = n_claims(read_summary(run_dir))
     differ = [r.what for r in rows if not r.same]
     line, ok = _verdict_line(results, lines, n_units, opts.alpha, claims, differ)
-    write_json_atomic(
-        run_dir / "reproduce.json",
-        {
-            "archive": str(archive_file.resolve()),
-            "archived_run": v.top,
-            "seeds": seeds,
-            "trials": trials,
-            "environment": [r.__dict__ for r in rows],
-            "same_environment": same_env,
-            "variants": [{**r.__dict__, "units": [u.__dict__ for u in r.units]} for r in results],
-            "expect_not_met": lines,
-            "verdict": overall(results),
-            "holds": ok,
-            "line": line,
-        },
+    record = ReproduceRecord(
+        archive=str(archive_file.resolve()),
+        archived_run=v.top,
+        seeds=seeds,
+        trials=trials,
+        environment=[EnvironmentRow(**r.__dict__) for r in rows],
+        same_environment=same_env,
+        variants=[
+            VariantComparison(
+                **{**r.__dict__, "units": [UnitComparison(**u.__dict__) for u in r.units]}
+            )
+            for r in results
+        ],
+        expect_not_met=lines,
+        verdict=overall(results),
+        holds=ok,
+        line=line,
     )
+    write_reproduce(run_dir, record)
     console.print(f"[bold]{escape(line)}[/]", soft_wrap=True)  # one line, whatever the width
     return ok

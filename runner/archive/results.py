@@ -37,7 +37,7 @@ def archived_eval(v: Any, key: str) -> EvalRecord | None:
     if name not in v.files:
         return None
     try:
-        ev = checked_eval(v.json(name))
+        ev = checked_eval(v.json(name), f"{v.path}:{name}")
     except ValueError:
         ev = None
     if ev is None:
@@ -48,9 +48,11 @@ def archived_eval(v: Any, key: str) -> EvalRecord | None:
     return ev
 
 
-def _summary_disagrees(raw: Any, res: ResolvedRun, means: dict[str, float]) -> str | None:
+def _summary_disagrees(
+    raw: Any, source: str, res: ResolvedRun, means: dict[str, float]
+) -> str | None:
     """Where summary.json's eval figures differ from the eval files' (`means`: key -> mean)."""
-    summary = checked_summary(raw)
+    summary = checked_summary(raw, source)
     if summary is None:
         return "summary.json is not a run's summary"
     for name in res.variants:
@@ -92,7 +94,7 @@ def check_archived_results(v: Any, res: ResolvedRun) -> None:
         summary = v.json("summary.json")
     except ValueError:
         summary = None
-    why = _summary_disagrees(summary, res, means)
+    why = _summary_disagrees(summary, f"{v.path}:summary.json", res, means)
     if why:
         raise UserInputError(
             f"{v.path}: refused, its summary.json disagrees with its eval files ({why}; "
@@ -110,10 +112,12 @@ def archived_provenance(v: Any) -> Provenance:
         raw = "not JSON"
     if raw is None:
         return Provenance()
-    prov = checked_provenance(raw)
+    source = f"{v.path}:provenance.json"
+    prov = checked_provenance(raw, source)
     if prov is None:
         raise UserInputError(
-            f"{v.path}: refused, its provenance.json is damaged ({provenance_problem(raw)}); "
+            f"{v.path}: refused, its provenance.json is damaged "
+            f"({provenance_problem(raw, source)}); "
             "nothing was rerun"
         )
     return prov

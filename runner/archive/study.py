@@ -27,7 +27,7 @@ def study_of(v: Verified, res: ResolvedRun) -> TuneRecord | None:
     if TUNE_FILE not in v.files:
         return None
     try:
-        record = checked(TuneRecord, v.json(TUNE_FILE))
+        record = checked(TuneRecord, v.json(TUNE_FILE), f"{v.path}:{TUNE_FILE}")
     except ValueError:  # not JSON, not UTF-8
         record = None
     if record is None:
@@ -48,7 +48,9 @@ def _archived_metric(v: Verified, metric: str) -> UnitMetric:
     def of(variant: str, seed: int) -> float | None:
         unit = f"units/{variant}/seed-{seed}"
         try:
-            status = checked(UnitStatus, v.json(f"{unit}/status.json"))
+            status = checked(
+                UnitStatus, v.json(f"{unit}/status.json"), f"{v.path}:{unit}/status.json"
+            )
         except ValueError:
             status = None
         if status is None or status.state != "done":

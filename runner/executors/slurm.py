@@ -19,11 +19,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from runner.errors import BackendUnavailable, RunFileError, UserInputError
+from runner.errors import BackendUnavailable, UserInputError
 from runner.executors.base import Executor, Held, Holdings, Plan, Tick
 from runner.executors.needs import Needs
 from runner.executors.slurm_profile import SlurmSettings
-from runner.record.rundir import UnitRef, read_json, write_json_atomic
+from runner.record.jobs import read_jobs as read_job_ids
+from runner.record.jobs import write_jobs
+from runner.record.rundir import UnitRef
 from runner.record.status import read_status, write_status
 
 TERMINAL = ("done", "failed")
@@ -64,16 +66,9 @@ def jobs_file(run_dir: Path) -> Path:
 
 
 def read_jobs(run_dir: Path) -> dict[str, str]:
-    """{unit key: Slurm job id} of the jobs submitted for this run ({} when none were)."""
-    path = jobs_file(run_dir)
-    if not path.exists():
-        return {}
-    data = read_json(path)
-    if not isinstance(data, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in data.items()
-    ):
-        raise RunFileError(f"{path}: damaged (expected a JSON object of unit -> Slurm job id)")
-    return data
+    """{unit key: Slurm job id} of the jobs submitted for this run ({} when none were); a
+    damaged file is one line naming it (RunFileError)."""
+    return read_job_ids(jobs_file(run_dir))
 
 
 def _executor(run_dir: Path, s: SlurmSettings, unit: UnitRef, need: Needs) -> Any:
@@ -137,7 +132,7 @@ def submit(plan: Plan, s: SlurmSettings) -> dict[str, str]:
             raise UserInputError(f"sbatch refused the job for {u.key}: {why}") from None
         ids[u.key] = str(job.job_id)
         write_status(u.dir(run_dir), "pending", slurm_job=ids[u.key])
-    write_json_atomic(jobs_file(run_dir), {**known, **ids})
+    write_jobs(jobs_file(run_dir), {**known, **ids})
     return ids
 
 

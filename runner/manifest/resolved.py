@@ -4,11 +4,14 @@ expanded into variants, as pydantic models; and the one reader of that file.
 A run directory's `resolved.yaml` is the one source of truth for what ran. Every reader (the
 runner on `--resume`, `status`, `eval`, `archive`, `reproduce`, each unit) goes through
 `read_resolved` (a run directory) or `parse_resolved` (an archive's copy) and then works with
-the typed `ResolvedRun`; nothing indexes the file's dict.
+the typed `ResolvedRun`; nothing indexes the file's dict. It is written by `write_resolved`
+alone. Like every record it carries `format` and `written_by` (`runner.record.versioned`): an
+older format is brought to this one by `FORMAT`'s migrations, a newer one refused in one line.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 from pathlib import Path
@@ -19,7 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_serial
 from runner.errors import RunFileError
 from runner.manifest.matrix import expand, override_modes
 from runner.manifest.schema import Manifest
-from runner.record.rundir import UnitRef
+from runner.record.rundir import UnitRef, write_text_atomic
+from runner.record.versioned import WRITTEN_BY, Format
 
 RESOLVED = "resolved.yaml"
 # a variant's config is one point of the matrix (or one trial of a study): it has no matrix, no
@@ -103,6 +107,11 @@ class ResolvedVariant(BaseModel):
 class ResolvedRun(Manifest):
     """resolved.yaml: the manifest's own fields, filled in, and its variants."""
 
+    format: Literal[1] = Field(1, description="resolved.yaml's format (`FORMAT`).")
+    written_by: str | None = Field(
+        WRITTEN_BY, description="The rlcrate that wrote it; null: one from before it said so."
+    )
+
     seeds: list[int] = Field(min_length=1, description="Master seeds; one unit each.")
     variants: dict[str, ResolvedVariant] = Field(
         min_length=1, description="Variant name -> its overrides and config."
@@ -139,7 +148,9 @@ class ResolvedRun(Manifest):
             for n, v in self.variants.items()
         }
         mine = _unplaced(self)
-        return mine.model_copy(update={"variants": variants, "command_line": None})
+        return mine.model_copy(
+            update={"variants": variants, "command_line": None, "written_by": None}
+        )
 
     def same_run(self, other: ResolvedRun) -> bool:
         """Whether both describe the same experiment: what ran, not the interpreters, the command
@@ -153,8 +164,10 @@ class ResolvedRun(Manifest):
         return mine.model_copy(update={"sources": {}}) == theirs.model_copy(update={"sources": {}})
 
     def dump(self) -> dict[str, Any]:
-        """The plain data written to resolved.yaml."""
-        return self.model_dump(mode="json")
+        """The plain data written to resolved.yaml: its format first, stamped with this
+        rlcrate."""
+        data = self.model_dump(mode="json", exclude={"format", "written_by"})
+        return {"format": FORMAT.current, "written_by": WRITTEN_BY, **data}
 
 
 def _unplaced(config: M) -> M:
@@ -188,22 +201,27 @@ def resolve(manifest: Manifest) -> ResolvedRun:
     return ResolvedRun.model_validate(json.loads(json.dumps(data)))
 
 
-def _only_what_applied(config: Any) -> None:
-    """A config of a resolved.yaml written before each backend owned its options held every
-    backend's (`pacing`, `atari`, `parallel.mode` ...), and those of other backends took no
-    effect: they are dropped as it is read, so old runs and archives read as what ran."""
+# the env options every backend's config held before each backend owned its own (format 0)
+FLAT_ENV_OPTIONS = ("pacing", "speedup", "action_repeat", "timeout", "atari")
+
+
+def _own_options(config: Any) -> None:
+    """A format-0 variant config (or the top level), made format 1's in place: of the flat env
+    options every config held, those its backend does not own are removed (they took no effect
+    there), and a `parallel.mode` its backend has no such modes for becomes null. Nothing else
+    changes: any other key the backend lacks stays, and is refused as damaged."""
     from runner.manifest.schema import env_model
 
     if not isinstance(config, dict):
         return
     env = config.get("env")
     backend = env.get("backend") if isinstance(env, dict) else None
-    model = env_model(backend) if isinstance(backend, str) and backend else None
-    if model is None:
+    model = env_model(backend) if isinstance(env, dict) and isinstance(backend, str) else None
+    if model is None or not isinstance(env, dict):
         return
-    assert isinstance(env, dict)
-    for key in [k for k in env if k not in model.model_fields]:
-        del env[key]
+    for key in FLAT_ENV_OPTIONS:
+        if key in env and key not in model.model_fields:
+            del env[key]
     parallel = config.get("parallel")
     if isinstance(parallel, dict) and parallel.get("mode") not in model.parallel_modes:
         parallel["mode"] = None
@@ -247,11 +265,14 @@ def trainer_options_migrated(config: Any) -> None:
             del algo[key]
 
 
-def parse_resolved(data: Any, source: str) -> ResolvedRun:
-    """The run model of a resolved.yaml's data; `source` names the file in the one-line error."""
-    if not isinstance(data, dict):
-        found = "nothing" if data is None else f"a {type(data).__name__}"
-        raise RunFileError(f"{source}: damaged (expected a mapping with `variants`, found {found})")
+def from_unversioned(data: dict[str, Any]) -> dict[str, Any]:
+    """Format 0 -> 1. A resolved.yaml written before records were versioned held, in each
+    config, every backend's env options (`FLAT_ENV_OPTIONS`) and a `parallel.mode` whatever its
+    backend, and (before each trainer owned its `algo` options) every trainer's SB3/torch
+    fields (`SHARED_ALGO_DEFAULTS`): each config keeps its own backend's and its own trainer's
+    (`_own_options`, `trainer_options_migrated`), so old runs and archives read as what ran.
+    A file written after either change holds nothing either removes."""
+    data = copy.deepcopy(data)
     variants = data.get("variants")
     configs = (
         [v.get("config") for v in variants.values() if isinstance(v, dict)]
@@ -259,8 +280,20 @@ def parse_resolved(data: Any, source: str) -> ResolvedRun:
         else []
     )
     for config in [data, *configs]:
-        _only_what_applied(config)
+        _own_options(config)
         trainer_options_migrated(config)
+    return {"format": 1, "written_by": None, **data}
+
+
+FORMAT = Format(RESOLVED, 1, (from_unversioned,))
+
+
+def parse_resolved(data: Any, source: str) -> ResolvedRun:
+    """The run model of a resolved.yaml's data; `source` names the file in the one-line error."""
+    if not isinstance(data, dict):
+        found = "nothing" if data is None else f"a {type(data).__name__}"
+        raise RunFileError(f"{source}: damaged (expected a mapping with `variants`, found {found})")
+    data = FORMAT.upgrade(data, source)
     try:
         return ResolvedRun.model_validate(data)
     except ValidationError as exc:
@@ -269,6 +302,13 @@ def parse_resolved(data: Any, source: str) -> ResolvedRun:
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         msg = err["msg"].removeprefix("Value error, ")
         raise RunFileError(f"{source}: damaged at {where}: {msg}{more}") from None
+
+
+def write_resolved(run_dir: Path, res: ResolvedRun) -> None:
+    """Write the run's resolved.yaml (atomically): the one writer of the file."""
+    from runner.manifest.parse import dump_yaml
+
+    write_text_atomic(run_dir / RESOLVED, dump_yaml(res.dump()))
 
 
 def read_resolved(run_dir: Path) -> ResolvedRun:

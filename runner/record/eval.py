@@ -1,5 +1,6 @@
 """A unit's eval.json: the evaluation's episodes and what they add up to, one typed model,
-written here alone and read through `read_eval` / `checked_eval` everywhere.
+written here alone and read through `read_eval` / `checked_eval` everywhere; `EvalResult`, what
+a trainer's `evaluate` returns (the eval job's fields of the unit's status.json).
 
 A record is whole only when its mean, std and count agree with its own episodes: a mean is
 never believed over the episodes it summarises (an altered archive, a damaged file).
@@ -13,7 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from runner.record.result import Result
 from runner.record.rundir import checked, read_json, write_json_atomic
+from runner.record.versioned import Format, Versioned, stamped_keeping
 
 EVAL_FILE = "eval.json"
 
@@ -38,10 +41,23 @@ class EpisodeLimit(BaseModel):
     reached: int = Field(ge=0, description="Episodes that ran to the bound (cut there).")
 
 
-class EvalRecord(BaseModel):
+class EvalResult(Result):
+    """The eval job's figures: what `Trainer.evaluate` returns, and the unit's status.json keeps."""
+
+    eval_mean: float | None = Field(None, description="Its episodes' mean return.")
+    eval_std: float | None = Field(None, description="Their standard deviation.")
+
+
+def from_unversioned(data: dict[str, Any]) -> dict[str, Any]:
+    """Format 0 -> 1: the same fields; any other an older rlcrate wrote is kept under `legacy`."""
+    return stamped_keeping(data, set(EvalRecord.model_fields) - {"legacy"})
+
+
+class EvalRecord(Versioned):
     """eval.json."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    FORMAT = Format(EVAL_FILE, 1, (from_unversioned,))
 
     episodes: list[Episode] = Field(min_length=1)
     mean: float
@@ -51,6 +67,9 @@ class EvalRecord(BaseModel):
     seed: int | None = Field(None, description="The eval env's seed.")
     episode_limit: EpisodeLimit | None = Field(
         None, description="The bound on each episode's steps (older records: none recorded)."
+    )
+    legacy: dict[str, Any] | None = Field(
+        None, description="Fields an older format held that this one does not name, as written."
     )
 
     @model_validator(mode="after")
@@ -79,15 +98,15 @@ def _same(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9) or (math.isnan(a) and math.isnan(b))
 
 
-def checked_eval(data: Any) -> EvalRecord | None:
-    """An eval.json's content as a record if it is whole (numeric episodes whose mean, std and
-    count are the ones recorded); None when it is not."""
-    return checked(EvalRecord, data)
+def checked_eval(data: Any, source: str) -> EvalRecord | None:
+    """An eval.json's content (read from `source`) as a record if it is whole (numeric episodes
+    whose mean, std and count are the ones recorded); None when it is not."""
+    return checked(EvalRecord, data, source)
 
 
 def read_eval(path: Path) -> EvalRecord | None:
     """A unit's eval.json, checked (`checked_eval`); None when missing or damaged."""
-    return checked_eval(read_json(path))
+    return checked_eval(read_json(path), str(path))
 
 
 def write_eval_record(
@@ -116,5 +135,5 @@ def write_eval_record(
         seed=seed,
         episode_limit=bound,
     )
-    write_json_atomic(unit_dir / EVAL_FILE, record.model_dump(mode="json", by_alias=True))
+    write_json_atomic(unit_dir / EVAL_FILE, record.as_written())
     return record

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runner.record.rundir import checked, read_json, write_json_atomic
+from runner.record.rundir import read_record, write_json_atomic
+from runner.record.versioned import Format, Versioned, stamped
 
 EVALS_FILE = "evals.json"
 PRUNE_FILE = "prune.json"
@@ -32,14 +33,18 @@ class Evaluation(Strict):
         return sum(self.returns) / len(self.returns)
 
 
-class Evals(Strict):
+class Evals(Versioned, Strict):
     """evals.json."""
+
+    FORMAT = Format(EVALS_FILE, 1, (stamped,))
 
     evaluations: list[Evaluation] = Field(default_factory=list)
 
 
-class PruneRequest(Strict):
+class PruneRequest(Versioned, Strict):
     """prune.json."""
+
+    FORMAT = Format(PRUNE_FILE, 1, (stamped,))
 
     step: int = Field(ge=0, description="The step whose evaluation the pruner judged.")
     reason: str
@@ -48,8 +53,13 @@ class PruneRequest(Strict):
 def read_evals(unit_dir: Path) -> list[Evaluation]:
     """The unit's evaluations so far, oldest first (none for an unreadable file: the study
     waits for the next rewrite)."""
-    record = checked(Evals, read_json(unit_dir / EVALS_FILE))
+    record = read_evals_record(unit_dir)
     return record.evaluations if record is not None else []
+
+
+def read_evals_record(unit_dir: Path) -> Evals | None:
+    """The unit's evals.json; None when it has none or it is damaged."""
+    return read_record(Evals, unit_dir / EVALS_FILE)
 
 
 def add_evaluation(unit_dir: Path, step: int, returns: list[float]) -> None:
@@ -57,12 +67,12 @@ def add_evaluation(unit_dir: Path, step: int, returns: list[float]) -> None:
     it)."""
     kept = [e for e in read_evals(unit_dir) if e.step != step]
     evals = Evals(evaluations=[*kept, Evaluation(step=step, returns=returns)])
-    write_json_atomic(unit_dir / EVALS_FILE, evals.model_dump())
+    write_json_atomic(unit_dir / EVALS_FILE, evals.as_written())
 
 
 def request_prune(unit_dir: Path, step: int, reason: str) -> None:
-    write_json_atomic(unit_dir / PRUNE_FILE, PruneRequest(step=step, reason=reason).model_dump())
+    write_json_atomic(unit_dir / PRUNE_FILE, PruneRequest(step=step, reason=reason).as_written())
 
 
 def prune_requested(unit_dir: Path) -> PruneRequest | None:
-    return checked(PruneRequest, read_json(unit_dir / PRUNE_FILE))
+    return read_record(PruneRequest, unit_dir / PRUNE_FILE)

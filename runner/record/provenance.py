@@ -11,9 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from runner.record.rundir import checked, read_json, write_json_atomic
+from runner.record.rundir import checked, problem, read_json, write_json_atomic
+from runner.record.versioned import Format, Versioned, stamped
 
 PROVENANCE_FILE = "provenance.json"
 
@@ -37,8 +38,32 @@ class DeterminismCheck(BaseModel):
     checked: str | None = Field(None, description="When, as ISO 8601 (UTC).")
 
 
-class Provenance(BaseModel):
+UNKNOWN_TRAINER = "unknown"  # a --resume verdict from before verdicts named their trainer
+
+
+def from_unversioned(data: dict[str, Any]) -> dict[str, Any]:
+    """Format 0 -> 1: the same fields, but `resume_checked`, whose verdicts were per backend
+    (backend -> result) before they were kept per backend and trainer: an older verdict is
+    kept under the trainer `unknown` (the check did not record which one it killed). A record
+    already keyed by trainer (written before records were versioned, after that change) keeps
+    its keys."""
+    checked = data.get("resume_checked")
+    if isinstance(checked, dict):
+        data = {
+            **data,
+            "resume_checked": {
+                b: {UNKNOWN_TRAINER: v} if isinstance(v, dict) and "result" in v else v
+                for b, v in checked.items()
+            },
+        }
+    return stamped(data)
+
+
+class Provenance(Versioned):
+    """provenance.json."""
+
     model_config = ConfigDict(extra="allow")  # the backends' programs (listed in `programs`)
+    FORMAT = Format(PROVENANCE_FILE, 1, (from_unversioned,))
 
     rlcrate: str | None = None
     argv: list[str] = Field(default_factory=list)
@@ -62,6 +87,12 @@ class Provenance(BaseModel):
     )
     # per backend: `exact` (a stopped unit resumes bit-identical) or `approximate: why`
     resume: dict[str, str] = Field(default_factory=dict)
+    resume_checked: dict[str, dict[str, DeterminismCheck]] = Field(
+        default_factory=dict,
+        description="Backend -> trainer -> a `check-determinism --resume` verdict recorded on "
+        "this machine for a trainer of this run (`unknown`: one from before verdicts named "
+        "their trainer).",
+    )
     started: float | None = None
     started_iso: str | None = None
     finished: float | None = None
@@ -72,37 +103,37 @@ class Provenance(BaseModel):
     started_with: dict[str, str] | None = None
 
 
-def checked_provenance(data: Any) -> Provenance | None:
-    """provenance.json's content as the model, or None when it does not fit it."""
-    return checked(Provenance, data)
+def checked_provenance(data: Any, source: str) -> Provenance | None:
+    """provenance.json's content (read from `source`) as the model, or None when it does not fit
+    it."""
+    return checked(Provenance, data, source)
 
 
-def provenance_problem(data: Any) -> str | None:
+def provenance_problem(data: Any, source: str) -> str | None:
     """Why provenance.json's content does not fit the model (`field: what`), or None."""
-    if not isinstance(data, dict):
-        return "not a JSON object"
-    try:
-        Provenance.model_validate(data)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        return f"{'.'.join(map(str, err['loc']))}: {err['msg']}"
-    return None
+    return problem(Provenance, data, source)
 
 
 def read_provenance(run_dir: Path) -> Provenance | None:
     """The run's provenance.json, or None when it is missing or damaged."""
-    return checked_provenance(read_json(run_dir / PROVENANCE_FILE))
+    path = run_dir / PROVENANCE_FILE
+    return checked_provenance(read_json(path), str(path))
 
 
 def write_provenance(run_dir: Path, prov: Provenance) -> None:
-    write_json_atomic(run_dir / PROVENANCE_FILE, prov.model_dump(mode="json"))
+    write_json_atomic(run_dir / PROVENANCE_FILE, prov.as_written())
 
 
 def update_provenance(run_dir: Path, **fields: Any) -> bool:
-    """Set `fields` in the run's provenance.json; False (nothing written) when it is missing or
-    damaged: what is there is kept rather than replaced."""
+    """Set `fields` (the model's own) in the run's provenance.json, checked as every reader
+    checks it; False (nothing written) when it is missing or damaged: what is there is kept
+    rather than replaced."""
     prov = read_provenance(run_dir)
     if prov is None:
         return False
-    write_provenance(run_dir, prov.model_copy(update=fields))
+    unknown = sorted(set(fields) - set(Provenance.model_fields))
+    if unknown:  # a backend's programs are recorded when the run is made, not updated
+        raise TypeError(f"provenance.json has no field {unknown[0]!r}")
+    data = prov.model_dump(exclude={"format", "written_by"})
+    write_provenance(run_dir, Provenance.model_validate({**data, **fields}))
     return True

@@ -1,4 +1,4 @@
-"""The run directory: layout, atomic writes, unit status.
+"""The run directory: layout, atomic writes, records read through their models.
 
 Every file a reader may look at is written to a temporary name and renamed into place, so a
 crash never leaves half a file; a unit's `status.json` is written last. Each gets the mode open()
@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from runner.errors import RunFileError
+from runner.record.versioned import Versioned
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -94,15 +95,49 @@ def read_json(path: Path) -> Any | None:
         return None
 
 
-def checked(model: type[M], data: Any) -> M | None:
+def checked(model: type[M], data: Any, source: str = "a record") -> M | None:
     """`data` (a run file's JSON) as `model`, or None when it is not a JSON object that fits it
-    (a damaged record is never half-believed)."""
+    (a damaged record is never half-believed). A versioned record is brought to its current
+    format first; one of a newer format is refused (NewerFormat, naming `source`), never taken
+    for a damaged one."""
     if not isinstance(data, dict):
         return None
+    if issubclass(model, Versioned):
+        data = model.FORMAT.upgrade(data, source)
     try:
         return model.model_validate(data)
     except ValueError:  # pydantic's ValidationError, or a model's own check of the whole
         return None
+
+
+def problem(model: type[BaseModel], data: Any, source: str = "a record") -> str | None:
+    """Why `data` does not fit `model` (`field: what`, its first error), or None when it does."""
+    if not isinstance(data, dict):
+        found = "no valid JSON" if data is None else f"a JSON {type(data).__name__}"
+        return f"expected a JSON object, found {found}"
+    if issubclass(model, Versioned):
+        data = model.FORMAT.upgrade(data, source)
+    try:
+        model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        return f"{where}: {msg}" if where else msg
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def read_record(model: type[M], path: Path, *, strict: bool = False) -> M | None:
+    """The record at `path` through its model: None when there is none; a damaged one is None,
+    or with `strict` (commands that only report) a RunFileError naming the file and its first
+    problem. A newer format is refused either way (NewerFormat)."""
+    data = read_json(path)
+    found = checked(model, data, str(path))
+    if found is not None or not (strict and path.exists()):
+        return found
+    raise RunFileError(f"{path}: damaged ({problem(model, data, str(path))})")
 
 
 def new_run_dir(out: Path, name: str) -> Path:
@@ -135,43 +170,6 @@ class UnitRef:
 
     def dir(self, run_dir: Path) -> Path:
         return run_dir / "units" / self.variant / f"seed-{self.seed}"
-
-
-def _damaged(path: Path, data: Any, expected: str) -> RunFileError:
-    found = "no valid JSON" if data is None else f"a JSON {type(data).__name__}"
-    return RunFileError(f"{path}: damaged (expected {expected}, found {found})")
-
-
-class Progress(BaseModel):
-    """progress.json, written by a training unit about once a second (advisory)."""
-
-    model_config = ConfigDict(strict=True)  # a count is a number, not "100" or true
-
-    steps: int = Field(0, ge=0)
-    total: int = Field(0, ge=0)
-    steps_per_s: float = Field(0.0, ge=0)
-    # bytes on disk of the newest checkpoint (model, statistics, state: an off-policy
-    # algorithm's replay buffer among it); None before the first
-    checkpoint_bytes: int | None = Field(None, ge=0)
-
-
-def read_progress(unit_dir: Path, *, strict: bool = False) -> Progress | None:
-    """A unit's training progress, None when it has none. Damaged (not an object of counts):
-    None, or with `strict` a RunFileError naming the file."""
-    path = unit_dir / "progress.json"
-    data = read_json(path)
-    if not isinstance(data, dict):
-        if strict and path.exists():
-            raise _damaged(path, data, "a JSON object of steps, total, steps_per_s")
-        return None
-    try:
-        return Progress.model_validate(data)
-    except ValidationError as exc:
-        if not strict:
-            return None
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
-        raise RunFileError(f"{path}: damaged ({where}: {err['msg']})") from None
 
 
 def replace_via(path: Path, tmp: Path, write: Callable[[Path], None]) -> None:

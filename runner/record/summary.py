@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from runner.record.rundir import checked, read_json, write_json_atomic
+from runner.record.versioned import Format, Versioned, stamped
 
 SUMMARY_FILE = "summary.json"
 
@@ -74,7 +75,11 @@ class VariantSummary(_Record):
     expect: list[Claim] = Field(default_factory=list)
 
 
-class RunSummary(_Record):
+class RunSummary(Versioned, _Record):
+    """summary.json."""
+
+    FORMAT = Format(SUMMARY_FILE, 1, (stamped,))
+
     name: str
     run_id: str
     seeds: list[int]
@@ -91,14 +96,16 @@ def claims_met(claims: list[Claim]) -> bool | None:
 
 
 def write_summary_record(run_dir: Path, summary: RunSummary) -> None:
-    write_json_atomic(run_dir / SUMMARY_FILE, summary.model_dump(mode="json"))
+    write_json_atomic(run_dir / SUMMARY_FILE, summary.as_written())
 
 
-def checked_summary(data: Any) -> RunSummary | None:
-    """summary.json's content as the model, or None when it does not fit it."""
-    return checked(RunSummary, data)
+def checked_summary(data: Any, source: str) -> RunSummary | None:
+    """summary.json's content (read from `source`) as the model, or None when it does not fit
+    it."""
+    return checked(RunSummary, data, source)
 
 
 def read_summary(run_dir: Path) -> RunSummary | None:
     """The run's summary.json, or None when it is missing or damaged."""
-    return checked_summary(read_json(run_dir / SUMMARY_FILE))
+    path = run_dir / SUMMARY_FILE
+    return checked_summary(read_json(path), str(path))

@@ -8,10 +8,11 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from runner.errors import RunFileError
-from runner.record.rundir import read_json, write_json_atomic
+from runner.record.rundir import checked, problem, read_json, write_json_atomic
+from runner.record.versioned import Format, Versioned, stamped
 
 TUNE_FILE = "tune.json"
 STUDY_FILE = "study.journal"  # Optuna's JournalStorage, one line per change
@@ -61,7 +62,11 @@ class StudyRecord(_Record):
     parallel: int
 
 
-class TuneRecord(_Record):
+class TuneRecord(Versioned, _Record):
+    """tune.json."""
+
+    FORMAT = Format(TUNE_FILE, 1, (stamped,))
+
     name: str
     run_id: str
     seeds: list[int]
@@ -77,7 +82,12 @@ class TuneRecord(_Record):
 def write_tune(run_dir: Path, record: TuneRecord) -> None:
     record.written = time.time()
     record.trials.sort(key=lambda t: t.number)
-    write_json_atomic(run_dir / TUNE_FILE, record.model_dump(mode="json"))
+    write_json_atomic(run_dir / TUNE_FILE, record.as_written())
+
+
+def checked_tune(data: Any, source: str) -> TuneRecord | None:
+    """tune.json's content (read from `source`) as the model, or None when it does not fit it."""
+    return checked(TuneRecord, data, source)
 
 
 def read_tune(run_dir: Path) -> TuneRecord | None:
@@ -85,8 +95,8 @@ def read_tune(run_dir: Path) -> TuneRecord | None:
     path = run_dir / TUNE_FILE
     if not path.is_file():
         return None
-    try:
-        return TuneRecord.model_validate(read_json(path))
-    except (ValueError, ValidationError) as exc:
-        first = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
-        raise RunFileError(f"{path}: damaged ({first})") from None
+    data = read_json(path)
+    found = checked_tune(data, str(path))
+    if found is None:
+        raise RunFileError(f"{path}: damaged ({problem(TuneRecord, data, str(path))})")
+    return found

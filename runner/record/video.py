@@ -4,10 +4,12 @@ model, written here alone and read through `read_video` (the report shows them).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runner.record.rundir import checked, read_json, write_json_atomic
+from runner.record.rundir import read_record, write_json_atomic
+from runner.record.versioned import Format, Versioned
 
 VIDEO_DIR = "video"  # under the unit's directory
 VIDEO_FILE = "video.json"
@@ -38,12 +40,20 @@ class Clip(BaseModel):
     )
 
 
-class VideoRecord(BaseModel):
+def from_unversioned(data: dict[str, Any]) -> dict[str, Any]:
+    """Format 0 -> 1: `format` (mp4 or gif) became `encoding`, making room for the record's."""
+    rest = {k: v for k, v in data.items() if k != "format"}
+    return {**rest, "format": 1, "written_by": None, "encoding": data.get("format")}
+
+
+class VideoRecord(Versioned):
     """video.json."""
 
     model_config = ConfigDict(extra="forbid")
+    # format 0 named its clips' encoding `format`
+    FORMAT = Format(VIDEO_FILE, 1, (from_unversioned,), lambda d: isinstance(d.get("format"), str))
 
-    format: str
+    encoding: str = Field(description="The clips' encoding: mp4 or gif.")
     fps: int
     clips: list[Clip]
     equivalent: str | None = Field(
@@ -54,9 +64,9 @@ class VideoRecord(BaseModel):
 
 
 def write_video_record(unit_dir: Path, record: VideoRecord) -> None:
-    write_json_atomic(unit_dir / VIDEO_DIR / VIDEO_FILE, record.model_dump(mode="json"))
+    write_json_atomic(unit_dir / VIDEO_DIR / VIDEO_FILE, record.as_written())
 
 
 def read_video(unit_dir: Path) -> VideoRecord | None:
     """A unit's video.json, checked; None when missing or damaged."""
-    return checked(VideoRecord, read_json(unit_dir / VIDEO_DIR / VIDEO_FILE))
+    return read_record(VideoRecord, unit_dir / VIDEO_DIR / VIDEO_FILE)

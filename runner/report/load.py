@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runner.errors import UserInputError
+from runner.record.bench import BENCH_FILE, BenchRecord, read_bench
 from runner.record.eval import EvalRecord, checked_eval
 from runner.record.status import STATUS_FILE, UnitStatus, recorded_status
 from runner.record.summary import SUMMARY_FILE, RunSummary, checked_summary
+from runner.record.versioned import NewerFormat
 from runner.report.summary import train_origin
 from runner.report.tb import Curve, read_curve
 from runner.trainers.base import EVAL_FILE, TB_DIR
@@ -50,7 +52,7 @@ class Run:
     units: dict[tuple[str, int], Unit]
     manifest: dict[str, Any]
     summary: RunSummary | None
-    bench: dict[str, Any] | None
+    bench: BenchRecord | None
 
 
 def _read_json(path: Path, problems: list[str]) -> dict[str, Any] | None:
@@ -77,7 +79,7 @@ def _unit(run_dir: Path, variant: str, seed: int) -> Unit:
     unit.error = status.error
     unit.resumes = list(status.resumes)
     raw = _read_json(udir / EVAL_FILE, unit.problems)
-    unit.eval = checked_eval(raw)
+    unit.eval = checked_eval(raw, str(udir / EVAL_FILE))
     if raw is not None and unit.eval is None:
         unit.problems.append(f"{udir / EVAL_FILE}: damaged (its mean disagrees with its episodes)")
     unit.curve, problem = read_curve(udir / TB_DIR, train_origin(status))
@@ -89,14 +91,14 @@ def _unit(run_dir: Path, variant: str, seed: int) -> Unit:
 def load_run(run_dir: Path) -> Run:
     """Everything the report needs from a run directory; raises UserInputError if it is none."""
     run_dir = Path(run_dir)
-    markers = ("summary.json", "resolved.yaml", "manifest.yaml", "units", "bench.json")
+    markers = ("summary.json", "resolved.yaml", "manifest.yaml", "units", BENCH_FILE)
     if not run_dir.is_dir() or not any((run_dir / m).exists() for m in markers):
         raise UserInputError(
             f"{run_dir} is not a run directory (expected summary.json, resolved.yaml or units/)."
         )
     problems: list[str] = []
     raw = _read_json(run_dir / SUMMARY_FILE, problems)
-    summary = checked_summary(raw)
+    summary = checked_summary(raw, str(run_dir / SUMMARY_FILE))
     if raw is not None and summary is None:
         problems.append(f"{run_dir / SUMMARY_FILE}: damaged (not a run's summary)")
     res = _read_resolved(run_dir)
@@ -121,8 +123,18 @@ def load_run(run_dir: Path) -> Run:
         units=units,
         manifest=manifest,
         summary=summary,
-        bench=_read_json(run_dir / "bench.json", problems),
+        bench=_bench(run_dir, problems),
     )
+
+
+def _bench(run_dir: Path, problems: list[str]) -> BenchRecord | None:
+    try:
+        return read_bench(run_dir, strict=True)
+    except NewerFormat:
+        raise
+    except UserInputError as exc:  # damaged: the report shows the rest
+        problems.append(str(exc))
+        return None
 
 
 def _read_resolved(run_dir: Path) -> ResolvedRun | None:
@@ -132,6 +144,8 @@ def _read_resolved(run_dir: Path) -> ResolvedRun | None:
 
     try:
         return read_resolved(run_dir)
+    except NewerFormat:  # a newer rlcrate's run: not to be shown as what it is not
+        raise
     except UserInputError:
         return None
 

@@ -236,9 +236,10 @@ def bench_section(run: Run) -> list[str]:
     if not run.bench:
         return []
     scaling = run.path / "plots/scaling.png"
+    bench = run.bench.model_dump(mode="json")  # the plots and tables index its plain data
     if not scaling.is_file():
-        plots.scaling(run.bench, scaling)
-    return bench_lines(run.bench, rel_path(scaling, run.path) if scaling.is_file() else None)
+        plots.scaling(bench, scaling)
+    return bench_lines(bench, rel_path(scaling, run.path) if scaling.is_file() else None)
 
 
 def hyperparameters_section(run: Run) -> list[str]:

@@ -15,7 +15,6 @@ import signal
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from runner.manifest.resolved import ResolvedRun
 from runner.manifest.schema import Manifest
@@ -24,9 +23,12 @@ from runner.record.rundir import UnitRef
 from runner.record.status import (
     NO_SPACE,
     STATUS_FILE,
+    State,
+    StatusFields,
     UnitStatus,
     read_status,
     recorded_status,
+    together,
     write_status,
     write_status_anyway,
 )
@@ -50,7 +52,7 @@ def remove_debris(folder: Path) -> None:
                     p.unlink(missing_ok=True)
 
 
-def record_failure(unit_dir: Path, exc: BaseException, fields: dict[str, Any], **more: Any) -> None:
+def record_failure(unit_dir: Path, exc: BaseException, fields: StatusFields) -> None:
     """The unit failed: debris removed, traceback to error.log, reason to status.json. Each step
     is best effort, so a full disk still gets as much written as fits."""
     remove_debris(unit_dir)
@@ -60,7 +62,7 @@ def record_failure(unit_dir: Path, exc: BaseException, fields: dict[str, Any], *
     except OSError:
         log.unlink(missing_ok=True)  # never an empty or cut-off log
     with contextlib.suppress(OSError):
-        write_status_anyway(unit_dir, "failed", **fields, **more, error=describe(exc))
+        write_status_anyway(unit_dir, "failed", **together(fields, {"error": describe(exc)}))
 
 
 def _signal_name(code: int) -> str:
@@ -97,6 +99,7 @@ def settle(
         if state in ("done", "failed", "interrupted"):
             continue
         code = results.get(unit)
+        new: State
         if stopping or code == 130:
             new, why = "interrupted", "stopped with the runner before it could record it"
         elif code is not None and code < 0:
@@ -191,7 +194,6 @@ def recover_done(
     and written after it. Their status.json is rebuilt as done from those files rather than the
     work done again; returns their keys."""
     from runner.record.seeding import derive
-    from runner.trainers.base import TRAIN_FIELDS
     from runner.trainers.resume import finished_training
 
     out = []
@@ -203,23 +205,24 @@ def recover_done(
         record = finished_training(d, config.train.timesteps, _steps_reader(config))
         if record is None:
             continue
-        fields = {k: getattr(record, k) for k in (*TRAIN_FIELDS, "resumes")}
+        fields: StatusFields = {
+            "timesteps_done": record.timesteps_done,
+            "train_wall_time_s": record.train_wall_time_s,
+            "train_started": record.train_started,
+            "train_steps_per_s": record.train_steps_per_s,
+            "resumed_from": record.resumed_from,
+            "resumes": record.resumes,
+        }
         if "eval" in jobs:
             ev = read_eval(d / "eval.json")
             if ev is None or (d / "eval.json").stat().st_mtime < (d / "model.zip").stat().st_mtime:
                 continue
-            fields.update(eval_mean=ev.mean, eval_std=ev.std)
-        write_status(
-            d,
-            "done",
-            **fields,
-            variant=unit.variant,
-            seed=unit.seed,
-            seeds=derive(unit.seed),
-            jobs=jobs,
-            error=None,
-            recovered="status.json was unreadable; rebuilt from model.zip, train.json, eval.json",
-        )
+            fields["eval_mean"], fields["eval_std"] = ev.mean, ev.std
+        why = "status.json was unreadable; rebuilt from model.zip, train.json, eval.json"
+        unit_fields: StatusFields = {"variant": unit.variant, "seed": unit.seed,
+                                     "seeds": derive(unit.seed), "jobs": jobs, "error": None,
+                                     "recovered": why}  # fmt: skip
+        write_status(d, "done", **together(fields, unit_fields))
         out.append(unit.key)
     return out
 

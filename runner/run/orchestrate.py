@@ -22,15 +22,13 @@ from runner.checks.load import load_manifest
 from runner.errors import BackendUnavailable, RunnerError, UnitFailed, UserInputError
 from runner.executors import Chosen, Plan, choose
 from runner.manifest import Manifest, ResolvedRun, read_resolved, resolved
-from runner.manifest.parse import dump_yaml
-from runner.manifest.resolved import RESOLVED
+from runner.manifest.resolved import RESOLVED, write_resolved
 from runner.record import started
 from runner.record.lock import locked
 from runner.record.provenance import Provenance, update_provenance, write_provenance
 from runner.record.rundir import (
     UnitRef,
     new_run_dir,
-    write_text_atomic,
 )
 from runner.record.status import read_status, write_status
 from runner.run.finish import (
@@ -119,7 +117,7 @@ def prepare_run_dir(
         raise UserInputError(f"--out {opts.out}: cannot create the run directory ({exc})") from None
     try:
         shutil.copyfile(manifest_path, run_dir / "manifest.yaml")
-        write_text_atomic(run_dir / RESOLVED, dump_yaml(res.dump()))
+        write_resolved(run_dir, res)
         prov = provenance.collect(
             sys.argv, manifest_path, res.backends(), res.pythons(), _trainers(res)
         )

@@ -11,7 +11,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from runner.record.rundir import UnitRef, read_progress
+from runner.record.progress import read_progress
+from runner.record.rundir import UnitRef
 from runner.record.status import read_status
 from runner.record.summary import RunSummary, claims_met
 

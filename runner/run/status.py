@@ -21,7 +21,8 @@ from runner.errors import UserInputError
 from runner.manifest import read_resolved
 from runner.record.lock import runner_holds
 from runner.record.process import still_running
-from runner.record.rundir import UnitRef, read_progress
+from runner.record.progress import read_progress
+from runner.record.rundir import UnitRef
 from runner.record.status import UnitStatus, read_status
 
 if TYPE_CHECKING:

@@ -11,14 +11,23 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from runner.manifest.resolved import read_resolved
 from runner.manifest.schema import Manifest, VideoSpec
+from runner.record.eval import EvalResult
 from runner.record.process import this_process
+from runner.record.result import Result
 from runner.record.rundir import UnitRef
 from runner.record.seeding import derive, seed_everything
-from runner.record.status import read_status, write_status
+from runner.record.status import (
+    Interpreter,
+    StatusFields,
+    read_status,
+    together,
+    write_status,
+)
+from runner.record.train import TrainResult
 from runner.run.finish import record_failure, remove_debris
 from runner.trainers import quick_exit, trainer_of
 from runner.trainers.base import STOP, STOPS_ITSELF
@@ -34,6 +43,24 @@ def unit_config(run_dir: Path, variant: str, seed: int, *, training: bool = Fals
 
         verify(resolved.parent, seed)
     return resolved.unit_config(seed)
+
+
+def status_fields(
+    model: type[TrainResult] | type[EvalResult], result: object, what: str
+) -> StatusFields:
+    """A job's result (`what` returned it) as the status.json fields it sets: those the trainer
+    gave. A result that is not one (a plugin's trainer is typed, not checked) is a TypeError in
+    one line, naming the field."""
+    from pydantic import ValidationError
+
+    data = result.fields() if isinstance(result, Result) else result
+    try:
+        found = model.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "its result"
+        raise TypeError(f"{what} returned {where}: {err['msg']}") from None
+    return cast(StatusFields, found.fields())
 
 
 def _sigterm(signum: int, frame: Any) -> None:
@@ -61,20 +88,24 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
         seed=seed,
         seeds=seeds,
         jobs=jobs,
-        python={"executable": sys.executable, "version": platform.python_version()},
-        process=this_process().model_dump(),
+        python=Interpreter(executable=sys.executable, version=platform.python_version()),
+        process=this_process(),
         started=started,
         error=None,
         finished=None,
     )
-    fields: dict[str, Any] = {}
+    fields: StatusFields = {}
     try:
         cfg = unit_config(run_dir, variant, seed, training="train" in jobs)
         trainer = trainer_of(cfg)
         quick_exit.allow(trainer.QUICK_EXIT)
         seed_everything(seeds, torch_threads=cfg.algo.threads(), with_torch=trainer.USES_TORCH)
         if "train" in jobs:
-            fields.update(trainer.train(cfg, unit_dir, seeds).fields())  # keeps a finished training
+            # keeps a finished training
+            trained = trainer.train(cfg, unit_dir, seeds)
+            fields.update(
+                status_fields(TrainResult, trained, f"the {trainer.name} trainer's train")
+            )
             write_status(unit_dir, "running", **fields)
             if STOP.is_set():  # heard while a loop that stops itself finished its last rollout
                 raise KeyboardInterrupt
@@ -82,23 +113,25 @@ def run_unit(run_dir: Path, variant: str, seed: int, jobs: list[str]) -> int:
             check_final(unit_dir)  # the model's files as training left them, before any read
             if "video" in jobs and cfg.eval.video is None:  # `rlcrate eval --video`
                 cfg.eval.video = VideoSpec()
-            fields.update(trainer.evaluate(cfg, unit_dir, seeds).fields())
+            evaluated = trainer.evaluate(cfg, unit_dir, seeds)
+            fields.update(
+                status_fields(EvalResult, evaluated, f"the {trainer.name} trainer's evaluate")
+            )
     except KeyboardInterrupt:
         remove_debris(unit_dir)
-        write_status(
-            unit_dir,
-            "interrupted",
-            **fields,
-            finished=time.time(),
-            wall_time_s=wall(),
-            error="interrupted; `rlcrate run --resume` continues from the last checkpoint",
-        )
+        why = "interrupted; `rlcrate run --resume` continues from the last checkpoint"
+        write_status(unit_dir, "interrupted", **together(fields, ended(wall()), {"error": why}))
         return 130
     except Exception as exc:  # a unit's failure is recorded, never raised into the run
-        record_failure(unit_dir, exc, fields, finished=time.time(), wall_time_s=wall())
+        record_failure(unit_dir, exc, together(fields, ended(wall())))
         return 1
-    write_status(unit_dir, "done", **fields, finished=time.time(), wall_time_s=wall())
+    write_status(unit_dir, "done", **together(fields, ended(wall())))
     return 0
+
+
+def ended(wall_time_s: float) -> StatusFields:
+    """A segment's end: now, and every segment's wall time."""
+    return {"finished": time.time(), "wall_time_s": wall_time_s}
 
 
 def main(argv: list[str]) -> int:

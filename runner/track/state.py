@@ -1,29 +1,25 @@
-"""What has been tracked, recorded beside what it describes: `track.json` in each unit directory
-(per sink: where, the tracked run id, the last step uploaded per scalar, fingerprints of the eval
-result and model uploaded) and in the run directory (per sink: the parent run or group). No
-credentials are ever written here."""
+"""What has been tracked, recorded beside what it describes: `track.json` (`record.track`) in each
+unit directory (per sink: where, the tracked run id, the last step uploaded per scalar,
+fingerprints of the eval result and model uploaded) and in the run directory (per sink: the
+parent run or group). No credentials are ever written here."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from runner.record.rundir import UnitRef, file_sha256, read_json, write_json_atomic
-
-TRACK_FILE = "track.json"
+from runner.record.rundir import UnitRef, file_sha256
+from runner.record.track import TRACK_FILE, read_track, write_track
 
 
 def load(folder: Path, sink: str) -> dict[str, Any]:
-    data = read_json(folder / TRACK_FILE)
-    entry = data.get(sink) if isinstance(data, dict) else None
-    return dict(entry) if isinstance(entry, dict) else {}
+    return dict(read_track(folder).trackers.get(sink, {}))
 
 
 def save(folder: Path, sink: str, entry: dict[str, Any]) -> None:
-    data = read_json(folder / TRACK_FILE)
-    data = data if isinstance(data, dict) else {}
-    data[sink] = entry
-    write_json_atomic(folder / TRACK_FILE, data)
+    record = read_track(folder)
+    record.trackers[sink] = entry
+    write_track(folder, record)
 
 
 def fingerprint(path: Path) -> str | None:
@@ -33,14 +29,11 @@ def fingerprint(path: Path) -> str | None:
 
 def where_tracked(unit_dir: Path) -> dict[str, Any]:
     """For provenance: per sink, where the unit is tracked and its tracked run id."""
-    data = read_json(unit_dir / TRACK_FILE)
-    if not isinstance(data, dict):
-        return {}
     keys = ("uri", "experiment", "project", "entity", "mode", "run_id", "url")
     return {
         sink: {k: e[k] for k in keys if e.get(k) is not None}
-        for sink, e in data.items()
-        if isinstance(e, dict) and e.get("run_id")
+        for sink, e in read_track(unit_dir).trackers.items()
+        if e.get("run_id")
     }
 
 

@@ -11,17 +11,18 @@ point, `runner.trainers`):
     checkpoints/step-<N>.zip    optional: what `--resume` continues from after an interruption
     tb/                         TensorBoard event files with REWARD_TAG (the mean return of recent
                                 training episodes) against env steps, in real wall time
-    progress.json               optional: {steps, total, steps_per_s, started} about once a
-                                second (SB3's adds checkpoint_bytes), and {..., finished: true}
-                                when training ends (SB3's, RSL-RL's); read as
-                                `record.rundir.Progress`, which keeps steps, total, steps_per_s
-                                and checkpoint_bytes
+    progress.json               optional: `record.progress.Progress` about once a second
+                                (steps, total, steps_per_s, started; SB3's checkpoint_bytes),
+                                and the final count with `finished` when training ends
     eval.json                   EVAL_FILE, `record.eval.EvalRecord`: {episodes: [{return,
                                 length}], mean, std, deterministic, n_episodes, seed,
-                                episode_limit}
+                                episode_limit} (`write_eval` below)
 
-What `train` and `evaluate` return (`results.TrainResult`, `results.EvalResult`) goes into the
-unit's status.json; the unit writes its state, times and errors itself.
+Each is written through its record's model and writer (`runner.record`: progress, checkpoint,
+train, eval), never as a JSON dict of the loop's own. What `train` and `evaluate` return
+(`TrainResult`, `EvalResult`: the records' own models, `results.py` names them) goes into the
+unit's status.json, checked there against those models; the unit writes its state, times and
+errors itself.
 """
 
 from __future__ import annotations

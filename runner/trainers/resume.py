@@ -22,19 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from runner.errors import RunFileError
-from runner.record.rundir import (
-    file_sha256,
-    pin_mismatch,
-    read_json,
-    write_json_atomic,
-)
-from runner.trainers.results import TrainResult
+from runner.record.checkpoint import read_checkpoint_record, record_path
+from runner.record.progress import read_progress
+from runner.record.rundir import file_sha256, pin_mismatch
+from runner.record.train import TRAIN_FILE, TrainRecord, TrainResult, read_train, write_train
 
 CKPT = re.compile(r"^step-(\d+)\.zip$")
-TRAIN_RECORD = "train.json"
+TRAIN_RECORD = TRAIN_FILE
 
 
 def prune(unit_dir: Path, keep: int) -> None:
@@ -52,14 +47,12 @@ def pins(folder: Path, names: Sequence[str]) -> dict[str, str]:
     return {n: file_sha256(folder / n) for n in names if (folder / n).is_file()}
 
 
-def check_pins(folder: Path, pinned: Any, what: str) -> None:
+def check_pins(folder: Path, pinned: dict[str, str], what: str) -> None:
     """RunFileError when a file pinned in `pinned` ({name: sha256}, from a record this unit
     wrote) is gone or has other bytes; a record without pins (older runs) checks nothing."""
-    if not isinstance(pinned, dict):
-        return
     for name, digest in sorted(pinned.items()):
-        path = folder / str(name)
-        if now := pin_mismatch(path, str(digest)):
+        path = folder / name
+        if now := pin_mismatch(path, digest):
             raise RunFileError(
                 f"{path} {now}, not the file {what} recorded ({str(digest)[:12]}…): it changed "
                 "after it was written, so it is not read"
@@ -134,10 +127,9 @@ def newest_readable(
     loop whose checkpoints hold no step passes `step_in_name`)."""
     say = log or (lambda line: print(line, file=sys.stderr, flush=True))
     for steps, path in _by_content(unit_dir, budget, say, steps_of):
-        meta = read_json(path.with_suffix(".json"))
+        meta = read_checkpoint_record(path)
         try:
-            check_pins(path.parent, meta.get("files") if isinstance(meta, dict) else None,
-                       f"{path.with_suffix('.json').name}")  # fmt: skip
+            check_pins(path.parent, meta.files if meta else {}, record_path(path).name)
             model = load(path)
         except RunFileError as exc:
             say(f"{exc}; trying an older checkpoint")
@@ -145,48 +137,33 @@ def newest_readable(
         except Exception as exc:  # a damaged zip fails in many ways (zipfile, torch)
             say(f"checkpoint {path.name} is unreadable ({type(exc).__name__}); trying an older one")
             continue
-        meta = read_json(unit_dir / "checkpoints" / f"step-{steps}.json")
-        took = meta.get("train_wall_time_s") if isinstance(meta, dict) else None
-        same = isinstance(meta, dict) and meta.get("timesteps") == steps
-        return Start(model, steps, float(took) if same and isinstance(took, (int, float)) else 0.0)
+        meta = read_checkpoint_record(unit_dir / "checkpoints" / f"step-{steps}.zip")
+        took = meta.train_wall_time_s if meta is not None and meta.timesteps == steps else 0.0
+        return Start(model, steps, took)
     return None
 
 
-def _rebuilt(unit_dir: Path, steps: int) -> TrainResult:
+def _rebuilt(unit_dir: Path, steps: int) -> TrainRecord:
     """The train job's record for a final model whose train.json is missing or damaged, from the
     other files training left: the final progress.json (steps/s over all segments, the start
     of the last one) and status.json (earlier segments); figures it cannot find are None."""
-    last = read_json(unit_dir / "progress.json")
-    prog: dict[str, Any] = last if isinstance(last, dict) else {}
-    if not (prog.get("finished") and prog.get("steps") == steps):
-        prog = {}  # not this model's last word
+    prog = read_progress(unit_dir)
+    if prog is not None and not (prog.finished and prog.steps == steps):
+        prog = None  # not this model's last word
     from runner.record.status import recorded_status
 
     status = recorded_status(unit_dir)
-    rate = prog.get("steps_per_s")
-    rate = float(rate) if isinstance(rate, (int, float)) and rate > 0 else None
-    started = prog.get("started")
+    rate = prog.steps_per_s if prog is not None and prog.steps_per_s > 0 else None
     resumes = list(status.resumes) if status is not None else []
-    return TrainResult(
+    return TrainRecord(
         timesteps_done=steps,
         train_wall_time_s=steps / rate if rate else None,
         train_steps_per_s=rate,
         resumed_from=resumes[-1] if resumes else None,
-        train_started=float(started) if isinstance(started, (int, float)) else None,
+        train_started=prog.started if prog is not None else None,
         resumes=resumes,
         recovered=f"{TRAIN_RECORD} was unreadable; rebuilt from model.zip and progress.json",
     )
-
-
-def _recorded(unit_dir: Path) -> TrainResult | None:
-    """train.json's figures, or None when it is missing or not a record of them."""
-    found = read_json(unit_dir / TRAIN_RECORD)
-    if not isinstance(found, dict):
-        return None
-    try:
-        return TrainResult.from_record(found)
-    except ValidationError:
-        return None
 
 
 def finished_training(
@@ -194,40 +171,39 @@ def finished_training(
     budget: int,
     steps_of: Callable[[Path], int | None] | None,
     pinned: Sequence[str] = (),
-) -> TrainResult | None:
+) -> TrainRecord | None:
     """The train job's record if its training finished (then it must not train again): model.zip
     trained at least `budget` steps by its own account (`steps_of`, the loop's
     `CountsSteps.saved_steps`). A missing or damaged train.json, or one that disagrees with the
     model, is rebuilt from the files and written back. A loop whose models hold no step count
     (`steps_of` None) is finished by its train.json."""
     if steps_of is None:
-        found = _recorded(unit_dir)
+        found = read_train(unit_dir)
         if found is None or not (unit_dir / "model.zip").is_file():
             return None
         return found if found.timesteps_done >= budget else None
     steps = steps_of(unit_dir / "model.zip")
     if steps is None or steps < budget:
         return None
-    record = _recorded(unit_dir)
+    record = read_train(unit_dir)
     if record is not None and record.timesteps_done == steps:
         return record
-    record = _rebuilt(unit_dir, steps)
-    record_finished(unit_dir, record, pinned)
-    return record
+    return record_finished(unit_dir, _rebuilt(unit_dir, steps), pinned)
 
 
-def record_finished(unit_dir: Path, fields: TrainResult, pinned: Sequence[str] = ()) -> None:
+def record_finished(unit_dir: Path, result: TrainResult, pinned: Sequence[str] = ()) -> TrainRecord:
     """Written after model.zip: from here on, resuming this unit only evaluates. `pinned`: the
     model's files, whose SHA-256 every later read checks first (`check_final`)."""
-    record = {**fields.fields(), "files": pins(unit_dir, pinned)}
-    write_json_atomic(unit_dir / TRAIN_RECORD, record)
+    record = TrainRecord.model_validate({**result.fields(), "files": pins(unit_dir, pinned)})
+    write_train(unit_dir, record)
+    return record
 
 
 def check_final(unit_dir: Path) -> None:
     """The final model's files are the ones training left (the hashes in train.json), before
     anything opens them: RunFileError, one line, if one changed."""
-    record = read_json(unit_dir / TRAIN_RECORD)
-    check_pins(unit_dir, record.get("files") if isinstance(record, dict) else None, TRAIN_RECORD)
+    record = read_train(unit_dir)
+    check_pins(unit_dir, record.files if record is not None else {}, TRAIN_RECORD)
 
 
 def forget_finished(unit_dir: Path) -> None:
@@ -266,7 +242,7 @@ def train_once(
         try:
             check_final(unit_dir)  # a model that changed after training is not read: as damaged
             final_ok(unit_dir / "model.zip")
-            return done
+            return done.result()
         except Exception as exc:
             why = str(exc) if isinstance(exc, RunFileError) else type(exc).__name__
             print(
@@ -276,11 +252,11 @@ def train_once(
                 flush=True,
             )
             forget_finished(unit_dir)
-    fields = train()
+    result = train()
     # a study's pruner may stop it early (`pruned_at`): done, with the steps it trained
-    if fields.timesteps_done < budget and not fields.pruned_at:
+    if (result.timesteps_done or 0) < budget and not result.pruned_at:
         raise RuntimeError(
-            f"training ended after {fields.timesteps_done} of {budget} steps; the unit is not done"
+            f"training ended after {result.timesteps_done} of {budget} steps; the unit is not done"
         )
-    record_finished(unit_dir, fields, pinned)
-    return fields
+    record_finished(unit_dir, result, pinned)
+    return result

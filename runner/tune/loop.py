@@ -28,14 +28,12 @@ from runner.errors import UnitFailed, UserInputError
 from runner.executors import Chosen
 from runner.manifest import Manifest, ResolvedVariant, apply_overrides
 from runner.manifest.matrix import override_modes
-from runner.manifest.parse import dump_yaml
-from runner.manifest.resolved import RESOLVED
+from runner.manifest.resolved import write_resolved
 from runner.manifest.tune import TuneSpec
 from runner.record import started
 from runner.record import tune as records
 from runner.record.lock import locked
 from runner.record.provenance import update_provenance
-from runner.record.rundir import write_text_atomic
 from runner.record.tune import TrialRecord
 from runner.run.orchestrate import (
     RunOptions,
@@ -138,7 +136,7 @@ def _write_resolved(s: Study, variants: dict[str, ResolvedVariant]) -> None:
     the record of what the run started with updated to it (checked by every --resume)."""
     kept = {k: v for k, v in s.res.variants.items() if k.startswith("trial-")}
     s.res.variants = kept | variants
-    write_text_atomic(s.run_dir / RESOLVED, dump_yaml(s.res.dump()))
+    write_resolved(s.run_dir, s.res)
     update_provenance(s.run_dir, **{started.KEY: started.fingerprint(s.run_dir)})
 
 

@@ -116,7 +116,7 @@ def finish(
     if capture.failure is not None:
         raise VideoFailed(f"eval.video: {capture.failure}; eval.json is kept")
     record = VideoRecord(
-        format=spec.format, fps=spec.fps, clips=capture.clips, equivalent=equivalent
+        encoding=spec.format, fps=spec.fps, clips=capture.clips, equivalent=equivalent
     )
     write_video_record(unit_dir, record)
     return record

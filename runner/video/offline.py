@@ -42,7 +42,7 @@ def record_episodes(
             raise VideoFailed(
                 f"eval.video: {writer.blank} (the renderer drew nothing); eval.json is kept"
             )
-    record = VideoRecord(format=spec.format, fps=spec.fps, clips=clips, equivalent=None)
+    record = VideoRecord(encoding=spec.format, fps=spec.fps, clips=clips, equivalent=None)
     write_video_record(unit_dir, record)
     return record
 

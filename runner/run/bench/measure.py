@@ -29,13 +29,31 @@ def host_info() -> dict[str, Any]:
 
 
 def measure_here(cfg: Manifest) -> dict[str, Any]:
-    """Measure a point in this interpreter, with the trainer that trains its algorithm."""
+    """Measure a point in this interpreter, with the trainer that trains its algorithm: what its
+    `bench` returns, checked against `BenchResult` (a ValueError naming the field otherwise)."""
     from runner.record.seeding import derive, seed_everything
     from runner.trainers import trainer_of
 
     seeds, trainer = derive(cfg.seeds[0]), trainer_of(cfg)
     seed_everything(seeds, torch_threads=cfg.algo.threads(), with_torch=trainer.USES_TORCH)
-    return trainer.bench(cfg, seeds).fields()
+    return measured(trainer.bench(cfg, seeds))
+
+
+def measured(found: Any) -> dict[str, Any]:
+    """A trainer's measurements of one point (its `BenchResult`, or the JSON of one from
+    another interpreter) as bench.json keeps them: the fields it set; a ValueError, one line
+    naming the field, when they do not fit."""
+    from pydantic import ValidationError
+
+    from runner.record.bench import BenchResult
+
+    data = found.fields() if isinstance(found, BenchResult) else found
+    try:
+        return BenchResult.model_validate(data).fields()
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "its result"
+        raise ValueError(f"the trainer's bench returned {where}: {err['msg']}") from None
 
 
 def run_point(point: Point) -> dict[str, Any]:
@@ -66,7 +84,7 @@ def run_point(point: Point) -> dict[str, Any]:
         if os.path.dirname(os.path.abspath(python)) == os.path.dirname(sys.executable):
             out.update(measure_here(cfg))
         else:
-            out.update(measure_elsewhere(python, cfg))
+            out.update(measured(measure_elsewhere(python, cfg)))
         out.setdefault("inference", None)
         out["cold_start"] = cold_start(python, cfg) if _times_cold_start(cfg) else None
     except Exception as exc:  # noqa: BLE001 - one broken point must not lose the others

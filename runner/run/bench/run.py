@@ -10,6 +10,7 @@ from typing import Any
 
 from runner.errors import UnitFailed
 from runner.manifest.schema import Manifest
+from runner.record.bench import BenchRecord
 from runner.run.bench import profile_report
 from runner.run.bench.analysis import FLATTEN_EFFICIENCY, RATES, add_overhead, analyse
 from runner.run.bench.measure import host_info, run_point
@@ -52,7 +53,7 @@ def _rate(m: dict[str, Any] | None) -> str:
     return f"{s['median']:,.0f} [{s['min']:,.0f}–{s['max']:,.0f}]"
 
 
-def run_bench(manifest: Manifest, run_dir: Path, *, console: Any = None) -> dict[str, Any]:
+def run_bench(manifest: Manifest, run_dir: Path, *, console: Any = None) -> BenchRecord:
     """Benchmark every point, write bench.json and plots/scaling.png, print the table.
 
     Raises ManifestError before running anything if a sweep point is invalid, and UnitFailed
@@ -60,7 +61,7 @@ def run_bench(manifest: Manifest, run_dir: Path, *, console: Any = None) -> dict
     """
     from rich.console import Console
 
-    from runner.record.rundir import write_json_atomic
+    from runner.record.bench import write_bench
     from runner.report import plots
 
     console = console or Console()
@@ -79,7 +80,8 @@ def run_bench(manifest: Manifest, run_dir: Path, *, console: Any = None) -> dict
         add_overhead(bench, {k: max(c[k] for c in costs) for k in costs[0]})
     profile_report.add_findings(bench)
     run_dir = Path(run_dir)
-    write_json_atomic(run_dir / "bench.json", bench)
+    record = BenchRecord.model_validate(bench)
+    write_bench(run_dir, record)
     plots.scaling(bench, run_dir / "plots" / "scaling.png")
     profile_report.plot(bench, run_dir / "plots" / "profile.png")
     profile_report.print_table(bench, console)
@@ -87,7 +89,7 @@ def run_bench(manifest: Manifest, run_dir: Path, *, console: Any = None) -> dict
     failed = [p for p in results if p["error"]]
     if failed:
         raise UnitFailed(f"bench: {len(failed)} of {len(results)} points failed; see bench.json")
-    return bench
+    return record
 
 
 def _header(manifest: Manifest, points: list[Point]) -> dict[str, Any]:

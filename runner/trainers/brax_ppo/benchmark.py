@@ -21,7 +21,7 @@ from typing import Any
 
 from runner.manifest.schema import Manifest
 from runner.trainers.base import spread
-from runner.trainers.results import BenchResult, Rate, TrainRate
+from runner.trainers.results import BenchResult, Rate
 
 WARMUP_CALLS = 2  # untimed calls (env-only) and epochs (training) before the timed ones
 
@@ -63,7 +63,7 @@ def env_only(cfg: Manifest, seed: int) -> Rate:
     return Rate(steps_per_s=spread(rates), steps=n * vec_steps, compile_s=compile_s)
 
 
-def train(cfg: Manifest, seeds: dict[str, int]) -> TrainRate:
+def train(cfg: Manifest, seeds: dict[str, int]) -> Rate:
     from brax.training.agents.ppo import train as ppo
 
     from runner.trainers.brax_ppo import jax_env, ppo_kwargs
@@ -90,7 +90,7 @@ def train(cfg: Manifest, seeds: dict[str, int]) -> TrainRate:
     wall = time.perf_counter() - t0
     rates = [sps for _, sps in per_epoch[WARMUP_CALLS:]] or [sps for _, sps in per_epoch]
     steps = per_epoch[-1][0] // len(per_epoch) if per_epoch else 0
-    return TrainRate(
+    return Rate(
         steps_per_s=spread(rates),
         steps=steps,
         env_fraction=None,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.manifest.schema import Manifest
-from runner.record.rundir import write_json_atomic
+from runner.record.progress import Progress, write_progress
 from runner.trainers.base import MODEL_FILE, REWARD_TAG, TB_DIR
 from runner.trainers.brax_ppo import _jax_platform, jax_env, ppo_kwargs
 from runner.trainers.brax_ppo.model import load_params, model_config, network_factory, save_params
@@ -44,12 +44,9 @@ class _Progress:
                 self.writer.add_scalar(tag, float(metrics[name]), step)
         self.writer.flush()
         rate = (step - self.done_before) / max(time.perf_counter() - self.t0, 1e-9)
-        write_json_atomic(
-            self.unit_dir / "progress.json",
-            {"steps": step, "total": self.cfg.train.timesteps, "steps_per_s": rate,
-             "started": self.started},
-            durable=False,
-        )  # fmt: skip
+        total = self.cfg.train.timesteps
+        tick = Progress(steps=int(step), total=total, steps_per_s=float(rate), started=self.started)
+        write_progress(self.unit_dir, tick)
 
     def params(self, step: int, make_policy: Any, params: Any) -> None:
         self.latest = (step + self.done_before, params)

@@ -15,7 +15,7 @@ from typing import Any
 
 from runner.manifest.schema import Manifest
 from runner.trainers.base import spread
-from runner.trainers.results import BenchResult, Rate, TrainRate
+from runner.trainers.results import BenchResult, Rate
 
 
 def env_only(env: Any, cfg: Manifest) -> Rate:
@@ -39,7 +39,7 @@ def env_only(env: Any, cfg: Manifest) -> Rate:
     return Rate(steps_per_s=spread(rates), steps=n * vec_steps)
 
 
-def train(env: Any, agent: Any, cfg: Manifest) -> TrainRate:
+def train(env: Any, agent: Any, cfg: Manifest) -> Rate:
     from runner.trainers.rsl_rl_ppo import _runner, iteration_steps
 
     runner = _runner(env, agent, None)
@@ -66,7 +66,7 @@ def train(env: Any, agent: Any, cfg: Manifest) -> TrainRate:
             fractions.append(spent[0] / wall)
     finally:
         env.step = inner
-    return TrainRate(
+    return Rate(
         steps_per_s=spread(rates),
         steps=iters * batch,
         env_fraction=float(sum(fractions) / len(fractions)),

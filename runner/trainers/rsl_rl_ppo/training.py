@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from runner.manifest.schema import Manifest
-from runner.record.rundir import write_json_atomic
+from runner.record.checkpoint import CheckpointRecord, write_checkpoint_record
+from runner.record.progress import Progress, write_progress
 from runner.record.status import read_status
 from runner.trainers.base import MODEL_FILE, REWARD_TAG, TB_DIR
 from runner.trainers.results import TrainResult
@@ -39,8 +40,7 @@ def save(runner: Any, path: Path, iterations: int, steps: int, wall_s: float) ->
         tmp.unlink(missing_ok=True)
         raise
     if path.parent.name == "checkpoints":
-        meta = {"timesteps": steps, "train_wall_time_s": wall_s}
-        write_json_atomic(path.with_suffix(".json"), meta)
+        write_checkpoint_record(path, CheckpointRecord(timesteps=steps, train_wall_time_s=wall_s))
 
 
 class _Hooks:
@@ -86,8 +86,8 @@ class _Hooks:
         self.writer.add_scalar("time/fps", rate, steps)
         self.writer.flush()
         total = self.cfg.train.timesteps
-        progress = {"steps": steps, "total": total, "steps_per_s": rate, "started": self.started}
-        write_json_atomic(self.unit_dir / "progress.json", progress, durable=False)
+        tick = Progress(steps=steps, total=total, steps_per_s=rate, started=self.started)
+        write_progress(self.unit_dir, tick)
         if self.next_ckpt is not None and steps >= self.next_ckpt:
             self.checkpoint()
             self.next_ckpt = (steps // self.cfg.train.checkpoint_every + 1) * (
@@ -156,9 +156,9 @@ def _finish(cfg: Manifest, unit_dir: Path, runner: Any, hooks: _Hooks, before: i
     wall, steps = hooks.wall(), hooks.steps
     save(runner, unit_dir / MODEL_FILE, hooks.iters, steps, wall)
     rate = steps / wall if wall > 0 else 0.0
-    final = {"steps": steps, "total": cfg.train.timesteps, "finished": True,
-             "steps_per_s": rate, "started": hooks.started}  # fmt: skip
-    write_json_atomic(unit_dir / "progress.json", final)
+    final = Progress(steps=steps, total=cfg.train.timesteps, finished=True, steps_per_s=rate,
+                     started=hooks.started)  # fmt: skip
+    write_progress(unit_dir, final)
     resumes = read_status(unit_dir).resumes + ([before] if before else [])
     return TrainResult(
         timesteps_done=steps,

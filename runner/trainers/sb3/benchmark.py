@@ -23,7 +23,7 @@ import numpy as np
 
 from runner.manifest.schema import Manifest
 from runner.trainers.base import spread
-from runner.trainers.results import BenchResult, Rate, TrainRate
+from runner.trainers.results import BenchResult, Harness, Profile, Rate
 
 ACTION_BATCHES = 64  # distinct random action batches, cycled through while timing
 
@@ -118,7 +118,7 @@ def _step_timer(venv: Any) -> Any:
     return StepTimer(venv)
 
 
-def measure_train(cfg: Manifest, venv: Any, seeds: dict[str, int]) -> TrainRate:
+def measure_train(cfg: Manifest, venv: Any, seeds: dict[str, int]) -> Rate:
     """Training steps/s and the fraction of training time spent stepping envs."""
     from runner.trainers.sb3.common import make_model
 
@@ -135,12 +135,10 @@ def measure_train(cfg: Manifest, venv: Any, seeds: dict[str, int]) -> TrainRate:
         done = model.num_timesteps - before
         rates.append(done / elapsed)
         fractions.append(timer.seconds / elapsed)
-    return TrainRate(
-        steps_per_s=spread(rates), steps=done, env_fraction=float(np.median(fractions))
-    )
+    return Rate(steps_per_s=spread(rates), steps=done, env_fraction=float(np.median(fractions)))
 
 
-def harness_overhead(iterations: int = 20_000) -> dict[str, float]:
+def harness_overhead(iterations: int = 20_000) -> Harness:
     """Seconds per vector step the harness adds: the timed loop, and the timing wrapper."""
     from gymnasium import spaces
 
@@ -171,7 +169,7 @@ def harness_overhead(iterations: int = 20_000) -> dict[str, float]:
         return time.perf_counter() - t0
 
     wrapped = min(pair(timer) - pair(null) for _ in range(3)) / iterations
-    return {"loop_s_per_vector_step": loop, "timer_s_per_vector_step": max(wrapped, 0.0)}
+    return Harness(loop_s_per_vector_step=loop, timer_s_per_vector_step=max(wrapped, 0.0))
 
 
 def measure_sb3(cfg: Manifest, seeds: dict[str, int]) -> BenchResult:
@@ -193,7 +191,7 @@ def measure_sb3(cfg: Manifest, seeds: dict[str, int]) -> BenchResult:
         if cfg.bench.profile:
             from runner.trainers.sb3.profile import profile_train
 
-            out.profile = profile_train(cfg, venv, seeds)
+            out.profile = Profile.model_validate(profile_train(cfg, venv, seeds))
         out.harness = harness_overhead()  # what its timing loop and step timer add
         return out
     finally:

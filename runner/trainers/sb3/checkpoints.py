@@ -10,7 +10,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from runner.record.rundir import replace_via, write_json_atomic
+from runner.record.checkpoint import CheckpointRecord, write_checkpoint_record
+from runner.record.rundir import replace_via
 from runner.trainers.resume import pins, prune
 
 
@@ -37,12 +38,9 @@ def save_checkpoint(
     save_stats(model, checkpoint_stats(path))  # first: a checkpoint on disk has its statistics
     names = list(extra(path)) if extra is not None else []
     save_atomic(model, path)
-    meta = {
-        "timesteps": steps,
-        "train_wall_time_s": train_wall_s,
-        "files": pins(path.parent, [path.name, checkpoint_stats(path).name, *names]),
-    }
-    write_json_atomic(unit_dir / "checkpoints" / f"step-{steps}.json", meta)
+    files = pins(path.parent, [path.name, checkpoint_stats(path).name, *names])
+    record = CheckpointRecord(timesteps=steps, train_wall_time_s=train_wall_s, files=files)
+    write_checkpoint_record(path, record)
     if keep > 0:
         prune(unit_dir, keep)
 

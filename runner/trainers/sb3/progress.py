@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.manifest.schema import Manifest
-from runner.record.rundir import write_json_atomic
+from runner.record.progress import Progress, write_progress
 from runner.trainers.base import STOP, STOPS_ITSELF
 from runner.trainers.resume import Start
 from runner.trainers.sb3.exact import Exact
@@ -26,7 +26,7 @@ def progress_callback(
     every = cfg.train.checkpoint_every
     kill = KillHook(total)
 
-    class Progress(BaseCallback):
+    class ProgressCallback(BaseCallback):
         """Writes progress.json about once a second and checkpoints every `checkpoint_every`."""
 
         def __init__(self) -> None:
@@ -78,21 +78,14 @@ def progress_callback(
             if now - self.last_write >= 1.0:
                 self.last_write = now
                 rate = (steps - start.steps_done) / max(now - self.t0, 1e-9)
-                write_json_atomic(
-                    unit_dir / "progress.json",
-                    {
-                        "steps": steps,
-                        "total": total,
-                        "steps_per_s": rate,
-                        "started": started,
-                        **(
-                            {"checkpoint_bytes": self.checkpoint_bytes}
-                            if self.checkpoint_bytes
-                            else {}
-                        ),
-                    },
-                    durable=False,
+                tick = Progress(
+                    steps=steps,
+                    total=total,
+                    steps_per_s=rate,
+                    started=started,
+                    checkpoint_bytes=self.checkpoint_bytes or None,
                 )
+                write_progress(unit_dir, tick)
             return True
 
-    return Progress()
+    return ProgressCallback()

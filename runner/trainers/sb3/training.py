@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.manifest.schema import Manifest
-from runner.record.rundir import write_json_atomic
+from runner.record.progress import Progress, write_progress
 from runner.record.status import read_status, write_status
 from runner.trainers.base import MODEL_FILE, STOPS_ITSELF, TB_DIR
 from runner.trainers.results import TrainResult
@@ -129,11 +129,14 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> TrainResult:
         save_stats(model, unit_dir / STATS_FILE)  # first: a model on disk has its statistics
         save_atomic(model, unit_dir / MODEL_FILE)
         fields = totals(model.num_timesteps, start.steps_done, start.wall_before_s, segment)
-        final = {"steps": model.num_timesteps, "total": cfg.train.timesteps, "finished": True}
-        write_json_atomic(  # the last word, not the last one-second tick
-            unit_dir / "progress.json",
-            {**final, "steps_per_s": fields.train_steps_per_s, "started": started},
+        final = Progress(
+            steps=model.num_timesteps,
+            total=cfg.train.timesteps,
+            steps_per_s=fields.train_steps_per_s or 0.0,
+            started=started,
+            finished=True,
         )
+        write_progress(unit_dir, final)  # the last word, not the last one-second tick
         result = fields.model_copy(
             update={"train_started": started, "resumes": read_status(unit_dir).resumes,
                     "resume": exact.level()}

@@ -29,7 +29,9 @@ from runner.backends.base import GYMNASIUM_ENV
 from runner.errors import FieldError, FieldProblem
 from runner.manifest.algo import AlgoSpec
 from runner.manifest.schema import Manifest
-from runner.record.rundir import replace_via, write_json_atomic
+from runner.record.checkpoint import CheckpointRecord, write_checkpoint_record
+from runner.record.progress import Progress, write_progress
+from runner.record.rundir import replace_via
 from runner.record.status import read_status
 from runner.trainers.abilities import ColdStart, CountsSteps
 from runner.trainers.base import (
@@ -179,9 +181,9 @@ def _steps_of(path: Path) -> int | None:
 def _checkpoint(state: _State, unit_dir: Path, wall_s: float) -> None:
     path = unit_dir / "checkpoints" / f"step-{state.steps}.zip"
     _write(state, path)
-    meta = {"timesteps": state.steps, "train_wall_time_s": wall_s,
-            "files": pins(path.parent, [path.name])}  # fmt: skip
-    write_json_atomic(path.with_suffix(".json"), meta)
+    files = pins(path.parent, [path.name])
+    record = CheckpointRecord(timesteps=state.steps, train_wall_time_s=wall_s, files=files)
+    write_checkpoint_record(path, record)
 
 
 def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> TrainResult:
@@ -255,9 +257,10 @@ def _train(cfg: Manifest, unit_dir: Path, seeds: dict[str, int]) -> TrainResult:
 
 
 def _progress(unit_dir: Path, cfg: Manifest, steps: int, rate: float, started: float,
-              **final: bool) -> None:  # fmt: skip
-    progress = {"steps": steps, "total": cfg.train.timesteps, **final, "steps_per_s": rate}
-    write_json_atomic(unit_dir / "progress.json", {**progress, "started": started})
+              finished: bool = False) -> None:  # fmt: skip
+    total = cfg.train.timesteps
+    write_progress(unit_dir, Progress(steps=steps, total=total, steps_per_s=rate, started=started,
+                                      finished=finished))  # fmt: skip
 
 
 def _next(steps: int, every: int | None) -> int | None:
