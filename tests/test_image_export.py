@@ -135,6 +135,8 @@ def test_export_command_lines():
         "build",
         "--force",
         "--disable-cache",
+        "--mksquashfs-args",
+        "-comp gzip -Xcompression-level 1",
         "/o/x.sif",
         "/o/x.def",
     ]

@@ -159,7 +159,7 @@ def test_run_in_the_sif_matches_the_run_here(sif, local_run, tmp_path):
     unit = run / "units/default/seed-0"
     assert _episodes(unit) == _episodes(here)
     status = json.loads((unit / "status.json").read_text())
-    assert status["python"]["executable"] == "/opt/venv/bin/python3"  # the image's own Python
+    assert status["python"]["executable"].startswith("/opt/venv/bin/python3")  # the image's
     image = json.loads((run / "provenance.json").read_text())["image"]
     assert image == {"tag": str(sif), "digest": _sha256(sif), "source": _labels(sif)[LABEL_DIGEST]}
     assert (unit / "eval.json").stat().st_uid == os.getuid()

@@ -133,16 +133,17 @@ def run_manifest(
         overrides = recorded_overrides(resume)
     pinned = _manifest_image(manifest, overrides)
     where = image or pinned
-    sif = _checked_sif(where, pinned, resume)
-    held = None  # a .sif the executor runs each unit in itself, which provenance records
     if where != "local" and executor.settings.takes_image(where):
-        where, held = "local", sif  # the executor runs each unit in the image (Slurm: a .sif)
+        where = "local"  # the executor runs each unit in the image (Slurm: a .sif, Apptainer)
     if where != "local":
         args = (["--jobs", jobs] if jobs else []) + ["--executor", executor.name]
         args += [] if expect else ["--no-expect"]
         args += [] if report else ["--no-report"]
+        sif = _checked_sif(where, pinned, resume)
         _run_inside(manifest, where, sif, out, resume, args + cli_args(overrides))
-    image_record = held.record() if held is not None else None
+    held = executor.settings.unit_image()  # (from --image, or the executor's profile)
+    sif = _checked_sif(held, pinned, resume) if held else None
+    image_record = sif.record() if sif is not None else None  # what provenance.json records
     opts = RunOptions(
         job_list, executor, out, resume, report=report, overrides=overrides, image=image_record
     )
