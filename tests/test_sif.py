@@ -361,6 +361,23 @@ def test_bad_sif_files_are_one_line_exit_2(tmp_path, write_manifest):
 
 @pytest.mark.image
 @needs_apptainer
+def test_a_slurm_unit_whose_apptainer_cannot_start_fails_with_its_message(tmp_path):
+    """What a Slurm job runs (UnitJob, here in process): Apptainer fails before the unit starts
+    (nothing to run in this .sif); the unit is failed with what Apptainer said, not left pending
+    for Slurm's end of job to explain."""
+    from runner.executors.slurm_job import UnitJob
+
+    sif = scratch_sif(tmp_path / "s", "empty", **PINNED_CPU)
+    run_dir = tmp_path / "run"
+    assert UnitJob(str(run_dir), "default", 0, ["train"], None, str(sif))() == 255
+    status = json.loads((run_dir / "units/default/seed-0/status.json").read_text())
+    assert status["state"] == "failed", status
+    assert status["error"].startswith(f"Apptainer could not start {sif} on {os.uname().nodename}: ")
+    assert "python3" in status["error"] and "FATAL" not in status["error"]
+
+
+@pytest.mark.image
+@needs_apptainer
 @pytest.mark.skipif(os.geteuid() != 0, reason="a chroot needs root")
 def test_apptainer_without_namespaces_is_one_line_exit_2(tmp_path, write_manifest):
     """In a plain chroot (its root no mount point, as in the issue) Apptainer cannot make its
