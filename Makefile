@@ -18,7 +18,7 @@ STAMP  := $(VENV)/.installed
 APT_PACKAGES := patchelf godot3-server godot3 xvfb xauth libosmesa6 libegl1 libegl-mesa0 x11-xserver-utils buildah podman debootstrap uidmap tini \
                 slurm-wlm munge chromium docker.io docker-registry
 
-.PHONY: venv system-deps godot4 quickstart test test-images test-fast test-latest test-gpu-env lint type \
+.PHONY: venv system-deps godot4 apptainer quickstart test test-images test-fast test-latest test-gpu-env lint type \
         all clean \
         gpu-env gpu-wheels docs schema
 
@@ -56,6 +56,12 @@ system-deps:
 godot4: system-deps
 	images/godot/install.sh
 
+# Apptainer 1.4 from Debian's packages (images/apptainer/install.sh), the same way: for the .sif
+# tests (`make test-images`). /opt/rlcrate/apptainer-<version> and /usr/local/bin/apptainer as
+# root, else ~/.local/share/rlcrate and ~/.local/bin; a no-op once done.
+apptainer: system-deps
+	images/apptainer/install.sh
+
 quickstart: venv
 	$(BIN)/rlcrate run manifests/quickstart.yaml
 
@@ -84,10 +90,11 @@ test: venv system-deps godot4
 
 # The image tests (marker `image`): the CPU image built with buildah from a debootstrapped base
 # (twice: the second build, without cache, must give the same digest) and with docker (BuildKit)
-# through the tests' own dockerd and registry, and run through both. Three cold builds of a 3 GB
+# through the tests' own dockerd and registry, and run through both; and exported as a .sif, run
+# by Apptainer here and under the tests' Slurm. Three cold builds of a 3 GB
 # image do not fit beside the rest in `make test`'s time, so CI runs them as a stage of their own.
 test-images: export RLCRATE_ENGINE ?= buildah
-test-images: venv system-deps
+test-images: venv system-deps apptainer
 	$(BIN)/pytest -q $(XDIST) -m image --durations=10
 
 # The edit-test loop: every test but the `slow` ones (real trainings of more than a few seconds,

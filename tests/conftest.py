@@ -183,6 +183,7 @@ SHARED = {
     "test_ray_token": "ray",
     "test_track": "mlflow", "test_track_bounds": "mlflow",
     "test_images": "image", "test_image_resume": "image", "test_image_export": "image",
+    "test_sif": "image",
 }  # fmt: skip
 LONGEST = ("test_slurm", "test_brax", "test_faults", "test_run", "ray", "test_course_godot")
 

@@ -104,6 +104,9 @@ def test_lock_hash_recorded_and_hashes_everywhere(variant):
     digest = hashlib.sha256(_lock(variant).read_bytes()).hexdigest()
     assert _arg_defaults(variant)["LOCK_SHA256"] == digest, "run images/lock.sh " + variant
     assert _table(variant)["lock"]["lock_sha256"] == digest
+    from runner.images.engine import PINNED_LOCK  # what a .sif's lock is checked against
+
+    assert PINNED_LOCK[variant] == digest, "run images/lock.sh " + variant
     blocks = re.split(r"\n(?=[A-Za-z0-9])", _lock(variant).read_text())
     reqs = [b for b in blocks if re.match(r"[A-Za-z0-9_.\-]+==", b)]
     assert reqs and all("--hash=sha256:" in b for b in reqs)

@@ -4,6 +4,7 @@ the .sif path where Apptainer is absent; the command lines."""
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import shutil
 import subprocess
@@ -13,7 +14,9 @@ from typing import Any
 
 import pytest
 
-from runner.images.export import oci_archive_command, sif_command
+from runner.images.engine import LABEL_DIGEST, LABEL_LOCK, LABEL_REF, ImageInfo
+from runner.images.export import oci_archive_command
+from runner.images.sif import build_command, definition
 from tests.helpers import rlcrate
 
 
@@ -93,12 +96,19 @@ def test_export_missing_image_is_exit_2(tmp_path):
 
 
 def test_export_sif_without_apptainer_is_one_line_exit_2(tmp_path):
-    if shutil.which("apptainer") or shutil.which("singularity"):
-        pytest.skip("Apptainer is installed here; this checks the message where it is not")
-    out = rlcrate("image", "export", "cpu", "--format", "sif", "-o", str(tmp_path / "x.sif"))
+    """PATH without Apptainer's folders (it may be installed here: make apptainer)."""
+    folders = os.environ["PATH"].split(os.pathsep)
+    bare = [
+        f for f in folders if not any(Path(f, n).exists() for n in ("apptainer", "singularity"))
+    ]
+    out = rlcrate(
+        "image", "export", "cpu", "--format", "sif", "-o", str(tmp_path / "x.sif"),
+        env_extra={"PATH": os.pathsep.join(bare)},
+    )  # fmt: skip
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: --format sif needs Apptainer")
+    assert not list(tmp_path.iterdir())
 
 
 def test_export_command_lines():
@@ -120,10 +130,29 @@ def test_export_command_lines():
         "/o/x.tar",
         tag,
     ]
-    assert sif_command("apptainer", out, Path("/o/x.sif")) == [
+    assert build_command("apptainer", Path("/o/x.def"), Path("/o/x.sif")) == [
         "apptainer",
         "build",
         "--force",
+        "--disable-cache",
+        "--mksquashfs-args",
+        "-comp gzip -Xcompression-level 1",
         "/o/x.sif",
-        "oci-archive:///o/x.tar",
+        "/o/x.def",
     ]
+
+
+def test_sif_definition_adds_the_image_digest_to_its_labels():
+    info = ImageInfo(
+        "localhost/rlcrate-cpu:0.1.0", "sha256:" + "a" * 64, None, None, {LABEL_LOCK: "b" * 64}
+    )
+    text = definition(Path("/w/image.oci.tar"), info)
+    assert text.splitlines()[:4] == [
+        "Bootstrap: oci-archive",
+        "From: /w/image.oci.tar",
+        "",
+        "%labels",
+    ]
+    assert f"    {LABEL_DIGEST} sha256:{'a' * 64}" in text.splitlines()
+    assert f"    {LABEL_REF} localhost/rlcrate-cpu:0.1.0" in text.splitlines()
+    assert f"    {LABEL_LOCK} {'b' * 64}" in text.splitlines()

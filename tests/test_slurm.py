@@ -339,6 +339,7 @@ def test_apptainer_command_line(tmp_path):
         "apptainer",
         "exec",
         "--containall",
+        "--no-privs",
         "--bind",
         f"{tmp_path}:{tmp_path}",
         "--nv",

@@ -24,8 +24,8 @@ for tool in apt-get dpkg-deb patchelf sha256sum; do
 done
 version=$(awk '$1 == "godot" { v = $2; sub(/\+.*/, "", v); print v }' "$lock")
 lock_sha=$(sha256sum "$lock" | cut -d' ' -f1)
-# What made an install: the lock and this script (a changed script installs again).
-made_by=$(cat "$lock" "$0" | sha256sum | cut -d' ' -f1)
+# What made an install: the lock and these scripts (a changed script installs again).
+made_by=$(cat "$lock" "$0" "$here/sid-apt.sh" | sha256sum | cut -d' ' -f1)
 if [ "$(id -u)" = 0 ]; then
     prefix=${1:-/opt/rlcrate/godot-$version}; links=${RLCRATE_GODOT_LINK_DIR:-/usr/local/bin}
 else
@@ -41,26 +41,9 @@ mkdir -p "$(dirname "$prefix")"
 work=$(mktemp -d "$prefix.new.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 sid_apt_init "$work/apt"
-pins=$(awk '!/^#/ && NF == 3 { printf "%s=%s ", $1, $2 }' "$lock")
-# shellcheck disable=SC2086
-sid_apt_get install -y --download-only $pins >"$work/apt/log/install.log" 2>&1 || {
-    tail -n 5 "$work/apt/log/install.log" >&2
-    echo "the pinned Godot packages could not be downloaded from Debian unstable; if it has moved on, set RLCRATE_DEBIAN_URI to Debian's snapshot archive of the day in $lock" >&2
-    exit 1
-}
-root="$work/root"; mkdir -p "$root"
-for deb in "$work"/apt/archives/*.deb; do
-    name=$(dpkg-deb -f "$deb" Package); ver=$(dpkg-deb -f "$deb" Version)
-    want=$(awk -v p="$name" -v v="$ver" '$1 == p && $2 == v { print $3 }' "$lock")
-    got=$(sha256sum "$deb" | cut -d' ' -f1)
-    [ -n "$want" ] || { echo "$name $ver was downloaded but is not in $lock" >&2; exit 1; }
-    [ "$want" = "$got" ] || { echo "$name $ver: SHA-256 $got, the lock says $want" >&2; exit 1; }
-    dpkg-deb -x "$deb" "$root"
-done
-[ "$(ls "$work"/apt/archives/*.deb | wc -l)" = "$(grep -vc '^#' "$lock")" ] \
-    || { echo "the download does not hold every package of $lock" >&2; exit 1; }
-rm -rf "$work/apt" "$root/usr/share/doc" "$root/usr/share/man" "$root/usr/share/locale" \
-    "$root/usr/share/lintian" "$root/usr/share/bug"
+root="$work/root"
+sid_unpack_lock "$lock" "$root" Godot
+rm -rf "$work/apt"
 # Mesa's drivers (LLVM, gallium, its GBM backend and video drivers, 220 MB) come as dependencies
 # but are reached only through GBM/EGL on a DRM display: headless Godot draws nothing, and under
 # Xvfb the system's own GL driver draws (GLX). They are left out.
@@ -68,20 +51,11 @@ lib="$root/usr/lib/x86_64-linux-gnu"
 rm -rf "$lib"/libLLVM* "$lib"/libgallium* "$lib"/libz3.so* "$lib/dri" "$lib/gbm"
 
 # The paths written into the binaries are the final ones (PREFIX), not this folder's.
-loader="$prefix/root/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"
-dirs=$(cd "$root" && find usr/lib -name '*.so*' \( -type f -o -type l \) ! -path '*/gconv/*' -printf '%h\n' | sort -u)
-rpath=$(for d in $dirs; do printf '%s:' "$prefix/root/$d"; done | sed 's/:$//')
-# A library's own RUNPATH would stop the binary's path from applying to what it loads (libpulse's
-# names /usr/lib/...): removed, so every library is found in this folder first.
-find "$root/usr/lib" -name '*.so*' -type f ! -path '*/gconv/*' | while read -r so; do
-    [ -n "$(patchelf --print-rpath "$so" 2>/dev/null)" ] && patchelf --remove-rpath "$so"
-    true
-done
+sid_bundle "$root" "$prefix/root" usr/bin/godot
 mkdir -p "$work/bin" "$work/templates/$version.stable"
 mv "$root/usr/bin/godot" "$work/bin/godot4"
-patchelf --set-interpreter "$loader" --force-rpath --set-rpath "$rpath" "$work/bin/godot4"
 ln -s "../../root/usr/bin/godot-template-release" "$work/templates/$version.stable/linux_release.x86_64"
-libs=$(for d in $dirs; do printf '"%s", ' "$prefix/root/$d"; done | sed 's/, $//')
+libs=$(for d in $SID_LIBDIRS; do printf '"%s", ' "$d"; done | sed 's/, $//')
 cat > "$work/install.json" <<JSON
 {
   "godot": "$version",
@@ -89,7 +63,7 @@ cat > "$work/install.json" <<JSON
   "made_by": "$made_by",
   "engine": "$prefix/bin/godot4",
   "template": "$prefix/templates/$version.stable/linux_release.x86_64",
-  "loader": "$loader",
+  "loader": "$SID_LOADER",
   "library_path": [$libs]
 }
 JSON

@@ -98,6 +98,16 @@ def _engine_rows(probe: bool) -> list[tuple[str, str, str, str]]:
     return rows or [("container engine", NO, NO, "install docker, podman or buildah for images")]
 
 
+def _apptainer_row() -> tuple[str, str, str, str]:
+    """Apptainer, which runs a .sif (`--image FILE.sif`): where, which version, and whether it
+    can make its namespaces here."""
+    from runner.images.sif import probe as apptainer_probe
+
+    found, problem = apptainer_probe()
+    detail = "; ".join(x for x in (found, problem) if x)
+    return ("apptainer", YES if found else NO, NO if problem else YES, detail)
+
+
 def _age(seconds: float) -> str:
     for unit, size in (("day", 86400), ("h", 3600), ("min", 60)):
         if seconds >= size:
@@ -151,7 +161,7 @@ def doctor(console: Console, probe: bool = False) -> None:
     hint = f"{', '.join(train)} missing: pip install 'rlcrate[train]'" if train else ""
     rows = [("training (SB3, torch)", NO if train else YES, NO if train else YES, hint)]
     rows += [(f"backend {name}", *_backend_row(name)) for name in names()]
-    rows += _plugin_rows() + _program_rows() + _engine_rows(probe)
+    rows += _plugin_rows() + _program_rows() + _engine_rows(probe) + [_apptainer_row()]
     rows.append(("GPU", YES if gpus else NO, YES if gpus else NO, gpu_text))
     from runner.cli.doctor_accel import OK, accelerator_rows
 

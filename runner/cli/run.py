@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -20,6 +20,7 @@ ENGINE_FAILED = {
 
 if TYPE_CHECKING:
     from runner.executors import Chosen
+    from runner.images.sif import SifImage
     from runner.manifest.overrides import Override
 
 ManifestArg = Annotated[
@@ -43,8 +44,9 @@ ImageOpt = Annotated[
     str | None,
     typer.Option(
         "--image",
-        help="Where the units run: local (here), cpu, cuda or a full image tag; with slurm, a "
-        ".sif (Apptainer). Default: the manifest's `image:` (itself local by default).",
+        help="Where the units run: local (here), cpu, cuda or a full image tag, or a .sif "
+        "(Apptainer; with slurm, each unit's job runs in it). Default: the manifest's `image:` "
+        "(itself local by default).",
     ),
 ]
 SetOpt = Annotated[
@@ -129,33 +131,78 @@ def run_manifest(
     overrides = overrides or []
     if resume is not None and not overrides:  # the run's own --set and --seeds
         overrides = recorded_overrides(resume)
-    where = image or _manifest_image(manifest, overrides)
+    pinned = _manifest_image(manifest, overrides)
+    where = image or pinned
     if where != "local" and executor.settings.takes_image(where):
         where = "local"  # the executor runs each unit in the image (Slurm: a .sif, Apptainer)
     if where != "local":
-        from runner.images.run import run_in_image
-
         args = (["--jobs", jobs] if jobs else []) + ["--executor", executor.name]
         args += [] if expect else ["--no-expect"]
         args += [] if report else ["--no-report"]
-        args += cli_args(overrides)
-        if resume is not None:  # the run's parent folders become /out; its units resume there
-            out, inner = _resume_in_image(resume)
-            args += ["--resume", inner]
-        code = run_in_image(manifest, where, out, args)
-        if code in ENGINE_FAILED:  # the engine's own status: the runner inside never started
-            raise RunnerError(
-                f"the container engine could not start the image {where} (its exit status "
-                f"{code}: {ENGINE_FAILED[code]}); `rlcrate doctor` says which engines work here"
-            )
-        typer.echo(f"(paths under /out above are under {out.resolve()} on this host)")
-        raise typer.Exit(code)
-    opts = RunOptions(job_list, executor, out, resume, report=report, overrides=overrides)
+        sif = _checked_sif(where, pinned, resume)
+        _run_inside(manifest, where, sif, out, resume, args + cli_args(overrides))
+    held = executor.settings.unit_image()  # (from --image, or the executor's profile)
+    sif = _checked_sif(held, pinned, resume) if held else None
+    image_record = sif.record() if sif is not None else None  # what provenance.json records
+    opts = RunOptions(
+        job_list, executor, out, resume, report=report, overrides=overrides, image=image_record
+    )
     run_dir = run(manifest, opts, console())  # fills in opts.jobs from the manifest when None
     if expect and "eval" in (opts.jobs or []) and not executor.settings.detached:
         from runner.run.expect import gate
 
         gate(run_dir)
+
+
+def _run_inside(
+    manifest: Path,
+    where: str,
+    sif: SifImage | None,
+    out: Path,
+    resume: Path | None,
+    args: list[str],
+) -> NoReturn:
+    """The same run inside the image `where` (a .sif: under Apptainer); exits with the status of
+    the runner inside."""
+    from runner.images.run import run_in_image
+    from runner.images.sif_run import run_in_sif
+
+    if resume is not None:  # the run's parent folders become /out; its units resume there
+        out, inner = _resume_in_image(resume)
+        args = [*args, "--resume", inner]
+    if sif is not None:
+        code = run_in_sif(manifest, sif, out, args)
+    else:
+        code = run_in_image(manifest, where, out, args)
+    if code in ENGINE_FAILED:  # the engine's own status: the runner inside never started
+        raise RunnerError(
+            f"the container engine could not start the image {where} (its exit status "
+            f"{code}: {ENGINE_FAILED[code]}); `rlcrate doctor` says which engines work here"
+        )
+    typer.echo(f"(paths under /out above are under {out.resolve()} on this host)")
+    raise typer.Exit(code)
+
+
+def _checked_sif(where: str, pinned: str, resume: Path | None) -> SifImage | None:
+    """A .sif named as the image: an rlcrate image of the lock the manifest's image pins, and,
+    on --resume, the one the run started with (UserInputError otherwise); None for any other
+    image."""
+    from runner.images.sif import check, is_sif
+
+    if not is_sif(where):
+        return None
+    sif = check(Path(where), pinned)
+    if resume is not None:
+        from runner.record.provenance import read_provenance
+
+        prov = read_provenance(resume)
+        recorded = prov.image.get("digest") if prov is not None else None
+        if recorded and recorded != sif.digest:
+            raise UserInputError(
+                f"--resume {resume}: its units ran in an image of digest {recorded[:19]}, and "
+                f"{sif.path} is {sif.digest[:19]}; resume with the .sif it started with"
+            )
+    return sif
 
 
 def _resume_in_image(resume: Path) -> tuple[Path, str]:

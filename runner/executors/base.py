@@ -64,6 +64,12 @@ class ExecutorSettings(BaseModel):
         the image."""
         return False
 
+    def unit_image(self) -> str | None:
+        """The image this executor runs each unit in itself (`takes_image`, or its profile's:
+        Slurm's .sif), which the run's provenance records; None when units run where the
+        runner does."""
+        return None
+
     @classmethod
     def flags(cls) -> dict[str, str]:
         """field name -> its command-line option."""

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from runner.executors import unit_command
+from runner.executors.apptainer import FAILED, apptainer_said, exec_command
 from runner.record.rundir import UnitRef
-from runner.record.status import read_status
+from runner.record.status import read_status, write_status
 
 CHECKPOINT_WAIT_S = 80.0  # submitit signals 90 s before the limit
 
@@ -28,22 +29,34 @@ def _ignore_usr2() -> None:
     signal.signal(signal.SIGUSR2, signal.SIG_IGN)
 
 
-def apptainer_prefix(image: str, run_dir: Path, gpus: int) -> list[str]:
-    """`apptainer exec` for a unit: the run directory bound at the same path, the host's NVIDIA
-    driver with --nv, no home directory or host environment leaking in."""
-    cmd = ["apptainer", "exec", "--containall", "--bind", f"{run_dir}:{run_dir}"]
-    if gpus:
-        cmd.append("--nv")
-    return [*cmd, "--pwd", str(run_dir), image]
-
-
 def command(
     run_dir: Path, unit: UnitRef, jobs: list[str], python: str | None, image: str | None, gpus: int
 ) -> list[str]:
+    """The unit's command line; in `image` (a .sif), the image's own Python runs it, with the
+    run directory bound at the same path."""
     cmd = unit_command(run_dir, unit, jobs, {unit.variant: python})
     if image:
-        cmd = [*apptainer_prefix(image, run_dir, gpus), "python3", *cmd[1:]]
+        binds = [(run_dir, str(run_dir), False)]
+        return exec_command(image, ["python3", *cmd[1:]], binds=binds, pwd=str(run_dir), gpus=gpus)
     return cmd
+
+
+def _apptainer_failed(unit_dir: Path, image: str) -> None:
+    """Apptainer could not start the unit (it never said it was running): the unit fails with
+    what Apptainer said, as its log has it, rather than with the job's end alone."""
+    if read_status(unit_dir).state not in ("pending", "interrupted"):
+        return
+    try:
+        said = apptainer_said((unit_dir / "unit.log").read_text(errors="replace")[-20_000:])
+    except OSError:
+        said = ""
+    host = os.uname().nodename
+    write_status(
+        unit_dir,
+        "failed",
+        finished=time.time(),
+        error=f"Apptainer could not start {image} on {host}: {said or 'see unit.log'}",
+    )
 
 
 class UnitJob:
@@ -83,6 +96,8 @@ class UnitJob:
             )
         while self._proc.poll() is None:  # poll, never wait: the signal handler may interrupt
             time.sleep(0.5)
+        if self.image and self._proc.returncode == FAILED:
+            _apptainer_failed(unit_dir, self.image)
         return self._proc.returncode
 
     def checkpoint(self) -> Any:

@@ -65,6 +65,9 @@ class SlurmSettings(ExecutorSettings):
     def detached(self) -> bool:
         return self.detach
 
+    def unit_image(self) -> str | None:
+        return self.image
+
     def takes_image(self, image: str) -> bool:
         """A .sif: each unit's job runs it under Apptainer, the runner stays here."""
         if not image.endswith(".sif"):

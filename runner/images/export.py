@@ -1,21 +1,29 @@
 """`rlcrate image export`: a built image as a file, for clusters without a container daemon.
 
 `oci-archive`: an OCI image archive written by the engine at hand (buildah push, podman save;
-docker save, whose archive is an OCI image layout from Docker 25 on). `sif`: the OCI archive
-turned into a Singularity image file by `apptainer build` (or `singularity build`), only where
-Apptainer is installed. Command lines are pure functions, tested without an engine.
+docker save, whose archive is an OCI image layout from Docker 25 on). `sif`: that archive turned
+into a Singularity image file by `apptainer build` (or `singularity build`), through a definition
+file that adds the image's digest and tag to its labels (`images.sif`); where Apptainer is
+installed. The archive and Apptainer's work files go in a folder beside the output, removed
+after. Command lines are pure functions, tested without an engine.
 """
 
 from __future__ import annotations
 
-import shutil
+import os
 import subprocess
 import tempfile
 from pathlib import Path
 
 from runner.errors import RunnerError, UserInputError
+from runner.images import sif
 
 FORMATS = ("oci-archive", "sif")
+NO_APPTAINER = (
+    "--format sif needs Apptainer (or Singularity), which is not installed here; export "
+    "--format oci-archive and run `apptainer build IMAGE.sif oci-archive://ARCHIVE` where it is, "
+    f"or {sif.INSTALL}"
+)
 
 
 def oci_archive_command(engine: str, tag: str, output: Path) -> list[str]:
@@ -26,24 +34,9 @@ def oci_archive_command(engine: str, tag: str, output: Path) -> list[str]:
     return ["docker", "save", "-o", str(output), tag]
 
 
-def sif_command(apptainer: str, archive: Path, output: Path) -> list[str]:
-    return [apptainer, "build", "--force", str(output), f"oci-archive://{archive}"]
-
-
-def _apptainer() -> str:
-    for name in ("apptainer", "singularity"):
-        if shutil.which(name):
-            return name
-    raise UserInputError(
-        "--format sif needs Apptainer (or Singularity), which is not installed here; export "
-        "--format oci-archive and run `apptainer build IMAGE.sif oci-archive://ARCHIVE` where "
-        "it is"
-    )
-
-
-def _run(cmd: list[str]) -> None:
+def _run(cmd: list[str], env: dict[str, str] | None = None) -> None:
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True)
+        out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     except OSError as exc:
         raise RunnerError(f"{cmd[0]} could not start: {exc}") from None
     if out.returncode:
@@ -57,10 +50,11 @@ def export(target: str, fmt: str, output: Path | None, engine: str | None) -> Pa
 
     if fmt not in FORMATS:
         raise UserInputError(f"--format {fmt!r}: expected one of {', '.join(FORMATS)}")
-    apptainer = _apptainer() if fmt == "sif" else None
+    apptainer = sif.apptainer_binary(NO_APPTAINER) if fmt == "sif" else None
     variant, tag = resolve_target(target)
     engine = detect_engine(engine)
-    if inspect(engine, tag) is None:
+    info = inspect(engine, tag)
+    if info is None:
         raise UserInputError(
             f"{engine} has no image {tag}; build it with `rlcrate image build {variant}`"
         )
@@ -73,10 +67,13 @@ def export(target: str, fmt: str, output: Path | None, engine: str | None) -> Pa
         if apptainer is None:
             _run(oci_archive_command(engine, tag, partial))
         else:
-            with tempfile.TemporaryDirectory(dir=output.parent) as tmp:
-                archive = Path(tmp) / "image.oci.tar"
+            with tempfile.TemporaryDirectory(dir=output.parent, prefix=".rlcrate-sif-") as tmp:
+                archive, recipe = Path(tmp) / "image.oci.tar", Path(tmp) / "image.def"
                 _run(oci_archive_command(engine, tag, archive))
-                _run(sif_command(apptainer, archive, partial))
+                recipe.write_text(sif.definition(archive, info))
+                # its unpacked image and squashfs beside the output, not in a small /tmp
+                env = {**os.environ, "APPTAINER_TMPDIR": tmp}
+                _run(sif.build_command(apptainer, recipe, partial), env)
         partial.replace(output)  # never a half-written export under the final name
     finally:
         partial.unlink(missing_ok=True)

@@ -101,7 +101,7 @@ def _die_with_parent() -> None:
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-def _call(cmd: list[str], *, buildah: bool = False) -> int:
+def call_engine(cmd: list[str], *, buildah: bool = False) -> int:
     """Run an engine command in a session of its own; SIGTERM and SIGINT (Ctrl-C reaches only
     this process) are passed on once to the runner inside, which stops cleanly: through the
     docker or podman client, which proxies signals to its container, or straight to the command
@@ -241,7 +241,7 @@ def run_in_image(
     out_dir.mkdir(parents=True, exist_ok=True)  # created by the caller, so owned by them
     tty = sys.stdout.isatty()
     if engine != "buildah":
-        return _call(
+        return call_engine(
             run_command(
                 engine, info, manifest=manifest, out_dir=out_dir, rlcrate_args=rlcrate_args, tty=tty
             )
@@ -251,7 +251,7 @@ def run_in_image(
         raise RunnerError(f"buildah could not start {ref}: {made.stderr.strip()}")
     container = made.stdout.strip().splitlines()[-1]
     try:
-        return _call(
+        return call_engine(
             run_command(
                 engine,
                 info,

@@ -128,6 +128,17 @@ def _resume_checked(trainers: dict[str, set[str]]) -> dict[str, dict[str, Determ
     return recorded_resume(trainers)
 
 
+def image_record() -> dict[str, str | None]:
+    """The image this runner runs in (its tag, digest; a .sif's also the image it was exported
+    from), as the command that started it said (RLCRATE_IMAGE...); nulls outside one."""
+    found = {
+        "tag": os.environ.get("RLCRATE_IMAGE"),
+        "digest": os.environ.get("RLCRATE_IMAGE_DIGEST"),
+    }
+    source = os.environ.get("RLCRATE_IMAGE_SOURCE")
+    return {**found, "source": source} if source else found
+
+
 def collect(
     argv: list[str],
     manifest_path: Path,
@@ -166,10 +177,7 @@ def collect(
         else None,
         **(programs := backend_programs(backends)),
         PROGRAMS: sorted(programs),
-        "image": {
-            "tag": os.environ.get("RLCRATE_IMAGE"),
-            "digest": os.environ.get("RLCRATE_IMAGE_DIGEST"),
-        },
+        "image": image_record(),
         "packages": pkgs,
         "determinism": _determinism(backends),
         "resume": resume_levels(backends, checked := _resume_checked(trainers or {})),

@@ -54,6 +54,8 @@ class RunOptions:
     resume: Path | None = None
     report: bool = True
     overrides: list[Any] = field(default_factory=list)  # --set, --seeds (manifest.overrides)
+    # the image the executor runs each unit in (Slurm: a .sif), when not the runner's own
+    image: dict[str, str | None] | None = None
 
 
 def parse_jobs(text: str) -> list[str]:
@@ -123,6 +125,8 @@ def prepare_run_dir(
         )
         prov["command_line"] = res.command_line
         prov["executor"] = opts.executor.record()
+        if opts.image is not None:
+            prov["image"] = opts.image
         prov["lineage"] = {n: v.parent.model_dump() for n, v in res.variants.items() if v.parent}
         prov[started.KEY] = started.fingerprint(run_dir)  # checked by every --resume
         write_provenance(run_dir, Provenance.model_validate(prov))

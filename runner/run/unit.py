@@ -139,6 +139,10 @@ def main(argv: list[str]) -> int:
 
     plain_output()
     signal.signal(signal.SIGTERM, _sigterm)
+    # Slurm sends submitit's time-limit signal to every process of the job: the job's own Python
+    # asks the unit to stop (SIGTERM). The job starts units with it ignored, but not always
+    # straight: Apptainer's runtime between them (a .sif) hands the unit the default, which ends it.
+    signal.signal(signal.SIGUSR2, signal.SIG_IGN)
     run_dir, variant, seed, jobs = Path(argv[0]), argv[1], int(argv[2]), argv[3].split(",")
     if read_status(UnitRef(variant, seed).dir(run_dir)).state == "done" and "train" in jobs:
         return 0
