@@ -9,10 +9,14 @@ Loc = tuple[Any, ...]
 
 
 def dotted(loc: Loc) -> str:
-    """`("algo", "params", "n_steps")` -> `algo.params.n_steps`; list indices as `[i]`."""
+    """`("algo", "params", "n_steps")` -> `algo.params.n_steps`; list indices as `[i]`; a key's
+    line break (or other character that is not printable) as its escape, so a problem stays one
+    line."""
     out = ""
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        if not isinstance(part, int):
+            part = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(part))
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
     return out
 
 

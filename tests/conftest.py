@@ -93,14 +93,33 @@ def tiny_run(tmp_path_factory) -> Path:
     return run_dir_of(_shared_once(tmp_path_factory, "tiny-run", train) / "runs", "tiny")
 
 
+def _shared_base(tmp_path_factory) -> Path:
+    """The test run's base temporary folder, which pytest-xdist's workers share."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the workers' folders are popen-gwN under one base
+    return base
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_cache(tmp_path_factory) -> Path:
+    """The test run's own rlcrate cache (RLCRATE_CACHE_DIR, for every process a test starts):
+    what one test's run remembers (dry constructions that passed, determinism verdicts, engine
+    probes) the others of this run may use, across xdist workers, but never a cache an earlier
+    run, another checkout or the user left, so no result depends on one. A test that needs a
+    cache of its own still sets one."""
+    cache = _shared_base(tmp_path_factory) / "rlcrate-cache"
+    cache.mkdir(exist_ok=True)
+    os.environ["RLCRATE_CACHE_DIR"] = str(cache)
+    return cache
+
+
 def _shared_once(tmp_path_factory, name: str, make) -> Path:
     """`make(home)` run once per test run in a folder `name` of the base temporary folder, which
     pytest-xdist's workers share (the first to ask makes it, under a file lock)."""
     import fcntl
 
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent  # the workers' folders are popen-gwN under one base
+    base = _shared_base(tmp_path_factory)
     home = base / name
     with open(base / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

@@ -140,10 +140,15 @@ def children_of(pid: int) -> list[int]:
 
 def unit_processes(pid: int) -> list[int]:
     """The unit processes (`python -m runner.run.unit`) among pid's descendants."""
+    return processes_of(pid, "runner.run.unit")
+
+
+def processes_of(pid: int, module: str) -> list[int]:
+    """pid's descendants running `python -m module` (their exec done)."""
     found = []
     for k in children_of(pid):
         try:
-            if b"runner.run.unit" in Path(f"/proc/{k}/cmdline").read_bytes():
+            if module.encode() in Path(f"/proc/{k}/cmdline").read_bytes():
                 found.append(k)
         except OSError:  # ended meanwhile
             continue

@@ -30,9 +30,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _healthy(uri: str) -> bool:
+def _ready(uri: str) -> bool:
+    """The server answers a request that reads its store (the default experiment): /health
+    answers before the worker has opened its database, which on a loaded machine took a minute
+    more, and the tests' first calls ran into their bounds."""
+    url = f"{uri}/api/2.0/mlflow/experiments/get-by-name?experiment_name=Default"
     try:
-        with urllib.request.urlopen(f"{uri}/health", timeout=2) as r:
+        with urllib.request.urlopen(url, timeout=10) as r:
             return r.status == 200
     except OSError:
         return False
@@ -57,7 +61,7 @@ def mlflow_server(tmp: Path) -> Iterator[str]:
     uri = f"http://127.0.0.1:{port}"
     try:
         # a minute and more on a loaded machine: it imports a web stack and migrates its database
-        wait_for(lambda: _healthy(uri) or proc.poll() is not None, 240, "mlflow server")
+        wait_for(lambda: _ready(uri) or proc.poll() is not None, 300, "mlflow server")
         assert proc.poll() is None, (tmp / "server.log").read_text()[-2000:]
         yield uri
     finally:

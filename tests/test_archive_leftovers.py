@@ -9,13 +9,12 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 
 import pytest
 import yaml
 
 from tests.archive_tools import altered
-from tests.helpers import rlcrate, rlcrate_exe, run_dir_of, tiny_manifest
+from tests.helpers import rlcrate, rlcrate_exe, run_dir_of, tiny_manifest, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.gymnasium]
 
@@ -110,9 +109,7 @@ def test_killed_archive_part_is_cleared_by_the_next_archive(warm, tmp_path):
     out = tmp_path / "a.tar.gz"
     proc = subprocess.Popen([rlcrate_exe(), "archive", str(run), "-o", str(out)])
     part = out.with_name(f".{out.name}.{proc.pid}.tmp")
-    deadline = time.monotonic() + 120
-    while not part.exists() and proc.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.02)
+    wait_for(lambda: part.exists() or proc.poll() is not None, 120, "the archive's part")
     assert part.exists(), "the archive was not caught writing"
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)

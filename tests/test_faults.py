@@ -24,6 +24,7 @@ import pytest
 
 from tests.helpers import (
     children_of,
+    processes_of,
     rlcrate,
     rlcrate_exe,
     run_dir_of,
@@ -113,8 +114,9 @@ def test_stopped_during_eval_keeps_the_trained_model(sig, write_manifest, tmp_pa
 def test_interrupt_during_dry_construction_leaves_nothing(write_manifest, tmp_path):
     fresh = {"RLCRATE_CACHE_DIR": str(tmp_path / "cache")}  # no remembered construction
     proc = start_run(write_manifest(_manifest()), tmp_path / "runs", env_extra=fresh)
-    wait_for(lambda: children_of(proc.pid), 30, "the dry construction to start")
-    time.sleep(1.0)
+    # its child running the construction's module: the signal comes while it builds
+    construct = "runner.checks.construct"
+    wait_for(lambda: processes_of(proc.pid, construct), 120, "the dry construction to start")
     kids = children_of(proc.pid)
     proc.send_signal(signal.SIGINT)
     proc.wait(timeout=60)

@@ -403,10 +403,24 @@ SCRIPT = textwrap.dedent("""
     i = 0
     while n < 0 or i < n:
         venv.step(np.random.randint(0, 9, size=4))
+        if i == 0:
+            print("stepping", flush=True)
         i += 1
     venv.close()
     print("ok", flush=True)
 """)
+
+
+def _next_line(proc: subprocess.Popen[str], timeout: float) -> str:
+    """The next line `proc` prints, waited for up to `timeout` s (AssertionError after that)."""
+    import selectors
+
+    assert proc.stdout is not None
+    with selectors.DefaultSelector() as sel:
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        if not sel.select(timeout):
+            raise AssertionError(f"no line from the runner within {timeout:.0f} s")
+    return proc.stdout.readline().strip()
 
 
 def _spawn(*args: str) -> subprocess.Popen[str]:
@@ -434,11 +448,10 @@ def test_four_runs_at_once():
 def test_runner_signals_leave_no_godot(sig):
     """Ctrl-C and SIGTERM: the runner ends its games; SIGKILL: the games quit by themselves."""
     run = _spawn("0", "-1")
-    assert run.stdout is not None
-    pids = [int(p) for p in run.stdout.readline().split()]
+    pids = [int(p) for p in _next_line(run, 120).split()]
     assert len(pids) == 2
     try:
-        time.sleep(0.5)  # mid-stepping
+        assert _next_line(run, 120) == "stepping"  # its games answered a step: mid-stepping
         run.send_signal(sig)
         run.communicate(timeout=20)
         assert run.returncode != 0

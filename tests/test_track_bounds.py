@@ -121,7 +121,9 @@ def test_track_against_a_trickling_server_is_bounded(tmp_path, trained, health_f
     assert res.returncode == 0, res.stdout + res.stderr
     (line,) = _warnings(res)
     assert ("within 4 s" if health_fast else "within 5 s") in line, line
-    assert took < 30, took
+    # one trickled answer takes len(TRICKLE) s; the rest is the command's start and MLflow's
+    # import (outside the bound), which a loaded machine stretches
+    assert took < len(TRICKLE) - 5, took
     assert "mlflow: 0 unit(s)" in res.stdout
     assert not list(run.rglob(".track.json.*"))
 

@@ -29,7 +29,7 @@ from runner.record.rundir import UnitRef, write_text_atomic
 from runner.record.status import recorded_status, write_status
 
 RETRIES = int(os.environ.get("RLCRATE_RAY_RETRIES", "3"))
-CONNECT_TIMEOUT_S = 3.0  # a cluster answers in ms; the clusters guide promises 10 s in all
+CONNECT_TIMEOUT_S = 3.0  # a cluster answers in ms; the clusters guide promises 3 s per step
 STOP_GRACE_S = 90.0
 
 

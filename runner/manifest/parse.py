@@ -77,7 +77,11 @@ def _fail(source: str, line: int, path: Loc, message: str) -> ManifestError:
     return ManifestError([Problem(source, line, path, message)])
 
 
-def _yaml_problem(exc: yaml.YAMLError, source: str) -> ManifestError:
+def _yaml_problem(exc: yaml.YAMLError, source: str, text: str) -> ManifestError:
+    if isinstance(exc, yaml.reader.ReaderError):  # a character YAML does not allow, e.g. \x08
+        line = text.count("\n", 0, exc.position) + 1
+        c = exc.character if isinstance(exc.character, int) else ord(exc.character or "\0")
+        return _fail(source, line, (), f"not valid YAML: character U+{c:04X} is not allowed")
     if isinstance(exc, yaml.MarkedYAMLError):
         mark = exc.problem_mark or exc.context_mark
         what = shorten((exc.problem or "invalid YAML").strip(), 160)  # it may quote the text
@@ -224,7 +228,7 @@ def parse_yaml(text: str, source: str) -> tuple[Any, Lines]:
         finally:
             loader.dispose()
     except yaml.YAMLError as exc:
-        raise _yaml_problem(exc, source) from None
+        raise _yaml_problem(exc, source, text) from None
     except RecursionError:
         raise _fail(source, 0, (), "nested too deeply to read") from None
     return data, walk.lines

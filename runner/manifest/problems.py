@@ -22,7 +22,9 @@ SHOWN = 80  # a value echoed in an error line is cut to this many characters
 
 
 def shorten(text: str, limit: int = SHOWN) -> str:
-    """`text`, or its start and an ellipsis: error lines stay one short line."""
+    """`text`, or its start and an ellipsis: error lines stay one short line (a line break or
+    another character that is not printable shown as its escape, `\\n`)."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -57,8 +57,14 @@ class MlflowSink:
             reason = getattr(exc, "reason", exc)
             raise ConnectionError(f"unreachable ({reason})") from None
 
-    def open(self) -> None:
+    def load(self) -> None:
+        """Import MLflow: seconds of local work (a minute on a loaded machine, or the first time
+        from a fresh install, compiling its modules), not a wait on the server, so outside the
+        bounds on calls."""
         _bounded()
+        import mlflow.tracking  # noqa: F401
+
+    def open(self) -> None:
         from mlflow.tracking import MlflowClient
 
         self.client = MlflowClient(tracking_uri=self.uri)

@@ -34,8 +34,13 @@ class WandbSink:
     def probe(self) -> None:
         """Nothing to ask before `open`: wandb.init bounds its own start (INIT_TIMEOUT_S)."""
 
+    def load(self) -> None:
+        """Import wandb (fails here, once, rather than per unit): local work, outside the bounds
+        on calls."""
+        import wandb  # noqa: F401
+
     def open(self) -> None:
-        import wandb  # noqa: F401  (fails here, once, rather than per unit)
+        """Nothing to open: each unit is a wandb run of its own (`upload`)."""
 
     def upload(self, data: UnitData) -> bool:
         import wandb
