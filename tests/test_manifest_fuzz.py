@@ -154,6 +154,7 @@ def _with(path: Path, text: str) -> Manifest | None:
 @FUZZ
 @given(st.text(max_size=40))
 @example(text="\n")  # found by this test: the override echoed with its line break
+@example(text="0\n0=")  # found by this test: a path with a line break, echoed in the error
 def test_any_set_argument_is_an_override_or_our_problem(tiny_file, text):
     _with(tiny_file, text)
 

@@ -69,7 +69,9 @@ def parse_set(text: str) -> Override:
     shown = shorten(label)
     path, eq, raw = text.partition("=")
     path = path.strip()
-    if not eq or not path or any(not p for p in path.split(".")):
+    # a path with a line break or another control character names no field (and would split
+    # the one-line error it gets)
+    if not eq or not path or not path.isprintable() or any(not p for p in path.split(".")):
         raise UserInputError(f"{shown}: expected PATH=VALUE, such as algo.params.n_steps=64")
     problem = path_problem(_split(path))
     if problem:
