@@ -72,8 +72,8 @@ def package_dir() -> Path | None:
     """mujoco_playground's package folder, in the Python the units run with; None: not there."""
     if _own() and not os.environ.get(PYTHON_VAR):
         spec = importlib.util.find_spec("mujoco_playground")
-        assert spec is not None and spec.submodule_search_locations
-        return Path(list(spec.submodule_search_locations)[0])
+        places = list(spec.submodule_search_locations or []) if spec is not None else []
+        return Path(places[0]) if places else None
     python = units_python()
     return _site_package(Path(python)) if python else None
 
@@ -102,9 +102,10 @@ def families() -> dict[str, str]:
         except (OSError, SyntaxError) as exc:
             raise BackendUnavailable(f"{path}: Playground's {family} registry: {exc}") from None
         for node in tree.body:
-            target = node.targets[0] if isinstance(node, ast.Assign) else None
+            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)):
+                continue
+            target = node.targets[0]
             if isinstance(target, ast.Name) and target.id == "_envs":
-                assert isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
                 keys = [k.value for k in node.value.keys if isinstance(k, ast.Constant)]
                 out.update(dict.fromkeys(map(str, keys), family))
     if not out:
@@ -122,11 +123,11 @@ def menagerie_commit() -> str:
     path = require() / "_src" / "mjx_env.py"
     with contextlib.suppress(OSError, SyntaxError):
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            target = node.targets[0] if isinstance(node, ast.Assign) else None
+            if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)):
+                continue
+            target = node.targets[0]
             if isinstance(target, ast.Name) and target.id == "MENAGERIE_COMMIT_SHA":
-                assert isinstance(node, ast.Assign)
-                if isinstance(node.value, ast.Constant):
-                    return str(node.value.value)
+                return str(node.value.value)
     return "the one its mjx_env.py names"
 
 
