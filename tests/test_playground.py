@@ -188,4 +188,5 @@ def test_brax_ppo_and_sb3_adapter_on_a_playground_env(write_manifest, tmp_path):
     prov = json.loads((run / "provenance.json").read_text())
     assert prov["playground"]["packages"]["playground"] == "0.2.0", prov["playground"]
     resolved = yaml.safe_load((run / "resolved.yaml").read_text())
-    assert resolved["variants"]["adapter"]["env"]["id"] == "CartpoleBalance"
+    env = resolved["variants"]["adapter"]["config"]["env"]
+    assert env["id"] == "CartpoleBalance" and env["impl"] == "jax"  # MJX in JAX: the CPU's
