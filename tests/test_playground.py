@@ -190,3 +190,41 @@ def test_brax_ppo_and_sb3_adapter_on_a_playground_env(write_manifest, tmp_path):
     resolved = yaml.safe_load((run / "resolved.yaml").read_text())
     env = resolved["variants"]["adapter"]["config"]["env"]
     assert env["id"] == "CartpoleBalance" and env["impl"] == "jax"  # MJX in JAX: the CPU's
+
+
+@pytest.mark.slow  # compiling CartpoleBalance's MJX step twice: about 30 s here
+@pytest.mark.skipif(playground.interpreter() is not None, reason="Playground is in another Python")
+def test_the_adapters_playground_state_round_trips_as_data_and_steps_on_the_same():
+    """The env part of an SB3 unit's exact resume on Playground (its declared ExactResume): each
+    env's slice of the Playground state (its MJX data, observation, info) and the adapter's key
+    stream, as JSON data; put into a fresh adapter with another seed, it steps on exactly as the
+    original does, past episode ends (where resets draw keys). MJX keeps zero-size arrays (no
+    contacts), which JSON gives back as `[]`: they are put back in their shape."""
+    import numpy as np
+
+    from runner.backends.replay import REPLAY, REPLAY_STATE
+    from runner.manifest.schema import ParallelSpec
+
+    spec = {"backend": "playground", "id": "CartpoleBalance", "kwargs": {"episode_length": 20}}
+    env, two = playground.Options.model_validate(spec), ParallelSpec(envs=2)
+    a = playground.make_vec_env(env, two, seed=7, log_dir=None)
+    rng = np.random.default_rng(0)
+
+    def act() -> np.ndarray:
+        return rng.uniform(-1, 1, (2, *(a.action_space.shape or ()))).astype(np.float32)
+
+    a.reset()
+    for _ in range(12):
+        a.step(act())
+    saved = [{**s, **json.loads(json.dumps({k: s[k] for k in ("start", "obs")}))}
+             for s in a.env_method(REPLAY_STATE)]  # fmt: skip
+    b = playground.make_vec_env(env, two, seed=0, log_dir=None)
+    assert all(b.env_method(REPLAY, s, indices=[i])[0] for i, s in enumerate(saved))
+    dones = 0
+    for _ in range(16):  # 12 + 16 > episode_length 20: every env resets on the way
+        action = act()
+        stepped = a.step(action), b.step(action)
+        for x, y in zip(stepped[0][:3], stepped[1][:3], strict=True):
+            assert np.array_equal(np.asarray(x), np.asarray(y))
+        dones += int(np.asarray(stepped[0][2]).sum())
+    assert dones >= 2

@@ -11,6 +11,7 @@ fresh reset merged in where an env is done), so they work on any state.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import gymnasium as gym
@@ -45,6 +46,16 @@ def _jitted(env: Any, n_envs: int, episode_length: int, action_repeat: int) -> t
         return merged, nxt.obs, nxt.reward, done, nxt.info["truncation"].astype(bool)
 
     return jax.jit(reset), jax.jit(step)
+
+
+def _row(saved: Any, arr: np.ndarray) -> np.ndarray:
+    """One env's saved slice of `arr` as an array of its dtype. An empty slice comes back from
+    JSON as `[]` whatever its shape (MJX keeps zero-size arrays, e.g. no contacts: (0, 5)):
+    it takes the shape it had."""
+    row = np.asarray(saved, dtype=arr.dtype)
+    if row.size == 0 and math.prod(arr.shape[1:]) == 0:
+        return row.reshape(arr.shape[1:])
+    return row
 
 
 class JaxVecEnv(VecEnv):
@@ -165,7 +176,7 @@ class JaxVecEnv(VecEnv):
         arrays, saved = self._host(), state["start"]["leaves"]
         if len(saved) != len(arrays):
             return False
-        rows = [np.asarray(v, dtype=arr.dtype) for arr, v in zip(arrays, saved, strict=True)]
+        rows = [_row(v, arr) for arr, v in zip(arrays, saved, strict=True)]
         if any(row.shape != arr.shape[1:] for arr, row in zip(arrays, rows, strict=True)):
             return False
         for arr, row in zip(arrays, rows, strict=True):
