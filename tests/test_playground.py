@@ -66,6 +66,14 @@ def _menagerie_missing() -> bool:
     return not catalog.menagerie().is_dir()
 
 
+def _published(env_id: str) -> dict | None:
+    """The Brax PPO config Playground publishes for `env_id` (the TaskConfigs ability)."""
+    from runner.backends.abilities import TaskConfigs
+
+    assert isinstance(playground, TaskConfigs)
+    return playground.agent_config(env_id, "brax_ppo_cfg_entry_point")
+
+
 def test_overrides_are_checked_against_the_envs_own_configuration():
     """env.kwargs against CartpoleBalance's real default configuration: each problem at its own
     line (nested or dotted), the near key named; a right one passes."""
@@ -90,7 +98,7 @@ def test_menagerie_envs_are_marked_and_their_brax_configs_read():
     assert "CartpoleBalance" in playground.env_ids() and "CartpoleBalance" not in notes
     if _menagerie_missing():
         assert notes[_menagerie_id()].startswith("needs a download")
-    found = playground.agent_config("CartpoleBalance", "brax_ppo_cfg_entry_point")
+    found = _published("CartpoleBalance")
     assert found is not None and found["entry"].endswith("dm_control_suite_params.brax_ppo_config")
     assert found["cfg"]["num_timesteps"] > 0 and found["cfg"]["unroll_length"] > 0
 
@@ -102,7 +110,7 @@ def test_task_defaults_take_playgrounds_published_brax_ppo_config():
     from runner.trainers import task_defaults
 
     data = pg_manifest(algo={"name": "brax_ppo", "defaults": "task", "params": {"batch_size": 8}})
-    cfg = playground.agent_config("CartpoleBalance", "brax_ppo_cfg_entry_point")
+    cfg = _published("CartpoleBalance")
     assert cfg is not None
     out, sources = task_defaults.apply(data)
     params = out["algo"]["params"]
