@@ -1,7 +1,8 @@
 """Bad inputs a hostile or careless user gives the CLI: each must get one line and exit 2.
 
-Shared by tests/test_bad_inputs.py (one test each) and tests/benchmarks/reliability.py (counts).
-`deep` cases are refused only by building the variant (the dry construction before any unit).
+Shared by tests/reliability/test_bad_inputs.py (one test each) and tests/benchmarks/reliability.py
+(counts). `deep` cases are refused only by building the variant (the dry construction before any
+unit).
 """
 
 from __future__ import annotations
