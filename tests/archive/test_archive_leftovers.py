@@ -1,4 +1,4 @@
-"""What a refused `reproduce` or a killed `archive` leaves behind (issue 27, item 14): a refused
+"""What a refused `reproduce` or a killed `archive` leaves behind: a refused
 warm-start archive leaves no OUT/parents/<id>/, its error names the archive's file, an extra
 file under parents/ is refused, a SIGKILLed archive's temporary part is cleared by the next."""
 

@@ -72,8 +72,8 @@ def test_the_one_sdist_is_built_from_its_hash():
 
 
 def test_gpu_lock_runs_both_gpu_backends():
-    """What the issue found broken: hydra-core 0.11 (isaaclab_tasks does not import) and jax 0.12
-    (Brax 0.14.2's PPO does not run). The lock has the versions that work, RSL-RL and JAX's CUDA
+    """The lock avoids the versions that break the GPU backends, hydra-core 0.11 (isaaclab_tasks
+    does not import) and jax 0.12 (Brax 0.14.2's PPO does not run), and has RSL-RL and JAX's CUDA
     plugin at the same JAX."""
     pins = _pins(LOCK.read_text())
     assert tuple(int(x) for x in pins["hydra-core"].split(".")[:2]) >= (1, 3)

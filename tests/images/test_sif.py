@@ -380,7 +380,7 @@ def test_a_slurm_unit_whose_apptainer_cannot_start_fails_with_its_message(tmp_pa
 @needs_apptainer
 @pytest.mark.skipif(os.geteuid() != 0, reason="a chroot needs root")
 def test_apptainer_without_namespaces_is_one_line_exit_2(tmp_path, write_manifest):
-    """In a plain chroot (its root no mount point, as in the issue) Apptainer cannot make its
+    """In a plain chroot (its root no mount point) Apptainer cannot make its
     mount namespace private: `run --image` says so in one line before anything is written, and
     `doctor` says Apptainer is not usable there."""
     manifest = write_manifest(tiny_manifest())

@@ -49,7 +49,7 @@ def _alias_bomb(levels: int) -> str:
     return "{" + ", ".join(parts) + "}"
 
 
-# ---------------------------------------------------------------- schedules and rates (item 5)
+# ---------------------------------------------------------------- schedules and rates
 
 RANGE_CASES: dict[str, tuple[dict[str, Any], str]] = {
     "lr_schedule_negative_end": (
@@ -97,7 +97,7 @@ def test_schedules_within_range_still_validate(write_manifest):
     assert out.returncode == 0, out.stderr
 
 
-# ---------------------------------------------------------------- --set as the file (item 6)
+# ---------------------------------------------------------------- --set as the file
 
 
 FILE = """\
@@ -134,7 +134,7 @@ def test_set_value_refused_exactly_as_the_same_value_in_the_file(write_manifest,
     assert by_set.startswith(f"error: --set {key}={value}: "), by_set
 
 
-# ---------------------------------------------------------------- --set under the matrix (item 7)
+# ---------------------------------------------------------------- --set under the matrix
 
 
 @pytest.mark.parametrize(
@@ -194,7 +194,7 @@ def test_set_of_a_key_a_merged_matrix_mapping_keeps_applies_to_every_variant():
     assert matrix_problems(crossed, build(["algo.params.gamma=0.5"]))
 
 
-# ---------------------------------------------------------------- bounded, one line (item 9)
+# ---------------------------------------------------------------- bounded, one line
 
 BOMBS = {
     "alias_bomb_6_levels": ["-s", f"env.kwargs={_alias_bomb(6)}"],
@@ -232,7 +232,7 @@ def test_seed_bound_of_the_file_is_the_bound_of_the_command_line(write_manifest)
     _one_line(rlcrate("validate", str(write_manifest(m))), "seeds: a seed is at most 4,294,967,295")
 
 
-# ---------------------------------------------------------------- algo.defaults (items 10, 13)
+# ---------------------------------------------------------------- algo.defaults
 
 
 def test_defaults_as_a_list_is_one_line_at_its_field(write_manifest):
@@ -283,8 +283,8 @@ def test_tampered_zoo_file_is_one_line_naming_it(write_manifest, tmp_path, case)
     ids=["unary chain", "long text"],
 )  # fmt: skip
 def test_a_zoo_expression_past_the_parser_is_one_line(write_manifest, tmp_path, chain, says):
-    """A long unary chain in a zoo table's policy_kwargs was a MemoryError traceback from
-    ast.parse (issue 48, item 20)."""
+    """A long unary chain (or a long text) in a zoo table's policy_kwargs, which ast.parse would
+    meet with a MemoryError, is one line naming the zoo file and its entry."""
     zoo = tmp_path / "site" / "rl_zoo3"  # found before the installed one
     (zoo / "hyperparams").mkdir(parents=True)
     (zoo / "__init__.py").write_text("")
@@ -300,7 +300,7 @@ def test_a_zoo_expression_past_the_parser_is_one_line(write_manifest, tmp_path, 
     _one_line(out, "algo.defaults: rl-zoo3", "ppo.yml CartPole-v1", says)
 
 
-# ------------------------------------------------------------ --seeds names seeds (item 14, #31)
+# ------------------------------------------------------------ --seeds names seeds
 
 NOT_SEEDS = {
     "-1": "'-1' is not a seed; write seeds as 0, 0,2 or 0-4, or --num-seeds N",

@@ -1,4 +1,4 @@
-"""What a run has recorded is never lost or silently changed (issue 23), on real tiny runs:
+"""What a run has recorded is never lost or silently changed, on real tiny runs:
 finished work is recovered rather than redone, a checkpoint's step is its own, an eval's mean is
 its episodes', `status` only looks, result files follow the umask, and an unfinished run says it
 has no results yet rather than that its claims failed.

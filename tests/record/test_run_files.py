@@ -1,5 +1,5 @@
 """Damaged files of a real run directory or archive: one line naming the file, exit 2, no
-traceback, nothing created (issue 23 K). Every reader of resolved.yaml goes through the one run
+traceback, nothing created. Every reader of resolved.yaml goes through the one run
 model (`runner.manifest.resolved`)."""
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def test_damaged_status_json_on_resume_is_recovered_from_the_unit_files(finished
     res = rlcrate("run", str(run / "manifest.yaml"), "--resume", str(run))
     assert res.returncode == 0 and "Traceback" not in res.stderr, res.stdout + res.stderr
     said = "".join(res.stdout.split())  # Rich wraps a long path anywhere
-    # its model and eval result are whole: recovered from them, not run again (issue 23 B)
+    # its model and eval result are whole: recovered from them, not run again
     assert "status.jsonwasunreadable;itsmodelandevalresultarewhole" in said, res.stdout
     assert json.loads((run / UNIT / "status.json").read_text())["state"] == "done"
 

@@ -1,4 +1,4 @@
-"""Plugins and container engines that misbehave (issue 48, item 18), met through the console
+"""Plugins and container engines that misbehave, met through the console
 script: a plugin that calls sys.exit at import, one whose import never ends, an entry point
 naming a function; an engine that prints bytes that are not UTF-8, one that never answers (with
 the probe it started), and `image ls` stopped while it waits. Each is one line or a listed

@@ -1,5 +1,5 @@
-"""Where the commands that write a file the user names may write it, and what they read first
-(issue 48, items 9, 16 and 20's leftovers), through the console script on the session's tiny
+"""Where the commands that write a file the user names may write it, and what they read first,
+through the console script on the session's tiny
 run: `export -o` never replaces a run's own file, a device, a FIFO or an existing file without
 --force, and exports only the model training left (its pin) with statistics that are numbers;
 `archive -o` refuses a device and names its target on a read-only file system; `report` on a

@@ -118,7 +118,7 @@ def test_where_a_training_step_goes_is_one_computation_the_runs_support():
 @pytest.mark.parametrize(
     ("inference", "train", "why"),
     [
-        # the issue's case: inference outside training would leave the update nothing
+        # inference outside training would leave the update nothing
         (_rate(520, 500, 540), _rate(500, 480, 520), "the rates' ranges overlap"),
         # training measured faster than env + inference: noise larger than inference's cost
         (_rate(520, 500, 540), _rate(600, 580, 620), "training measured as fast as env + inf"),

@@ -126,7 +126,7 @@ def test_godot_unpaced_bitwise(write_manifest, cache_dir):
 @pytest.mark.slow
 @pytest.mark.gymnasium
 def test_a_damaged_cache_is_never_copied_on(write_manifest, tmp_path, cache_dir):
-    """A string where a check's result belongs (issue 48, item 14): a run records no check, and
+    """A string where a check's result belongs in the determinism cache: a run records no check, and
     an archive crafted to carry one is refused by reproduce in one line."""
     cache_dir.mkdir()
     poisoned = {determinism.fingerprint(): {"gymnasium": "bitwise", "resume": {"gymnasium": 5}}}

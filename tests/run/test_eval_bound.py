@@ -1,4 +1,4 @@
-"""Every evaluation episode is bounded (issue 48, item 12): an env without a time limit of its
+"""Every evaluation episode is bounded: an env without a time limit of its
 own (stock CliffWalking-v1, where an under-trained deterministic policy walks into a wall
 forever) is cut at `eval.max_episode_steps`, else rlcrate's default, and eval.json says which
 bound applied and how many episodes reached it. The logic in process; one real run through the

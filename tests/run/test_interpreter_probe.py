@@ -1,5 +1,5 @@
 """A backend interpreter that hangs or is broken is one line within seconds; a run directory that
-cannot be written is one line naming the run (issue 27, item 12)."""
+cannot be written is one line naming the run."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A resume runs only what its run started with: manifest.yaml and resolved.yaml edited together,
-consistently, are refused by `run --resume` and `eval --resume` (issue 27, item 8)."""
+consistently, are refused by `run --resume` and `eval --resume`."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tracking bounded in time and resumable (issue 27, item 11; issue 31's MLflow console lines).
+"""Tracking bounded in time and resumable, with MLflow's own console lines kept off rlcrate's.
 
 A server of our own on 127.0.0.1 that answers one byte a second must not stretch a run or
 `rlcrate track`; an upload killed (SIGKILL, Ctrl-C) at the worst moments, between MLflow's

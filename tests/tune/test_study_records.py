@@ -1,5 +1,5 @@
-"""A study's records checked against each other (issue 48, items 10, 11, 17 and 20's sampler
-seed), through the console script on a real toy study (the torch-free toy_climb trainer): a
+"""A study's records checked against each other (and the sampler's seed),
+through the console script on a real toy study (the torch-free toy_climb trainer): a
 resumed study whose journal or tune.json was emptied, lost or edited is refused in one line
 naming the file, never relabelled; a cut-off journal line is repaired and garbage refused; a
 stale Optuna lock neither spins nor waits; an interrupted study draws its remaining trials as an

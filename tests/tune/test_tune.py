@@ -150,7 +150,7 @@ def test_tune_without_a_tune_section_is_refused(tmp_path):
 
 
 def test_an_int_range_of_a_billion_values_is_counted_not_listed(tmp_path):
-    """A MemoryError before (item 13 of issue 48): every sampler had the range listed."""
+    """A huge int range is counted, never listed (every sampler once listed it: a MemoryError)."""
     import resource
 
     def capped() -> None:

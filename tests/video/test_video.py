@@ -82,7 +82,8 @@ def test_a_video_that_cannot_be_written_fails_the_unit_and_keeps_its_eval(tiny_r
 
 
 def _fake_ffmpeg(folder: Path, body: str) -> Path:
-    """An ffmpeg (IMAGEIO_FFMPEG_EXE) that fails as the red team's did; its pid in `pids`."""
+    """An ffmpeg (IMAGEIO_FFMPEG_EXE) that misbehaves as `body` says (hangs, or dies mid-clip);
+    its pid in `pids`."""
     fake = folder / "ffmpeg"
     fake.write_text(f'#!/bin/sh\necho $$ >> "{folder}/pids"\nfor last; do :; done\n{body}\n')
     fake.chmod(0o755)

@@ -1,4 +1,4 @@
-"""Exact resume (issue 35): a unit killed with SIGKILL and resumed ends bit-identical to the same
+"""Exact resume: a unit killed with SIGKILL and resumed ends bit-identical to the same
 unit run without a stop: final parameters, TensorBoard scalars per step, eval.json.
 
 One run holds the units compared (PPO, PPO with `normalize`, SAC on Pendulum, each on a

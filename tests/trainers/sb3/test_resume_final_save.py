@@ -1,5 +1,5 @@
 """A unit stopped while saving its final model never ends `done` with a model that lacks the
-last update (issue: it resumed from a checkpoint taken at the budget, before that update).
+last update (it once resumed from a checkpoint taken at the budget, before that update).
 
 Checkpoints are taken at rollout boundaries, after the update of the steps they count, and
 never at the budget; a checkpoint at the budget (a stop during the last update, or an older
