@@ -35,7 +35,7 @@ esac
 
 # Both images carry Brax and the JAX its PPO runs on (the jax extra), so `backend: brax` runs in
 # either; the CUDA lock adds JAX's CUDA plugin packages (requirements.in).
-set -- "$dir/requirements.in" --extra gymnasium --extra envpool --extra godot --extra jax --extra zoo --extra video
+set -- "$dir/requirements.in" --extra gymnasium --extra envpool --extra godot --extra jax --extra playground --extra zoo --extra video
 how="images/lock.sh $variant"
 if [ "$variant" = cuda ] && [ -n "${LOCK_ISAACSIM_INDEX_URL:-}" ]; then
     set -- "$@" "$dir/isaacsim.in" --extra-index-url "$LOCK_ISAACSIM_INDEX_URL"

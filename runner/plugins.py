@@ -37,6 +37,7 @@ OWN: dict[str, dict[str, str]] = {
         "gymnasium": "runner.backends.gymnasium:Gymnasium",
         "isaaclab": "runner.backends.isaaclab:IsaacLab",
         "brax": "runner.backends.brax:Brax",
+        "playground": "runner.backends.playground:Playground",
     },
     "trainer": {
         "sb3": "runner.trainers.sb3:SB3",

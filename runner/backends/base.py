@@ -124,6 +124,12 @@ class Backend(ABC, Generic[E]):
     def env_ids(self) -> list[str]:
         """The env ids it offers (may be a representative list, e.g. the bundled Godot games)."""
 
+    def id_notes(self) -> dict[str, str]:
+        """Ids `env_ids` lists that cannot be made here as installed, each with a few words on
+        why (`rlcrate envs` marks them; `check_env` refuses them in a sentence). Cheap. Default:
+        none."""
+        return {}
+
     @abstractmethod
     def check_env(self, env: E) -> list[FieldProblem]:
         """Every problem with the env (its options model, `Options`): each at its field's key

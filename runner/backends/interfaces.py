@@ -49,13 +49,22 @@ def jax_observation_size(env: Any) -> Any:
 @dataclass(frozen=True)
 class JaxEnv:
     """FUNCTIONAL_JAX_ENV: the unwrapped env, how the manifest wraps it (episode length, action
-    repeat), and how its states are drawn for `eval.video` (`painter(size)`, size None: the
-    env's own frame; None when the env has no physics system to draw)."""
+    repeat), how a loop wraps it for training, and how its states are drawn for `eval.video`.
+
+    `wrap(env, episode_length=, action_repeat=, randomization_fn=)`: the training wrapper
+    (vmap, episode ends, automatic resets) Brax's `ppo.train` takes as `wrap_env_fn`; None:
+    Brax's own (`brax.envs.wrappers.training.wrap`), which resets a Brax state's
+    `pipeline_state` (a MuJoCo Playground state keeps its physics in `data` and brings its own).
+    `pose(state)`: the joint positions and velocities (q, qd) of one env's state, traceable
+    under jit, which `painter(size)` draws (size None: the env's own frame); both None when the
+    env has no physics system to draw."""
 
     env: Any
     episode_length: int
     action_repeat: int
     painter: Callable[[tuple[int, int] | None], FramePainter] | None = None
+    pose: Callable[[Any], tuple[Any, Any]] | None = None
+    wrap: Callable[..., Any] | None = None
 
     def observation_size(self) -> Any:
         """The observation's size (an int, or each key's shape), without running a reset."""
@@ -64,6 +73,14 @@ class JaxEnv:
     @property
     def action_size(self) -> int:
         return int(self.env.action_size)
+
+    def training_wrapper(self) -> Callable[..., Any]:
+        """`wrap`, or Brax's own training wrapper (imports Brax)."""
+        if self.wrap is not None:
+            return self.wrap
+        from brax.envs.wrappers.training import wrap
+
+        return wrap
 
 
 class BatchedTorchEnv(NamedTuple):

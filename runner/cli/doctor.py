@@ -188,8 +188,10 @@ def list_envs(console: Console, backend: str | None, all_ids: bool) -> None:
                 console.print(f"[bold]{name}[/]: unavailable ({escape(reason)})")
             continue
         ids = sorted(module.env_ids(), key=lambda i: ("/" in i, i))  # plain ids before namespaced
-        if all_ids:
-            print("\n".join(i if backend else f"{name} {i}" for i in ids))
+        notes = module.id_notes()
+        if all_ids:  # a note after the id, in parentheses: the id stays the line's first word
+            marked = [f"{i} ({notes[i]})" if i in notes else i for i in ids]
+            print("\n".join(i if backend else f"{name} {i}" for i in marked))
             continue
         namespaces: dict[str, int] = {}
         for i in ids:
@@ -197,5 +199,9 @@ def list_envs(console: Console, backend: str | None, all_ids: bool) -> None:
                 namespaces[i.split("/")[0]] = namespaces.get(i.split("/")[0], 0) + 1
         more = f" ... and {len(ids) - 15} more (--all)" if len(ids) > 15 else ""
         groups = "".join(f"; {ns}/* ({n})" for ns, n in namespaces.items())
-        listing = escape(f"{', '.join(ids[:15])}{more}")
+        shown = [f"{i}*" if i in notes else i for i in ids[:15]]
+        listing = escape(f"{', '.join(shown)}{more}")
         console.print(f"[bold]{name}[/] ({len(ids)} ids{groups}): {listing}")
+        for note in sorted(set(notes.values())):
+            count = sum(1 for v in notes.values() if v == note)
+            console.print(f"  * {escape(note)} ({count} ids: --all lists them)")

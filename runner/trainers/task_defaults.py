@@ -1,6 +1,7 @@
-"""`algo.defaults: task` on backend isaaclab: the agent configuration the Isaac Lab task registers
-for the chosen library, processed as Isaac Lab's own training script for that library does,
-applied under the manifest (anything the manifest sets wins), each value's source recorded.
+"""`algo.defaults: task`: the agent configuration a task registers for the chosen library (the
+backend's `TaskConfigs` ability: Isaac Lab's tasks, MuJoCo Playground's environments), processed
+as that framework's own training script does, applied under the manifest (anything the manifest
+sets wins), each value's source recorded.
 
 Stable-Baselines3 algorithms read `sb3_cfg_entry_point`, as `train_sb3` with `process_sb3_cfg`:
 `policy` -> algo.policy; `n_timesteps` -> train.timesteps; `normalize_input`, `normalize_value`,
@@ -12,6 +13,17 @@ algo.params. Isaac Lab's `seed` gives way to the unit's seed, its `device` to al
 `rsl_rl_ppo` reads `rsl_rl_cfg_entry_point` (the trainer starts from it in any case): each value
 of the runner configuration -> algo.params at its nested path, and `max_iterations` ->
 train.timesteps (max_iterations x num_steps_per_env x parallel.envs); seed and device as above.
+
+`brax_ppo` reads `brax_ppo_cfg_entry_point` (MuJoCo Playground publishes one per environment, the
+keyword arguments of Brax's `ppo.train` its own training script passes): `num_timesteps` ->
+train.timesteps; `num_envs` -> parallel.envs; `episode_length` and `action_repeat` ->
+env.kwargs (the env's configuration, which gives both the training wrapper and the evaluation
+their episode length); `network_factory` -> algo.params.network; every other key ->
+algo.params, but `num_evals` (Brax's in-loop evaluations: rlcrate's eval job evaluates) and
+`seed` (the unit's).
+
+Which backend's task it is, and where its config comes from, is the source recorded for each
+value (`resolved.yaml`'s `sources`).
 """
 
 from __future__ import annotations
@@ -25,7 +37,8 @@ from runner.trainers.defaults import put
 from runner.trainers.rsl_rl_ppo import RUNNER_SUPPLIED
 
 Path_ = tuple[str, ...]
-ENTRY_POINTS = {"rsl_rl_ppo": "rsl_rl_cfg_entry_point"}
+ENTRY_POINTS = {"rsl_rl_ppo": "rsl_rl_cfg_entry_point", "brax_ppo": "brax_ppo_cfg_entry_point"}
+LIBRARIES = {"rsl_rl_ppo": "RSL-RL", "brax_ppo": "Brax PPO"}
 SB3_ENTRY_POINT = "sb3_cfg_entry_point"
 NOT_APPLIED = ("seed", "device")  # the unit's seed; algo.device (rsl_rl_ppo: the task's device)
 NORMALIZE = {"normalize_input": "obs", "normalize_value": "reward", "clip_obs": "clip_obs"}
@@ -91,6 +104,33 @@ def rsl_rl_values(cfg: dict[str, Any], n_envs: int) -> dict[Path_, Any]:
     return out
 
 
+# Brax's ppo.train arguments a task's config carries that go elsewhere in the manifest
+BRAX_PLACES: dict[str, Path_] = {
+    "num_timesteps": ("train", "timesteps"),
+    "num_envs": ("parallel", "envs"),
+    "episode_length": ("env", "kwargs", "episode_length"),
+    "action_repeat": ("env", "kwargs", "action_repeat"),
+}
+BRAX_NOT_APPLIED = ("num_evals", "seed")  # rlcrate's eval job; the unit's seed
+
+
+def brax_ppo_values(cfg: dict[str, Any], n_envs: int) -> dict[Path_, Any]:
+    out: dict[Path_, Any] = {}
+    for key, value in cfg.items():
+        if key in BRAX_NOT_APPLIED:
+            continue
+        if key in BRAX_PLACES:
+            out[BRAX_PLACES[key]] = int(value)
+        elif key == "network_factory":
+            out.update(_leaves(value, ("algo", "params", "network")))
+        else:
+            out.update(_leaves(value, ("algo", "params", key)))
+    return out
+
+
+CONVERT = {"rsl_rl_ppo": rsl_rl_values, "brax_ppo": brax_ppo_values}
+
+
 def apply(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     """`data` (the manifest as parsed) with the task's values under it; dotted path -> source of
     each value the task supplied. TaskDefaultsError when the task cannot supply them."""
@@ -120,13 +160,13 @@ def apply(data: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
         raise TaskDefaultsError(f"'task' reads the agent config a task registers; the {backend} "
                                 "backend's tasks register none")  # fmt: skip
     if found.get("entry") is None:
-        library = "RSL-RL" if name in ENTRY_POINTS else "Stable-Baselines3"
+        library = LIBRARIES.get(name, "Stable-Baselines3")
         raise TaskDefaultsError(f"{task} registers no {library} agent config ({entry_point})")
     parallel = data.get("parallel") if isinstance(data.get("parallel"), dict) else {}
     n_envs = int((parallel or {}).get("envs", 1))
-    convert = rsl_rl_values if name in ENTRY_POINTS else sb3_values
+    convert = CONVERT.get(name, sb3_values)
     out, sources = copy.deepcopy(data), {}
-    source = f"isaaclab task {task} ({entry_point}: {found['entry']})"
+    source = f"{backend} task {task} ({entry_point}: {found['entry']})"
     for path, value in convert(dict(found["cfg"]), n_envs).items():
         if not given(data, path):
             put(out, path, value)

@@ -61,6 +61,7 @@ def test_the_contract_names_every_hook():
         "available", "env_ids", "check_env", "make_env", "make_vec_env", "require_env", "spaces",
         "action_kind", "check_parallel", "versions", "processes", "nondeterminism", "env_files",
         "doctor_rows", "interpreter", "package_file", "episode_limit", "smallest_layout",
+        "id_notes",
     }  # fmt: skip
     abstract = {n for n in HOOKS if getattr(getattr(Backend, n), "__isabstractmethod__", False)}
     assert abstract == {"available", "env_ids", "check_env", "make_vec_env"}
@@ -88,6 +89,7 @@ def test_each_backend_declares_what_it_can_do():
         "gymnasium": {"Video", "ZooIds", "ExactResume"},
         "isaaclab": {"TaskConfigs"},
         "brax": {"Video", "ExactResume"},
+        "playground": {"Video", "ExactResume", "TaskConfigs"},
     }
 
 

@@ -52,7 +52,7 @@ def test_another_trainers_field_is_an_error_at_its_line(write_manifest):
         "8: algo.torch_threads: the brax_ppo trainer has no such option; rsl_rl_ppo, sb3 have; "
         "Brax's PPO runs on JAX, not torch",
         "9: algo.devise: unknown key; did you mean 'device'? (the brax_ppo trainer's options: "
-        "name, trainer, params, device)",
+        "name, trainer, params, device, defaults)",
     ]
 
 
@@ -86,7 +86,7 @@ def test_resolved_yaml_records_only_what_the_trainer_uses():
     """A brax_ppo variant records its own options; an SB3 variant keeps the keys SB3 runs have
     always had, where they were (so older runs' files read alike)."""
     brax = tiny_manifest(**BRAX)
-    assert set(_algo(brax)) == {"name", "trainer", "params", "device"}
+    assert set(_algo(brax)) == {"name", "trainer", "params", "device", "defaults"}
     sb3 = _algo(tiny_manifest())
     assert set(sb3) == {
         "name", "trainer", "defaults", "policy", "params", "normalize", "device", "torch_threads"
@@ -101,7 +101,7 @@ def test_a_matrix_may_change_the_trainer():
 
     base = Manifest.model_validate(tiny_manifest(**{**BRAX, "algo": {"name": "PPO"}}))
     brax = apply_overrides(base, {"algo.name": "brax_ppo"})
-    assert set(brax.algo.model_dump()) == {"name", "trainer", "params", "device"}
+    assert set(brax.algo.model_dump()) == {"name", "trainer", "params", "device", "defaults"}
     back = apply_overrides(brax, {"algo.name": "SAC"})
     assert (back.algo.model_dump()["policy"], back.algo.name) == ("MlpPolicy", "SAC")
     fixed = Manifest.model_validate(tiny_manifest(**{**BRAX, "algo": {"policy": "MlpPolicy"}}))
@@ -129,7 +129,7 @@ def test_an_older_resolved_yaml_reads_as_what_ran_and_drops_nothing_unseen():
     one line naming it."""
     run = parse_resolved(_old({}), "runs/x/resolved.yaml")
     assert run.variants["default"].config.algo.model_dump() == {
-        "name": "brax_ppo", "trainer": None, "params": {}, "device": "cpu"
+        "name": "brax_ppo", "trainer": None, "params": {}, "device": "cpu", "defaults": None
     }  # fmt: skip
     assert run.same_run(resolved(Manifest.model_validate(tiny_manifest(**BRAX))))  # as --resume
     with pytest.raises(RunFileError) as exc:

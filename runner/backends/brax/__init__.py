@@ -36,7 +36,7 @@ from runner.backends.base import (
     gpu_env_python,
     unknown_id,
 )
-from runner.backends.brax.frames import video_problems
+from runner.backends.brax.frames import pose, video_problems
 from runner.backends.interfaces import FramePainter, jax_observation_size
 from runner.errors import BackendUnavailable, FieldProblem, first_error
 from runner.manifest.schema import ParallelSpec
@@ -162,6 +162,14 @@ def episode_length(env: BraxEnv) -> int:
     return int(env.kwargs.get("episode_length", EPISODE_LENGTH))
 
 
+def jax_env(env: BraxEnv, made: Any) -> JaxEnv:
+    """FUNCTIONAL_JAX_ENV of the Brax env `made`: Brax's own training wrapper, and its drawing
+    where it has a physics system."""
+    drawable = hasattr(made, "sys")
+    painter = functools.partial(painter_of, made.sys) if drawable else None
+    return JaxEnv(made, episode_length(env), env.action_repeat, painter, pose if drawable else None)
+
+
 JAX_PROBE = "import jax; print(jax.__version__, *[str(d) for d in jax.devices()])"
 PACKAGES = ("brax", "jax", "jaxlib", "flax", "optax", "mujoco", "mujoco-mjx", "numpy")
 
@@ -216,8 +224,7 @@ class Brax(Backend[BraxEnv], Video[BraxEnv], ExactResume[BraxEnv]):
             return super().make_env(env, parallel, interface=interface, seed=seed, log_dir=log_dir)
         self.require_env(env)
         made = make_brax_env(env)
-        painter = functools.partial(painter_of, made.sys) if hasattr(made, "sys") else None
-        return JaxEnv(made, episode_length(env), env.action_repeat, painter)
+        return jax_env(env, made)
 
     def spaces(self, env: BraxEnv) -> tuple[Any, Any] | None:
         import gymnasium as gym
@@ -275,13 +282,7 @@ class Brax(Backend[BraxEnv], Video[BraxEnv], ExactResume[BraxEnv]):
         self.require_env(env)
         from runner.backends.brax.vec import BraxVecEnv
 
-        return BraxVecEnv(
-            make_brax_env(env),
-            n_envs=parallel.envs,
-            seed=seed,
-            episode_length=episode_length(env),
-            action_repeat=env.action_repeat,
-        )
+        return BraxVecEnv(jax_env(env, make_brax_env(env)), n_envs=parallel.envs, seed=seed)
 
     def versions(self) -> dict[str, dict[str, Any]]:
         """The Python Brax's units run with and its packages, read from their metadata (no

@@ -50,6 +50,7 @@ def ppo_kwargs(
     params = dict(cfg.algo.params)
     network = dict(params.pop("network", {}) or {})
     kwargs: dict[str, Any] = {
+        "wrap_env_fn": task.wrap,  # None: Brax's own training wrapper
         "num_evals": 0,
         "log_training_metrics": True,
         "episode_length": task.episode_length,

@@ -1,7 +1,8 @@
 """The bench job's measurements for Brax's own PPO: both sides of Brax's fused, jitted loop.
 
 Env-only steps/s time `jax.jit` of a `lax.scan` over the vmapped, auto-resetting training env
-(Brax's own `wrap`, as `ppo.train` uses it) with uniform random actions drawn inside the scan:
+(the env's training wrapper, as `ppo.train` uses it: Brax's own `wrap`, or
+Playground's) with uniform random actions drawn inside the scan:
 the rate Brax's trainer sees, not the SB3 adapter's (an `algo: PPO` point on `backend: brax`
 measures that one). The first two calls (compilation, and a recompile for the state's weak
 types) are timed apart (`compile_s`).
@@ -28,12 +29,12 @@ WARMUP_CALLS = 2  # untimed calls (env-only) and epochs (training) before the ti
 
 def env_only(cfg: Manifest, seed: int) -> Rate:
     import jax
-    from brax.envs.wrappers.training import wrap
 
     from runner.trainers.brax_ppo import jax_env
 
     task = jax_env(cfg)
     base = task.env
+    wrap = task.training_wrapper()  # the one ppo.train wraps the env with
     env = wrap(base, episode_length=task.episode_length, action_repeat=task.action_repeat)
     n, spec = cfg.parallel.envs, cfg.bench
     vec_steps = max(1, math.ceil(spec.steps / n))

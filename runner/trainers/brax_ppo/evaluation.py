@@ -28,10 +28,9 @@ def _episodes(cfg: Manifest, task: JaxEnv, policy: Any, seed: int) -> tuple[Any,
 
     env = EpisodeWrapper(task.env, task.episode_length, task.action_repeat)
     steps = -(-task.episode_length // task.action_repeat)
-    drawable = hasattr(task.env, "sys")
 
     def pose(state: Any) -> Any:
-        return (state.pipeline_state.q, state.pipeline_state.qd) if drawable else None
+        return task.pose(state) if task.pose is not None else None
 
     def one(key: Any) -> tuple[Any, Any, Any]:
         key_reset, key_act = jax.random.split(key)
@@ -83,7 +82,7 @@ def _record_video(cfg: Manifest, task: JaxEnv, unit_dir: Path, lengths: Any, pos
 
     spec = cfg.eval.video
     assert spec is not None
-    if poses is None or task.painter is None:
+    if poses is None or task.painter is None:  # no `pose`: nothing was kept to draw
         from runner.video.capture import VideoFailed
 
         msg = f"eval.video: {cfg.env.id} has no physics system to draw; eval.json is kept"
