@@ -30,7 +30,7 @@ pytestmark = [
     ),
 ]
 
-# Brax's PPO at the tests' tiny budget (tests/test_brax.py's)
+# Brax's PPO at the tests' tiny budget (tests/backends/brax/test_brax.py's)
 TINY_PPO = {
     "unroll_length": 8, "batch_size": 8, "num_minibatches": 2, "num_updates_per_batch": 1,
     "network": {"policy_hidden_layer_sizes": [16], "value_hidden_layer_sizes": [16]},
