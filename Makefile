@@ -11,8 +11,9 @@ STAMP  := $(VENV)/.installed
 # xvfb, xauth: a virtual display, for eval.video's Godot frames;
 # libosmesa6: MuJoCo's software OpenGL (MUJOCO_GL=osmesa), for its envs' eval.video.
 # libegl1, libegl-mesa0: EGL without a display (MUJOCO_GL=egl, Mesa's llvmpipe here), as the GPU
-# check's video step draws on a GPU machine (tests/test_gpu_check.py runs its --dry path).
-# x11-xserver-utils: xsetroot, which paints a test's Xvfb screen (tests/test_godot_screen.py).
+# check's video step draws on a GPU machine (tests/gpu/test_gpu_check.py runs its --dry path).
+# x11-xserver-utils: xsetroot, which paints a test's Xvfb screen
+# (tests/backends/godot/test_godot_screen.py).
 # chromium: the docs tests load the built site in it (headless) and take screenshots.
 # docker.io, docker-registry: the image tests start a Docker Engine and a registry of their own.
 APT_PACKAGES := patchelf godot3-server godot3 xvfb xauth libosmesa6 libegl1 libegl-mesa0 x11-xserver-utils buildah podman debootstrap uidmap tini \
@@ -80,9 +81,10 @@ SUITE_XDIST := -n $(SUITE_WORKERS) --dist loadscope --no-loadscope-reorder
 # Brax's tests that train or compile its programs run once, in the GPU environment's stage
 # (test-gpu-env, on the CPU: the same Brax and JAX versions, with JAX's CUDA plugin); here Brax's
 # checks and the adapter's state run with the CPU lock's.
-ONCE_IN_GPU_ENV := --deselect tests/test_brax.py::test_brax_ppo_twice_and_sb3_adapter_in_one_run \
-    --deselect tests/test_brax.py::test_bench_measures_brax_points_in_brax_python \
-    --deselect tests/test_brax.py::test_brax_ppo_evaluation_drawn_by_brax_scores_what_it_scores_headless
+BRAX_TESTS := tests/backends/brax/test_brax.py
+ONCE_IN_GPU_ENV := --deselect $(BRAX_TESTS)::test_brax_ppo_twice_and_sb3_adapter_in_one_run \
+    --deselect $(BRAX_TESTS)::test_bench_measures_brax_points_in_brax_python \
+    --deselect $(BRAX_TESTS)::test_brax_ppo_evaluation_drawn_by_brax_scores_what_it_scores_headless
 test: export RLCRATE_ENGINE ?= buildah
 test: venv system-deps godot4
 	$(BIN)/pytest -q $(SUITE_XDIST) -m "not image" \
@@ -179,13 +181,15 @@ gpu-wheels: venv
 # minutes from a fresh clone, cached in .cache/warp); the first free worker then takes the other
 # Isaac Lab module (about 125 s), with the kernels compiled, and the conformance tests fill the
 # rest: about 325 s a worker. (Both Isaac Lab modules behind the conformance tests on one worker
-# made the stage 426 s.) The GPU check's test (tests/test_gpu_check.py: the wheelhouse built,
+# made the stage 426 s.) The GPU check's test (tests/gpu/test_gpu_check.py: the wheelhouse built,
 # installed into a fresh venv, the check's --dry path run there; 140-250 s on a shared 2-core
 # machine with Python 3.11 standing in, not yet timed in this stage) comes next after RSL-RL's,
 # so that Brax's worker takes it while the other goes on to the second Isaac Lab module.
-GPU_ENV_TESTS := tests/test_isaaclab_rsl_rl.py tests/test_gpu_check.py tests/test_isaaclab.py \
-                 tests/test_isaaclab_picks.py tests/test_brax.py tests/test_registry.py \
-                 tests/test_cli.py tests/test_gpu_env.py tests/test_trainers.py
+GPU_ENV_TESTS := tests/trainers/rsl_rl_ppo/test_isaaclab_rsl_rl.py tests/gpu/test_gpu_check.py \
+                 tests/backends/isaaclab/test_isaaclab.py \
+                 tests/backends/isaaclab/test_isaaclab_picks.py tests/backends/brax/test_brax.py \
+                 tests/registry/test_registry.py tests/cli/test_cli.py tests/images/test_gpu_env.py \
+                 tests/trainers/test_trainers.py
 test-gpu-env: venv gpu-env
 	PYTHONPATH=$(GPU_TOOLS) $(GPU_ENV)/bin/python -m pytest -q -p no:cacheprovider $(XDIST) \
 	    -m "isaaclab or brax or wheelhouse or not slow" --run-isaaclab $(GPU_ENV_TESTS)

@@ -7,8 +7,8 @@ under the same groups, and a package adds one by `pip install` alone:
     [project.entry-points."rlcrate.backends"]
     my_sim = "my_package.backend:MySim"
 
-A manifest then says `env: {backend: my_sim, ...}`. OWN holds rlcrate's own entries (the same
-as its pyproject.toml, which tests/test_plugins.py checks), so a source tree that pip has not
+A manifest then says `env: {backend: my_sim, ...}`. OWN holds rlcrate's own entries (the same as its
+pyproject.toml, which tests/registry/test_plugins.py checks), so a source tree that pip has not
 installed still finds them, and their names answer without reading the installed distributions
 (0.05-0.25 s); a plugin's module is imported only when something asks for it.
 """

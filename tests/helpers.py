@@ -8,10 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+# The checkout under test and its tests/ folder: every path a test names starts from one of these,
+# never from the test file's own location (the tests live in folders that mirror runner/'s).
 ROOT = Path(__file__).resolve().parents[1]
+TESTS = ROOT / "tests"
 # A package of plugins (tests/plugins/rlcrate_toys, with its dist-info: what pip installs), on the
 # path of every process the tests start, so its entry points are found as an installed package's.
-PLUGINS = ROOT / "tests" / "plugins"
+PLUGINS = TESTS / "plugins"
 
 
 def checkout_env(base: dict[str, str] | None = None, **extra: str) -> dict[str, str]:
@@ -64,7 +67,7 @@ def toy_manifest(**over) -> dict:
 def _report_flag(args: tuple[str, ...], report: bool) -> list[str]:
     """`rlcrate run` with `--no-report` unless the test reads the report: report.md and its
     plots cost a run 1.5-3.5 s of CPU (Matplotlib, SciPy, drawing), a few minutes of the suite's
-    two cores; tests/test_report.py and the tests that pass `report=True` cover them."""
+    two cores; tests/report/test_report.py and the tests that pass `report=True` cover them."""
     if args[:1] == ("run",) and not report and "--report" not in args:
         return ["run", "--no-report", *args[1:]]
     return list(args)

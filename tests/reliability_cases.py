@@ -1,7 +1,8 @@
 """Bad inputs a hostile or careless user gives the CLI: each must get one line and exit 2.
 
-Shared by tests/test_bad_inputs.py (one test each) and tests/benchmarks/reliability.py (counts).
-`deep` cases are refused only by building the variant (the dry construction before any unit).
+Shared by tests/reliability/test_bad_inputs.py (one test each) and tests/benchmarks/reliability.py
+(counts). `deep` cases are refused only by building the variant (the dry construction before any
+unit).
 """
 
 from __future__ import annotations
@@ -104,14 +105,14 @@ MANIFESTS: dict[str, Any] = {
         algo__defaults="zoo", algo__name="SAC", env__id="FetchReach-v1", algo__params={}
     ),
     "zoo_on_godot": tiny_manifest(algo__defaults="zoo", env__backend="godot", env__id="ballchase"),
-    # an env constructor raising what it raises (issue 48, item 15): one line at env.kwargs
+    # an env constructor raising what it raises: one line at env.kwargs
     "env_constructor_keyerror": tiny_manifest(
         env__id="FrozenLake-v1", env__kwargs={"map_name": "9x9"}
     ),
     "env_constructor_valueerror": tiny_manifest(
         env__id="FrozenLake-v1", env__kwargs={"max_episode_steps": -5}
     ),
-    # int ranges are counted, never listed (item 13): a grid of them too large to list
+    # int ranges are counted, never listed: a grid of them too large to list
     "tune_grid_of_a_billion_ints": _study({"int": [1, 10**9]}),
     "tune_grid_of_a_huge_int": _study({"int": [1, 10**40]}),
     "action_noise_shape": tiny_manifest(

@@ -5,7 +5,7 @@
   `runner.manifest.schema` (what `rlcrate schema` prints), with its type, default and description;
 - reference/exit-status.md: `runner.cli.exit.STATUSES` and the error types with their statuses.
 
-`commands()` is also what tests/test_docs.py checks the commands shown in the docs against.
+`commands()` is also what tests/project/test_docs.py checks the commands shown in the docs against.
 """
 
 from __future__ import annotations

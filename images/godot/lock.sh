@@ -3,7 +3,8 @@
 # `godot-template-release` (the export template) with every package they need, download them and
 # write images/godot/godot4.lock: one line per .deb, "package version sha256". install.sh installs
 # exactly that list. Run it when moving to a newer Godot; then update the version in
-# images/godot/versions.toml, Dockerfile.cpu and Dockerfile.cuda (tests/test_dockerfiles.py checks).
+# images/godot/versions.toml, Dockerfile.cpu and Dockerfile.cuda (tests/images/test_dockerfiles.py
+# checks).
 #
 #   images/godot/lock.sh [PACKAGE=VERSION ...]     (default: godot and godot-template-release,
 #                                                   unstable's current versions)

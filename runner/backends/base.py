@@ -1,13 +1,13 @@
 """The backend contract, and helpers backends share.
 
 A backend is a class derived from `Backend` below: its `Options` (the `env` fields it owns, a
-pydantic model), its `TRAITS`, and the hooks the runner asks. Every hook has a working default
-but the four that make a backend (`available`, `env_ids`, `check_env`, `make_vec_env`): a class
-that lacks one of those cannot be instantiated. A backend is found by name through the
-entry-point group `rlcrate.backends` (`runner.plugins`), rlcrate's own included: a new backend is
-one module and its entry point, and nothing else in the runner names it (tests/test_structure.py
-checks that no module outside `backends/` compares a backend's name), so everything other modules
-need to know about a backend is asked of it here.
+pydantic model), its `TRAITS`, and the hooks the runner asks. Every hook has a working default but
+the four that make a backend (`available`, `env_ids`, `check_env`, `make_vec_env`): a class that
+lacks one of those cannot be instantiated. A backend is found by name through the entry-point group
+`rlcrate.backends` (`runner.plugins`), rlcrate's own included: a new backend is one module and its
+entry point, and nothing else in the runner names it (tests/project/test_structure.py checks that no
+module outside `backends/` compares a backend's name), so everything other modules need to know
+about a backend is asked of it here.
 """
 
 from __future__ import annotations

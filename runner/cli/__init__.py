@@ -21,7 +21,7 @@ from runner.errors import RunnerError
 RUNNING, LOOKING, REPRO = "runner.cli.running", "runner.cli.looking", "runner.cli.repro"
 
 # Every command, in the order `rlcrate --help` lists them, with the line it shows there (the
-# first paragraph of the command's help; tests/test_cli.py checks they agree).
+# first paragraph of the command's help; tests/cli/test_cli.py checks they agree).
 COMMANDS: dict[str, Lazy] = {
     "run": Lazy(
         RUNNING,

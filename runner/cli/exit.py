@@ -16,7 +16,7 @@ click = importlib.import_module(typer.BadParameter.__module__)
 
 
 # What each status means, for every command; the docs' exit-status page is made from this table
-# (tests/test_docs.py checks it covers every status the error types and `run` use).
+# (tests/project/test_docs.py checks it covers every status the error types and `run` use).
 STATUSES: dict[int, str] = {
     0: "success (`reproduce`: the verdict holds; `check-determinism`: bitwise)",
     1: "a unit failed, or the machine failed the run (a full disk; `--image`: the container engine "

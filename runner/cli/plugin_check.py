@@ -1,12 +1,13 @@
 """`rlcrate plugin check NAME`: the conformance checks a backend, trainer or executor must pass,
-as Stable-Baselines3 ships `check_env` for envs. rlcrate's own plugins pass the same checks in
-its tests (tests/test_registry.py), so a plugin author runs exactly what rlcrate runs on its own.
+as Stable-Baselines3 ships `check_env` for envs. rlcrate's own plugins pass the same checks in its
+tests (tests/registry/test_registry.py), so a plugin author runs exactly what rlcrate runs on its
+own.
 
 Each check is a (what, ok, detail) row; a check that cannot run here (the backend's packages are
 missing, its units run in another Python) is skipped with the reason, not failed. A check raises
 `ContractBroken` with its message (`require`), never `assert`: Python's -O (PYTHONOPTIMIZE) strips
 asserts, and a checker built on them passes every plugin there. A plugin's own tests run the same
-checks by subclassing `PluginConformance` (tests/test_plugin_check.py shows how).
+checks by subclassing `PluginConformance` (tests/registry/test_plugin_check.py shows how).
 """
 
 from __future__ import annotations

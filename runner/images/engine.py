@@ -24,7 +24,8 @@ LABEL_DIGEST = "io.rlcrate.image.digest"  # a .sif's: the image it was exported 
 LABEL_REF = "io.rlcrate.image.ref"
 # The hash of the lock each variant's image is built from, as this rlcrate pins it (images/
 # <variant>/requirements.lock): images/lock.sh writes it here and in versions.toml, which
-# tests/test_dockerfiles.py compares. An image file from elsewhere (a .sif) is checked against it.
+# tests/images/test_dockerfiles.py compares. An image file from elsewhere (a .sif) is checked
+# against it.
 PINNED_LOCK = {
     "cpu": "72bb4373e5172685d3d27f8eda0372de553189d8604aa63432972aa4d9be29a7",
     "cuda": "6ac38dca751501fa96f2f835bc6ce3ab1efd3b19e8819749baa8250dc1c9be7a",

@@ -1,5 +1,5 @@
 """A unit's status.json: its state and what its jobs recorded, one typed model, read and written
-here alone (tests/test_structure.py fails on another writer).
+here alone (tests/project/test_structure.py fails on another writer).
 
 The unit writes its own record (state, times, its trainer's `TrainResult` and `EvalResult`, its
 error); the runner and the executors add what only they know (a unit that died without a word,
@@ -103,7 +103,7 @@ class UnitStatus(Versioned, ExecutorFields, EvalResult, TrainResult):
 
 class StatusFields(TypedDict, total=False):
     """What `write_status` may set: UnitStatus's fields but its state, stamp and legacy ones
-    (tests/test_record_formats.py holds the two together)."""
+    (tests/record/test_record_formats.py holds the two together)."""
 
     variant: str
     seed: int

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests import docker_daemon  # noqa: E402
 from tests.helpers import rlcrate, tiny_manifest  # noqa: E402
-from tests.test_docker import TAG, _docker_flags  # noqa: E402
+from tests.images.test_docker import TAG, _docker_flags  # noqa: E402
 
 
 def _timed(*args: str, env: dict[str, str]) -> float:

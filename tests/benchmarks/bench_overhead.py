@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXE = Path(sys.executable).with_name("rlcrate")
 RATES = [1e-4, 2e-4, 3e-4, 5e-4, 1e-3, 2e-3]
 SEEDS = [0, 1, 2, 3]
-PARAMS = {"n_steps": 128, "batch_size": 256, "n_epochs": 4}  # the job of issue 30: ~10 s plain
+PARAMS = {"n_steps": 128, "batch_size": 256, "n_epochs": 4}  # a job of ~10 s plain
 
 PLAIN = """
 import sys

@@ -3,15 +3,15 @@
     .venv/bin/python tests/benchmarks/reliability.py [--no-faults] [--no-archives] [--no-files]
         [--no-red-team] [--json OUT]
 
-Bad inputs (tests/reliability_cases.py) go through the installed console script in a
-subprocess; each counts when it gets exactly one `error:` line, exit status 2, no traceback and
-no run directory. Faults are the real-run tests of tests/test_faults.py (signals at each phase, a
-unit killed, each run-directory file corrupted, two resumes at once, a full disk); each counts
-when its run is survived with nothing lost (the test's assertions). Hostile archives are the
-refusal tests of tests/test_archive.py; each counts when it is refused in one line before anything
-is extracted. Hostile files are tests/test_hostile_files.py; each counts when no code in the file
-ran. The red team's round five (RED_TEAM_FIVE: issue 48's items 9-20) counts each of its tests
-that passes. Prints the counts and every miss by name.
+Bad inputs (tests/reliability_cases.py) go through the installed console script in a subprocess;
+each counts when it gets exactly one `error:` line, exit status 2, no traceback and no run
+directory. Faults are the real-run tests of tests/reliability/test_faults.py (signals at each phase,
+a unit killed, each run-directory file corrupted, two resumes at once, a full disk); each counts
+when its run is survived with nothing lost (the test's assertions). Hostile archives are the refusal
+tests of tests/archive/test_archive.py; each counts when it is refused in one line before anything
+is extracted. Hostile files are tests/reliability/test_hostile_files.py; each counts when no code in
+the file ran. The red team's round five (RED_TEAM_FIVE) counts each of its tests that passes. Prints
+the counts and every miss by name.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from tests.reliability.test_bad_inputs import one_clear_line, run_case  # noqa: E402
 from tests.reliability_cases import cases  # noqa: E402
-from tests.test_bad_inputs import one_clear_line, run_case  # noqa: E402
 
 
 def bad_inputs() -> tuple[int, int, dict[str, str]]:
@@ -78,38 +78,38 @@ def _junit(*pytest_args: str) -> tuple[int, int, dict[str, str]]:
 
 
 def faults() -> tuple[int, int, dict[str, str]]:
-    return _junit(str(ROOT / "tests" / "test_faults.py"))
+    return _junit(str(ROOT / "tests" / "reliability" / "test_faults.py"))
 
 
 def hostile_archives() -> tuple[int, int, dict[str, str]]:
-    """The refusal tests of tests/test_archive.py: a real run's archive altered one way each
+    """The refusal tests of tests/archive/test_archive.py: a real run's archive altered one way each
     (checksums, sizes, formats, links, paths, truncation, expansion and listing bombs)."""
-    return _junit(str(ROOT / "tests" / "test_archive.py"), "-k", "refuse")
+    return _junit(str(ROOT / "tests" / "archive" / "test_archive.py"), "-k", "refuse")
 
 
 def hostile_files() -> tuple[int, int, dict[str, str]]:
-    """tests/test_hostile_files.py: files that carry code (pickles, SB3's cloudpickled `data`,
-    torch files with objects, odd zip members) through every command that reads them; each
-    counts when no code ran and the command ended cleanly."""
-    return _junit(str(ROOT / "tests" / "test_hostile_files.py"))
+    """tests/reliability/test_hostile_files.py: files that carry code (pickles, SB3's
+    cloudpickled `data`, torch files with objects, odd zip members) through every command that
+    reads them; each counts when no code ran and the command ended cleanly."""
+    return _junit(str(ROOT / "tests" / "reliability" / "test_hostile_files.py"))
 
 
-# The red team's round five (issue 48, items 9-20), one test (or parametrized family) per item
-# through the console script: each counts when what it found is one line (or a listed problem),
-# bounded in time, with nothing replaced, half-written or left running.
+# The red team's round five: one test (or parametrized family) per finding, through the console
+# script; each counts when what it found is one line (or a listed problem), bounded in time, with
+# nothing replaced, half-written or left running.
 RED_TEAM_FIVE = (
-    "tests/test_output_targets.py",  # 9, 16, 20: export/archive/report targets
-    "tests/test_study_records.py",  # 10, 11, 17, 20: a study's records
-    "tests/test_eval_bound.py",  # 12
-    "tests/test_tune.py::test_an_int_range_of_a_billion_values_is_counted_not_listed",  # 13
-    "tests/test_determinism.py::test_a_damaged_cache_is_never_copied_on",  # 14
-    "tests/test_determinism.py::test_a_cache_folder_that_is_a_file_still_gives_the_verdict",  # 20
-    "tests/test_export.py::test_a_normalized_model_has_its_statistics_folded_in",  # 16
-    "tests/test_misbehaving_plugins.py",  # 18
-    "tests/test_video.py::test_a_hung_ffmpeg_fails_the_unit_in_time_and_leaves_no_file",  # 19
-    "tests/test_video.py::test_a_clip_whose_ffmpeg_is_killed_is_not_kept_under_any_name",  # 19
-    "tests/test_values_bounded.py::test_a_zoo_expression_past_the_parser_is_one_line",  # 20
-)  # item 15's cases (an env constructor raising) are bad inputs: tests/reliability_cases.py
+    "tests/reliability/test_output_targets.py",  # export/archive/report targets
+    "tests/tune/test_study_records.py",  # a study's records checked against each other
+    "tests/run/test_eval_bound.py",  # every evaluation episode bounded
+    "tests/tune/test_tune.py::test_an_int_range_of_a_billion_values_is_counted_not_listed",
+    "tests/run/test_determinism.py::test_a_damaged_cache_is_never_copied_on",
+    "tests/run/test_determinism.py::test_a_cache_folder_that_is_a_file_still_gives_the_verdict",
+    "tests/export/test_export.py::test_a_normalized_model_has_its_statistics_folded_in",
+    "tests/registry/test_misbehaving_plugins.py",  # plugins and engines that misbehave
+    "tests/video/test_video.py::test_a_hung_ffmpeg_fails_the_unit_in_time_and_leaves_no_file",
+    "tests/video/test_video.py::test_a_clip_whose_ffmpeg_is_killed_is_not_kept_under_any_name",
+    "tests/manifest/test_values_bounded.py::test_a_zoo_expression_past_the_parser_is_one_line",
+)  # its env constructors that raise are bad inputs: tests/reliability_cases.py
 
 
 def red_team_five() -> tuple[int, int, dict[str, str]]:

@@ -25,7 +25,7 @@ No step starts after DEADLINE_S (420 s), and each ends by it, so the run ends in
 
 --dry (a machine without a GPU; it claims no GPU figure): every step on the CPU at tiny sizes,
 `cuda` legs skipped; the Isaac Lab, RSL-RL and scaling manifests through `validate --deep`
-(checkout_steps.py). tests/test_gpu_check.py runs it from the wheelhouse in a fresh Python with
+(checkout_steps.py). tests/gpu/test_gpu_check.py runs it from the wheelhouse in a fresh Python with
 only torch and JAX (make test-gpu-env).
 """
 

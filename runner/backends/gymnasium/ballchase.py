@@ -1,12 +1,12 @@
 """BallChase surrogate: the bundled Godot game (runner/games/ballchase/arena.gd) in NumPy.
 
 Every instance is stepped in one array operation. With `physics: faithful` it repeats the game's
-arithmetic in the game's own precision (Godot 3's Vector2 is float32, its script floats are
-float64) and its random stream (Godot's PCG32, each instance seeded `hash([env_seed, i])` as
-sync.gd does), so it tracks the game step by step (tests/test_ballchase_sim.py). `physics: alt`
-changes drag and speeds, as another engine would, but keeps the game's observation scaling, so
-a policy sees the same spaces with other dynamics. docs/ballchase-surrogate.md lists every
-difference from the game.
+arithmetic in the game's own precision (Godot 3's Vector2 is float32, its script floats are float64)
+and its random stream (Godot's PCG32, each instance seeded `hash([env_seed, i])` as sync.gd does),
+so it tracks the game step by step (tests/backends/gymnasium/test_ballchase_sim.py). `physics: alt`
+changes drag and speeds, as another engine would, but keeps the game's observation scaling, so a
+policy sees the same spaces with other dynamics. docs/ballchase-surrogate.md lists every difference
+from the game.
 
 Registered with Gymnasium as `rlcrate/BallChaseSim-v0` on import (no torch, no SB3 here);
 `ballchase_vec.py` wraps the vector in a Stable-Baselines3 VecEnv.

@@ -1,5 +1,5 @@
 """An executor that breaks its contract on purpose, for the tests of `rlcrate plugin check`
-only (tests/test_plugin_check.py; on the path of no other test): `runs_here` is not a bool,
+only (tests/registry/test_plugin_check.py; on the path of no other test): `runs_here` is not a bool,
 `status` returns no Holdings and `started_any` says it started units in a run it never saw.
 None of these raises, so only the checker's own checks can find them."""
 
