@@ -268,6 +268,8 @@ OTHER_JSON_WRITERS = {
     "runner/trainers/kill.py": "where a kill for check-determinism --resume came (temporary)",
     "runner/trainers/sb3/state.py": "step-N.state.json: SB3's exact-resume state (own format)",
     "runner/backends/isaaclab/env.py": "isaaclab.json: what Isaac Lab picked for the unit",
+    "runner/images/sif.py": "the machine's cache of .sif files' digests",
+    "runner/backends/playground/catalog.py": "the machine's cache of Playground's env catalog",
 }
 
 
