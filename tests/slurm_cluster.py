@@ -74,7 +74,10 @@ def write_conf(tmp: Path) -> Path:
                 "ReturnToService=2",
                 "JobRequeue=1",
                 "MinJobAge=3600",
-                "KillWait=5",  # SIGTERM to SIGKILL: submitit's own process ignores SIGTERM
+                # SIGTERM to SIGKILL (Slurm's default is 30 s): the time a unit has to checkpoint
+                # and record its stop; 5 s was too little on a loaded machine. submitit's own
+                # process ignores SIGTERM, so a cancelled job takes this long to end.
+                "KillWait=15",
                 _node_line(),
                 f"PartitionName={PARTITION} Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
                 "",

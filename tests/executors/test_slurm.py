@@ -52,13 +52,13 @@ def _status(run: Path, unit: str = "default/seed-0") -> dict:
         return {}
 
 
-def _wait(cond, timeout: float, what: str) -> None:
+def _wait(cond, timeout: float, what: str, seen=lambda: "") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if cond():
             return
         time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}")
+    raise AssertionError(f"timed out waiting for {what} {seen()}".rstrip())
 
 
 def _detached(write_manifest, tmp_path, **over) -> Path:
@@ -241,7 +241,8 @@ def test_ctrl_c_on_the_runner_cancels_its_jobs(slurm, write_manifest, tmp_path):
         return queue.stdout.strip() in ("", "COMPLETED", "CANCELLED")
 
     _wait(gone, 60, f"job {jid} to be cancelled")
-    _wait(lambda: _status(run)["state"] == "interrupted", 60, "the unit to record its stop")
+    _wait(lambda: _status(run)["state"] == "interrupted", 60, "the unit to record its stop",
+          lambda: f"its status: {_status(run)['state']}")  # fmt: skip
     assert list((run / "units/default/seed-0/checkpoints").glob("*.zip"))
 
 

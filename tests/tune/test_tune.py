@@ -265,7 +265,7 @@ def test_a_study_judges_every_trial_on_the_same_seeds_and_prunes(tmp_path):
     for seed in (3, 5):  # its units were asked to stop (a unit may end before it looks:
         # 1024 steps train in about a second here; test_a_unit_stops_at_a_prune_request)
         status = _unit_status(run, pruned["variant"], seed)
-        assert status["timesteps_done"] == status.get("pruned_at", 1024)
+        assert status["timesteps_done"] == (status["pruned_at"] or 1024)
         assert (run / "units" / pruned["variant"] / f"seed-{seed}" / "prune.json").is_file()
     assert "trial-001: pruned at step 256" in res.stdout
     best = max((trials[0], trials[2]), key=lambda t: t["objective"])
