@@ -200,6 +200,18 @@ def test_brax_ppo_and_sb3_adapter_on_a_playground_env(write_manifest, tmp_path):
     assert env["id"] == "CartpoleBalance" and env["impl"] == "jax"  # MJX in JAX: the CPU's
 
 
+@pytest.mark.slow  # two trainings, each compiling the MJX step: about a minute here
+def test_check_determinism_on_the_cpu_is_bitwise_through_the_adapter(write_manifest):
+    """`check-determinism` on a Playground env through SB3's adapter: two trainings of the same
+    seed give the same observations, actions, rewards and parameters on this CPU."""
+    m = pg_manifest(
+        algo={"name": "PPO", "params": {"n_steps": 16, "batch_size": 64, "n_epochs": 1}},
+    )
+    out = rlcrate("check-determinism", str(write_manifest(m)), "--steps", "256")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "bitwise" in out.stdout, out.stdout
+
+
 @pytest.mark.slow  # compiling CartpoleBalance's MJX step twice: about 30 s here
 @pytest.mark.skipif(playground.interpreter() is not None, reason="Playground is in another Python")
 def test_the_adapters_playground_state_round_trips_as_data_and_steps_on_the_same():
