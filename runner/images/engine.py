@@ -27,8 +27,8 @@ LABEL_REF = "io.rlcrate.image.ref"
 # tests/images/test_dockerfiles.py compares. An image file from elsewhere (a .sif) is checked
 # against it.
 PINNED_LOCK = {
-    "cpu": "72bb4373e5172685d3d27f8eda0372de553189d8604aa63432972aa4d9be29a7",
-    "cuda": "6ac38dca751501fa96f2f835bc6ce3ab1efd3b19e8819749baa8250dc1c9be7a",
+    "cpu": "7adf115a409b68fba13ab515c1b344e42443c8eaf1ca669b177cc18e7a249131",
+    "cuda": "2719ecb20eb940b53efa38d3a00cd76de4f33b3f632f043583802be3fef31b6b",
 }
 ENTRYPOINT = ["/usr/bin/tini", "--", "/usr/local/bin/rlcrate-entrypoint"]
 IN_DIR, OUT_DIR = "/in", "/out"
