@@ -82,9 +82,16 @@ SUITE_XDIST := -n $(SUITE_WORKERS) --dist loadscope --no-loadscope-reorder
 # (test-gpu-env, on the CPU: the same Brax and JAX versions, with JAX's CUDA plugin); here Brax's
 # checks and the adapter's state run with the CPU lock's.
 BRAX_TESTS := tests/backends/brax/test_brax.py
+# MuJoCo Playground's trainings, determinism check and state round trip compile its MJX programs
+# (about four minutes on one worker): likewise once, in the GPU environment's stage.
+PLAYGROUND_TESTS := tests/backends/playground/test_playground.py
+PLAYGROUND_ONCE := test_brax_ppo_and_sb3_adapter_on_a_playground_env \
+    test_check_determinism_on_the_cpu_is_bitwise_through_the_adapter \
+    test_the_adapters_playground_state_round_trips_as_data_and_steps_on_the_same
 ONCE_IN_GPU_ENV := --deselect $(BRAX_TESTS)::test_brax_ppo_twice_and_sb3_adapter_in_one_run \
     --deselect $(BRAX_TESTS)::test_bench_measures_brax_points_in_brax_python \
-    --deselect $(BRAX_TESTS)::test_brax_ppo_evaluation_drawn_by_brax_scores_what_it_scores_headless
+    --deselect $(BRAX_TESTS)::test_brax_ppo_evaluation_drawn_by_brax_scores_what_it_scores_headless \
+    $(foreach t,$(PLAYGROUND_ONCE),--deselect $(PLAYGROUND_TESTS)::$(t))
 test: export RLCRATE_ENGINE ?= buildah
 test: venv system-deps godot4
 	$(BIN)/pytest -q $(SUITE_XDIST) -m "not image" \
@@ -173,8 +180,8 @@ gpu-wheels: venv
 # own checks, and a smoke subset of the fast suite in its Python and package set (every backend's
 # conformance tests, the trainers, the CLI). The rest of the fast suite tests rlcrate's own code,
 # which `make test` and `make test-latest` already run.
-# Brax's tests that compile (training, bench, brax_ppo's evaluation drawn for eval.video) run
-# here only (see ONCE_IN_GPU_ENV).
+# Brax's and MuJoCo Playground's tests that compile (training, bench, brax_ppo's evaluation drawn
+# for eval.video, Playground's determinism check) run here only (see ONCE_IN_GPU_ENV).
 # The order is the workers' (each takes the next file once two or fewer of its tests are left;
 # tests/conftest.py puts Brax's first): one worker starts with Brax's tests (about 195 s), the
 # other with RSL-RL's (about 255 s), whose first Isaac Lab task compiles Warp's kernels (about two
@@ -188,6 +195,7 @@ gpu-wheels: venv
 GPU_ENV_TESTS := tests/trainers/rsl_rl_ppo/test_isaaclab_rsl_rl.py tests/gpu/test_gpu_check.py \
                  tests/backends/isaaclab/test_isaaclab.py \
                  tests/backends/isaaclab/test_isaaclab_picks.py tests/backends/brax/test_brax.py \
+                 $(PLAYGROUND_TESTS) \
                  tests/registry/test_registry.py tests/cli/test_cli.py tests/images/test_gpu_env.py \
                  tests/trainers/test_trainers.py
 test-gpu-env: venv gpu-env

@@ -204,7 +204,16 @@ SHARED = {
     "test_images": "image", "test_image_resume": "image", "test_image_export": "image",
     "test_sif": "image",
 }  # fmt: skip
-LONGEST = ("test_slurm", "test_brax", "test_faults", "test_run", "ray", "test_course_godot")
+LONGEST = (
+    "test_slurm",
+    "test_brax",
+    "test_faults",
+    "test_run",
+    "ray",
+    "test_course_godot",
+    "test_godot",
+    "test_video",
+)
 
 
 def _group(path: str) -> str:
