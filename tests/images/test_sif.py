@@ -223,7 +223,7 @@ def test_slurm_time_limit_signal_in_the_sif_resumes_exactly(slurm, sif, local_ru
     )  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr
     run = run_dir_of(tmp_path / "runs", "tiny")
-    jid = json.loads((run / "slurm/jobs.json").read_text())["default/seed-0"]
+    jid = json.loads((run / "slurm/jobs.json").read_text())["jobs"]["default/seed-0"]
     progress = run / "units/default/seed-0/progress.json"
     _wait(
         lambda: progress.exists() and json.loads(progress.read_text())["steps"] >= 1024,
