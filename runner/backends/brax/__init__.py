@@ -79,7 +79,8 @@ def _package_dir() -> Path | None:
     """Brax's package folder: the runner's own, else in the Python its units run with."""
     if _own():
         spec = importlib.util.find_spec("brax")
-        assert spec is not None and spec.submodule_search_locations
+        if spec is None or not spec.submodule_search_locations:
+            return None  # not a package folder after all
         return Path(list(spec.submodule_search_locations)[0])
     python = _units_python()
     if python is None:
@@ -118,7 +119,8 @@ def _env_ids() -> list[str]:
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
         target = node.targets[0] if isinstance(node, ast.Assign) else None
         if isinstance(target, ast.Name) and target.id == "_envs":
-            assert isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
+            if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Dict):
+                raise BackendUnavailable(f"{path}: Brax's env registry (_envs) is not a mapping")
             return sorted(str(k.value) for k in node.value.keys if isinstance(k, ast.Constant))
     raise BackendUnavailable(f"{path}: Brax's env registry (_envs) was not found")
 

@@ -88,7 +88,8 @@ def _table(algo: str) -> dict[str, Any]:
     """The installed zoo's file for `algo`, read as a manifest is (bounded, plain YAML): a
     tampered file with Python tags or alias bombs is one line naming it."""
     spec = importlib.util.find_spec("rl_zoo3")
-    assert spec is not None and spec.submodule_search_locations
+    if spec is None or not spec.submodule_search_locations:
+        raise ZooError("algo.defaults zoo needs the rl-zoo3 package (pip install 'rlcrate[zoo]')")
     path = Path(list(spec.submodule_search_locations)[0], "hyperparams", f"{FILES[algo]}.yml")
     try:
         data, _ = read_yaml(path)

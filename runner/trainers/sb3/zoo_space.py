@@ -68,9 +68,9 @@ def problem(cfg: Manifest) -> str | None:
 @cache
 def _module() -> ModuleType:
     path = _path()
-    assert path is not None
-    spec = importlib.util.spec_from_file_location("rlcrate_zoo_hyperparams_opt", path)
-    assert spec is not None and spec.loader is not None
+    spec = path and importlib.util.spec_from_file_location("rlcrate_zoo_hyperparams_opt", path)
+    if not spec or spec.loader is None:  # problem() says so first; never a stripped assert
+        raise RuntimeError(f"rl-zoo3's search spaces cannot be loaded from {path}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
