@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import select
 import shutil
 import signal
 import socket
@@ -412,15 +413,22 @@ SCRIPT = textwrap.dedent("""
 
 
 def _next_line(proc: subprocess.Popen[str], timeout: float) -> str:
-    """The next line `proc` prints, waited for up to `timeout` s (AssertionError after that)."""
-    import selectors
+    """The next line `proc` prints, waited for up to `timeout` s (AssertionError after that).
 
+    Read a byte at a time from the pipe itself: a buffered readline could take the line after
+    this one too, and then wait on a pipe with nothing more to come (the runner steps silently).
+    """
     assert proc.stdout is not None
-    with selectors.DefaultSelector() as sel:
-        sel.register(proc.stdout, selectors.EVENT_READ)
-        if not sel.select(timeout):
-            raise AssertionError(f"no line from the runner within {timeout:.0f} s")
-    return proc.stdout.readline().strip()
+    fd, line = proc.stdout.fileno(), b""
+    deadline = time.monotonic() + timeout
+    while not line.endswith(b"\n"):
+        if not select.select([fd], [], [], max(deadline - time.monotonic(), 0.0))[0]:
+            raise AssertionError(f"no line from the runner within {timeout:.0f} s: {line!r}")
+        byte = os.read(fd, 1)
+        if not byte:  # it exited
+            break
+        line += byte
+    return line.decode().strip()
 
 
 def _spawn(*args: str) -> subprocess.Popen[str]:
