@@ -85,6 +85,12 @@ def test_ppo_and_sac_train_on_continuous_ballchase_from_one_seed(tmp_path: Path)
             "eval.episodes": 2,
             "seeds": [0],
             "env.kwargs": {"action_space": "continuous", "episode_steps": 100},
+            # the manifest's bench job still runs, a pass over each point: the bench's numbers
+            # are test_scaling_curve_over_instances_benches's and test_bench's to check
+            "bench.steps": 256,
+            "bench.warmup": 64,
+            "bench.repeats": 1,
+            "bench.cold_start": False,
         },
     )
     data = yaml.safe_load(path.read_text())
@@ -97,6 +103,10 @@ def test_ppo_and_sac_train_on_continuous_ballchase_from_one_seed(tmp_path: Path)
         (run_dir_of(tmp_path / "runs", "ballchase-ppo-vs-sac") / "summary.json").read_text()
     )
     assert "SAC" in json.dumps(summary) and "PPO" in json.dumps(summary)
+    bench = json.loads(
+        (run_dir_of(tmp_path / "runs", "ballchase-ppo-vs-sac") / "bench.json").read_text()
+    )
+    assert [p["variant"] for p in bench["points"]] == ["PPO", "SAC"]
 
 
 def test_scaling_curve_over_instances_benches(tmp_path: Path):
