@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from runner.checks.load import load_manifest
 from runner.errors import ManifestError, UserInputError
 from runner.manifest.overrides import Override, parse_set
+from runner.manifest.problems import shorten
 from runner.manifest.parse import parse_yaml
 from runner.manifest.schema import Manifest
 from tests.helpers import tiny_manifest
@@ -62,15 +63,19 @@ def _answer(path: Path, overrides: list[Override] | tuple[()] = ()) -> Manifest 
     try:
         return load_manifest(path, overrides=overrides)
     except ManifestError as exc:
-        assert exc.problems, "a ManifestError with no problem in it"
-        shown = [o.shown for o in overrides]
-        for p in exc.problems:
-            assert "\n" not in str(p), str(p)
-            assert p.file == str(path) or p.file in shown, (p, shown)
+        _ours(exc, [str(path), *(o.shown for o in overrides)])
         return None
     except UserInputError as exc:  # an override over a field that is not a mapping
         assert str(exc).strip() and "\n" not in str(exc).strip(), str(exc)
         return None
+
+
+def _ours(exc: ManifestError, files: list[str]) -> None:
+    """One line per problem, each naming one of `files` (the manifest or an override)."""
+    assert exc.problems, "a ManifestError with no problem in it"
+    for p in exc.problems:
+        assert "\n" not in str(p), str(p)
+        assert p.file in files, (p, files)
 
 
 def _set(data: dict, path: tuple[str, ...], value: object) -> dict:
@@ -145,6 +150,9 @@ def _with(path: Path, text: str) -> Manifest | None:
     """The manifest at `path` with `--set text`; None when refused (as ours, one line)."""
     try:
         override = parse_set(text)
+    except ManifestError as exc:  # its value as YAML: one line per problem, as in a file
+        _ours(exc, [shorten(f"--set {text}")])
+        return None
     except UserInputError as exc:
         assert "\n" not in str(exc).strip(), str(exc)
         return None
@@ -162,6 +170,7 @@ def test_any_set_argument_is_an_override_or_our_problem(tiny_file, text):
 @FUZZ
 @given(PATHS, VALUES)
 @example(where=("rlcrate",), value={"\n": math.inf})  # found by it: a key's line break
+@example(where=("rlcrate",), value=[math.inf, math.inf])  # two problems, a line each
 def test_a_set_of_any_value_at_any_field_is_a_manifest_or_our_problem(tiny_file, where, value):
     flow = yaml.safe_dump(value, default_flow_style=True, width=10**6).strip()
     flow = flow.removesuffix("\n...").removesuffix("...").strip()
