@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from runner.checks.load import load_manifest
 from runner.errors import ManifestError, UserInputError
 from runner.manifest.overrides import Override, parse_set
-from runner.manifest.problems import shorten
 from runner.manifest.parse import parse_yaml
+from runner.manifest.problems import shorten
 from runner.manifest.schema import Manifest
 from tests.helpers import tiny_manifest
 
