@@ -156,7 +156,8 @@ class _Pass:
             raise _refuse(self.path, f"it holds more than {MAX_FILES:,} files; a run never does")
         self._expect_listed(rel, member.size)
         stream = tar.extractfile(member)
-        assert stream is not None  # a regular file
+        if stream is None:  # checked regular above; under python -O too, never read as None
+            raise _refuse(self.path, f"it holds {rel!r}, which is not a regular file")
         keep = (
             rel in (INDEX, SUMS)
             or (rel.endswith(SMALL_SUFFIXES) and member.size <= SMALL_LIMIT)
